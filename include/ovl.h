@@ -1,0 +1,229 @@
+/*
+ * overlap-sim: run one op schedule on every device of a machine, one thread
+ * per device, and check that overlapping compute with communication is both
+ * right and worth it.
+ *
+ * Public API of libovl. Every function that can fail returns an ovl_status
+ * and, where an ovl_error is passed, fills it with a message that gives the
+ * context (file:line:col for schedules, rank/op/stream for runtime errors).
+ * The library never prints and never exits.
+ */
+#ifndef OVL_H
+#define OVL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define OVL_VERSION_STRING "0.1.0"
+
+/* One line per error: the enum name, and the text ovl_strerror() gives. */
+#define OVL_ERRNO_MAP(X)                                                     \
+  X(OK, "success")                                                           \
+  X(EINVAL, "invalid argument")                                              \
+  X(ENOMEM, "out of memory")                                                 \
+  X(EIO, "I/O error")                                                        \
+  X(EPARSE, "schedule error")                                                \
+  X(ENODEV, "no such backend or device")                                     \
+  X(EBACKEND, "backend error")                                               \
+  X(ETIMEDOUT, "timed out")                                                  \
+  X(EMISMATCH, "collective mismatch across ranks")                             \
+  X(EABORTED, "aborted because another rank failed")
+
+typedef enum {
+#define OVL__ERR_ENUM(name, text) OVL_##name,
+  OVL_ERRNO_MAP(OVL__ERR_ENUM)
+#undef OVL__ERR_ENUM
+  OVL__ERR_COUNT
+} ovl_status;
+
+/* The text of a status ("success", "schedule error", ...). */
+const char *ovl_strerror(ovl_status status);
+/* The name of a status ("OVL_EPARSE", ...). */
+const char *ovl_err_name(ovl_status status);
+
+/* Where a failing call leaves its diagnostic. msg is always terminated. */
+#define OVL_ERROR_MSG_MAX 1024
+typedef struct ovl_error_s {
+  ovl_status status;
+  char msg[OVL_ERROR_MSG_MAX];
+} ovl_error;
+
+/* ------------------------------------------------------------------ */
+/* Programs: parsed schedules.                                         */
+/* ------------------------------------------------------------------ */
+
+typedef struct ovl_program_s ovl_program;
+
+typedef enum {
+  OVL_DTYPE_FLOAT32 = 0,
+  OVL_DTYPE_FLOAT64 = 1
+} ovl_dtype;
+
+/* Byte size of one element, and the schedule spelling ("float32"). */
+size_t ovl_dtype_size(ovl_dtype dtype);
+const char *ovl_dtype_name(ovl_dtype dtype);
+
+typedef struct ovl_parse_opts_s {
+  /* NAME=VALUE strings that override `param` defaults (-D). */
+  const char *const *defines;
+  size_t ndefines;
+  /* Ranks the program will run on: the shapes of c_allgather and
+   * c_reducescatter outputs depend on it. */
+  int nranks;
+  /* Non-zero: use a param's `cpu=` default where it has one (the emulated
+   * backend runs smaller sizes by default). */
+  int cpu_defaults;
+} ovl_parse_opts;
+
+/* Parse schedule text. `filename` is used in diagnostics only. */
+ovl_status ovl_program_parse(const char *text, size_t len,
+                             const char *filename,
+                             const ovl_parse_opts *opts, ovl_program **out,
+                             ovl_error *err);
+/* Read and parse a schedule file. */
+ovl_status ovl_program_load(const char *path, const ovl_parse_opts *opts,
+                            ovl_program **out, ovl_error *err);
+void ovl_program_free(ovl_program *prog);
+
+typedef enum {
+  OVL_MODE_ASYNC = 0, /* the schedule as written */
+  OVL_MODE_SYNC,      /* collectives on the calc stream, wait ops removed */
+  OVL_MODE_COMP,      /* collectives removed */
+  OVL_MODE_COMM,      /* compute ops removed */
+  OVL__MODE_COUNT
+} ovl_mode;
+
+const char *ovl_mode_name(ovl_mode mode);
+/* Derive a new program; `prog` is not changed. */
+ovl_status ovl_program_transform(const ovl_program *prog, ovl_mode mode,
+                                 ovl_program **out, ovl_error *err);
+
+/* Introspection used by tools and tests. */
+const char *ovl_program_filename(const ovl_program *prog);
+size_t ovl_program_op_count(const ovl_program *prog);
+int ovl_program_ring_count(const ovl_program *prog);
+int ovl_program_nranks(const ovl_program *prog);
+/* Params as finally bound: name and value as text ("10000"), and whether the
+ * value came from a -D define, the `cpu=` default or the plain default. */
+typedef enum {
+  OVL_PARAM_DEFAULT = 0,
+  OVL_PARAM_CPU_DEFAULT,
+  OVL_PARAM_DEFINED
+} ovl_param_origin;
+size_t ovl_program_param_count(const ovl_program *prog);
+void ovl_program_param(const ovl_program *prog, size_t i, const char **name,
+                       const char **value, const char **plain_default,
+                       ovl_param_origin *origin);
+/* Total bytes of all variables on one rank. */
+uint64_t ovl_program_bytes_per_rank(const ovl_program *prog);
+
+/* Fetched variables (in order of first fetch). */
+size_t ovl_program_fetch_count(const ovl_program *prog);
+typedef struct ovl_var_info_s {
+  const char *name;
+  ovl_dtype dtype;
+  int ndim;
+  const int64_t *dims;
+  int64_t numel;
+} ovl_var_info;
+void ovl_program_fetch_info(const ovl_program *prog, size_t i,
+                            ovl_var_info *info);
+
+/* ------------------------------------------------------------------ */
+/* Worlds: N ranks on one backend.                                     */
+/* ------------------------------------------------------------------ */
+
+typedef struct ovl_world_s ovl_world;
+
+typedef struct ovl_world_opts_s {
+  /* "auto" (cuda when a GPU is visible, else cpu), "cpu" or "cuda". */
+  const char *backend;
+  /* Ranks; 0 means the backend's default (cpu: 2, cuda: every GPU). */
+  int nranks;
+  /* Seconds a collective or a stream may stay stuck before it is an error;
+   * 0 means 60. */
+  double timeout_s;
+} ovl_world_opts;
+
+ovl_status ovl_world_create(const ovl_world_opts *opts, ovl_world **out,
+                            ovl_error *err);
+void ovl_world_free(ovl_world *world);
+const char *ovl_world_backend_name(const ovl_world *world);
+int ovl_world_nranks(const ovl_world *world);
+/* One line describing the devices ("2 x NVIDIA H200", "2 emulated"). */
+const char *ovl_world_devices(const ovl_world *world);
+
+/* How many backends were compiled in, and whether `name` is one of them. */
+int ovl_backend_available(const char *name);
+
+typedef struct ovl_run_opts_s {
+  int iters;  /* timed iterations */
+  int warmup; /* untimed iterations before them */
+} ovl_run_opts;
+
+typedef struct ovl_result_s ovl_result;
+
+/* Run `prog` on every rank: warmup + iters iterations. The program must have
+ * been parsed for ovl_world_nranks(world) ranks. */
+ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
+                         const ovl_run_opts *opts, ovl_result **out,
+                         ovl_error *err);
+void ovl_result_free(ovl_result *res);
+
+/* Seconds of each timed iteration (host clock, barrier before and after). */
+int ovl_result_iters(const ovl_result *res);
+const double *ovl_result_times(const ovl_result *res);
+/* The last fetched value of fetched variable `i` on `rank`, converted to
+ * double; NULL if it was never fetched. numel as in ovl_program_fetch_info. */
+const double *ovl_result_fetched(const ovl_result *res, int rank, size_t i);
+
+/* ------------------------------------------------------------------ */
+/* Reference and numeric check.                                        */
+/* ------------------------------------------------------------------ */
+
+typedef struct ovl_reference_s ovl_reference;
+
+/* Interpret `prog` sequentially in float64 for `nranks` ranks in lock step. */
+ovl_status ovl_reference_compute(const ovl_program *prog, int nranks,
+                                 ovl_reference **out, ovl_error *err);
+void ovl_reference_free(ovl_reference *ref);
+/* The value fetched variable `i` must have on `rank` (NULL if never
+ * fetched). */
+const double *ovl_reference_fetched(const ovl_reference *ref, int rank,
+                                    size_t i);
+
+typedef struct ovl_mismatch_s {
+  int rank;
+  size_t fetch_index; /* index of the fetched variable */
+  const char *var;    /* its name */
+  int64_t count;      /* elements out of tolerance */
+  int64_t numel;
+  int64_t first_index; /* first element out of tolerance */
+  double got, expected;
+} ovl_mismatch;
+
+typedef struct ovl_check_s {
+  double rtol, atol;
+  int64_t checked;      /* elements compared, all ranks and variables */
+  int64_t mismatched;   /* elements out of tolerance */
+  size_t nmismatch;     /* entries in `mismatch`, one per (rank, var) */
+  ovl_mismatch *mismatch;
+} ovl_check;
+
+/* Compare every fetched variable of every rank:
+ * |got - ref| <= atol + rtol * |ref|. NaN never matches unless both are NaN.
+ * Fills `out` (free with ovl_check_release). */
+ovl_status ovl_check_result(const ovl_program *prog, const ovl_result *res,
+                            const ovl_reference *ref, double rtol,
+                            double atol, ovl_check *out, ovl_error *err);
+void ovl_check_release(ovl_check *check);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OVL_H */

@@ -1,0 +1,124 @@
+/* Program lifetime and introspection. Programs are immutable once built. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+void ovl_program_free(ovl_program *prog) {
+  if (prog == NULL)
+    return;
+  for (size_t i = 0; i < prog->nvars; i++)
+    free(prog->vars[i].name);
+  for (size_t i = 0; i < prog->nparams; i++) {
+    free(prog->params[i].name);
+    free(prog->params[i].value);
+    free(prog->params[i].plain_default);
+  }
+  free(prog->vars);
+  free(prog->ops);
+  free(prog->params);
+  free(prog->fetch);
+  free(prog->filename);
+  free(prog);
+}
+
+static void *dup_array(const void *src, size_t n, size_t size, bool *fail) {
+  void *p;
+  if (n == 0)
+    return NULL;
+  p = malloc(n * size);
+  if (p == NULL)
+    *fail = true;
+  else
+    memcpy(p, src, n * size);
+  return p;
+}
+
+static char *dup_str(const char *s, bool *fail) {
+  char *p;
+  if (s == NULL)
+    return NULL;
+  p = ovl__strdup(s);
+  if (p == NULL)
+    *fail = true;
+  return p;
+}
+
+ovl_status ovl__program_clone(const ovl_program *prog, ovl_program **out,
+                              ovl_error *err) {
+  bool fail = false;
+  ovl_program *p = calloc(1, sizeof *p);
+  if (p == NULL)
+    return ovl__err(err, OVL_ENOMEM, "out of memory copying a program");
+  *p = *prog;
+  p->filename = dup_str(prog->filename, &fail);
+  p->vars = dup_array(prog->vars, prog->nvars, sizeof *p->vars, &fail);
+  p->ops = dup_array(prog->ops, prog->nops, sizeof *p->ops, &fail);
+  p->params = dup_array(prog->params, prog->nparams, sizeof *p->params, &fail);
+  p->fetch = dup_array(prog->fetch, prog->nfetch, sizeof *p->fetch, &fail);
+  /* The arrays hold borrowed strings until each is duplicated; on failure
+   * clear the ones not yet owned so ovl_program_free stays correct. */
+  if (p->vars == NULL)
+    p->nvars = 0;
+  if (p->params == NULL)
+    p->nparams = 0;
+  for (size_t i = 0; i < p->nvars; i++)
+    p->vars[i].name = dup_str(prog->vars[i].name, &fail);
+  for (size_t i = 0; i < p->nparams; i++) {
+    p->params[i].name = dup_str(prog->params[i].name, &fail);
+    p->params[i].value = dup_str(prog->params[i].value, &fail);
+    p->params[i].plain_default = dup_str(prog->params[i].plain_default, &fail);
+  }
+  if (fail) {
+    ovl_program_free(p);
+    return ovl__err(err, OVL_ENOMEM, "out of memory copying a program");
+  }
+  *out = p;
+  return OVL_OK;
+}
+
+const char *ovl_program_filename(const ovl_program *prog) {
+  return prog->filename;
+}
+size_t ovl_program_op_count(const ovl_program *prog) { return prog->nops; }
+int ovl_program_ring_count(const ovl_program *prog) { return prog->nrings; }
+int ovl_program_nranks(const ovl_program *prog) { return prog->nranks; }
+size_t ovl_program_param_count(const ovl_program *prog) {
+  return prog->nparams;
+}
+
+void ovl_program_param(const ovl_program *prog, size_t i, const char **name,
+                       const char **value, const char **plain_default,
+                       ovl_param_origin *origin) {
+  const ovl__param *p = &prog->params[i];
+  if (name != NULL)
+    *name = p->name;
+  if (value != NULL)
+    *value = p->value;
+  if (plain_default != NULL)
+    *plain_default = p->plain_default;
+  if (origin != NULL)
+    *origin = p->origin;
+}
+
+uint64_t ovl_program_bytes_per_rank(const ovl_program *prog) {
+  uint64_t total = 0;
+  for (size_t i = 0; i < prog->nvars; i++)
+    total += (uint64_t)prog->vars[i].numel *
+             ovl_dtype_size(prog->vars[i].dtype);
+  return total;
+}
+
+size_t ovl_program_fetch_count(const ovl_program *prog) {
+  return prog->nfetch;
+}
+
+void ovl_program_fetch_info(const ovl_program *prog, size_t i,
+                            ovl_var_info *info) {
+  const ovl__var *v = &prog->vars[prog->fetch[i]];
+  info->name = v->name;
+  info->dtype = v->dtype;
+  info->ndim = v->ndim;
+  info->dims = v->dims;
+  info->numel = v->numel;
+}
