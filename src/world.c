@@ -1,0 +1,602 @@
+/*
+ * The world and its executor: N ranks on one backend, one thread per rank,
+ * every thread driving the same program (DESIGN.md §3).
+ *
+ * A run, per rank thread:
+ *   bind device, create streams and events      (backend rank_init)
+ *   allocate every variable; generate inputs    (before the timed loop)
+ *   barrier
+ *   per iteration: upload inputs (host, synchronous); barrier; t0;
+ *                  enqueue the ops; drain every stream; barrier; t1
+ *   convert the last fetched values; barrier; free; release streams
+ * Any failure aborts the whole world (backend world_abort and the barrier),
+ * so no rank waits for a rank that has given up.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct ovl_world_s {
+  const ovl__backend_ops *be;
+  ovl__bworld *bw;
+  int nranks;
+  double timeout_s;
+};
+
+struct ovl_result_s {
+  int nranks;
+  size_t nfetch;
+  int iters;
+  double *times;
+  double **fetched; /* [rank * nfetch + i], NULL where never fetched */
+};
+
+/* ------------------------------------------------------------------ */
+/* World                                                               */
+/* ------------------------------------------------------------------ */
+
+static const ovl__backend_ops *pick_backend(const char *name,
+                                            ovl_error *err) {
+  const ovl__backend_ops *be;
+  if (name == NULL || strcmp(name, "auto") == 0) {
+    for (size_t i = 0; ovl__backends[i] != NULL; i++)
+      if (ovl__backends[i]->device_count() > 0)
+        return ovl__backends[i];
+    ovl__err(err, OVL_ENODEV, "no backend has a usable device");
+    return NULL;
+  }
+  be = ovl__backend_find(name);
+  if (be == NULL) {
+    if (strcmp(name, "cuda") == 0)
+      ovl__err(err, OVL_ENODEV,
+               "backend 'cuda' was not compiled in (configure found no "
+               "CUDA/NCCL)");
+    else
+      ovl__err(err, OVL_ENODEV, "unknown backend '%s' (auto, cpu, cuda)",
+               name);
+    return NULL;
+  }
+  return be;
+}
+
+ovl_status ovl_world_create(const ovl_world_opts *opts, ovl_world **out,
+                            ovl_error *err) {
+  ovl_world_opts o = {0};
+  const ovl__backend_ops *be;
+  ovl_world *w;
+  ovl_status st;
+  int ndev;
+
+  if (out == NULL)
+    return ovl__err(err, OVL_EINVAL, "ovl_world_create: out is NULL");
+  if (opts != NULL)
+    o = *opts;
+  be = pick_backend(o.backend, err);
+  if (be == NULL)
+    return OVL_ENODEV;
+  ndev = be->device_count();
+  if (ndev <= 0)
+    return ovl__err(err, OVL_ENODEV, "backend '%s': no device is visible",
+                    be->name);
+  if (o.nranks == 0)
+    o.nranks = be->default_ranks();
+  if (o.nranks < 1 || o.nranks > OVL_MAX_RANKS)
+    return ovl__err(err, OVL_EINVAL, "ranks must be 1..%d, got %d",
+                    OVL_MAX_RANKS, o.nranks);
+  if (o.nranks > ndev)
+    return ovl__err(err, OVL_ENODEV,
+                    "backend '%s': asked for %d ranks but %d device%s "
+                    "visible",
+                    be->name, o.nranks, ndev, ndev == 1 ? " is" : "s are");
+  if (o.timeout_s <= 0)
+    o.timeout_s = 60.0;
+  w = calloc(1, sizeof *w);
+  if (w == NULL)
+    return ovl__err(err, OVL_ENOMEM, "out of memory creating the world");
+  w->be = be;
+  w->nranks = o.nranks;
+  w->timeout_s = o.timeout_s;
+  st = be->world_init(o.nranks, o.timeout_s, &w->bw, err);
+  if (st != OVL_OK) {
+    free(w);
+    return st;
+  }
+  *out = w;
+  return OVL_OK;
+}
+
+void ovl_world_free(ovl_world *world) {
+  if (world == NULL)
+    return;
+  world->be->world_fini(world->bw);
+  free(world);
+}
+
+const char *ovl_world_backend_name(const ovl_world *world) {
+  return world->be->name;
+}
+int ovl_world_nranks(const ovl_world *world) { return world->nranks; }
+const char *ovl_world_devices(const ovl_world *world) {
+  return world->be->world_devices(world->bw);
+}
+
+/* ------------------------------------------------------------------ */
+/* Results                                                             */
+/* ------------------------------------------------------------------ */
+
+void ovl_result_free(ovl_result *res) {
+  if (res == NULL)
+    return;
+  if (res->fetched != NULL)
+    for (size_t i = 0; i < (size_t)res->nranks * res->nfetch; i++)
+      free(res->fetched[i]);
+  free(res->fetched);
+  free(res->times);
+  free(res);
+}
+
+int ovl_result_iters(const ovl_result *res) { return res->iters; }
+const double *ovl_result_times(const ovl_result *res) { return res->times; }
+const double *ovl_result_fetched(const ovl_result *res, int rank, size_t i) {
+  if (rank < 0 || rank >= res->nranks || i >= res->nfetch)
+    return NULL;
+  return res->fetched[(size_t)rank * res->nfetch + i];
+}
+
+/* ------------------------------------------------------------------ */
+/* An abortable barrier: a failed rank must not leave the others       */
+/* waiting.                                                            */
+/* ------------------------------------------------------------------ */
+
+typedef struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int n, waiting;
+  unsigned long gen;
+  bool aborted;
+} barrier_t;
+
+static void barrier_init(barrier_t *b, int n) {
+  pthread_mutex_init(&b->mu, NULL);
+  pthread_cond_init(&b->cv, NULL);
+  b->n = n;
+  b->waiting = 0;
+  b->gen = 0;
+  b->aborted = false;
+}
+
+static void barrier_destroy(barrier_t *b) {
+  pthread_mutex_destroy(&b->mu);
+  pthread_cond_destroy(&b->cv);
+}
+
+/* False when the run was aborted. */
+static bool barrier_wait(barrier_t *b) {
+  bool ok;
+  pthread_mutex_lock(&b->mu);
+  if (!b->aborted) {
+    unsigned long gen = b->gen;
+    if (++b->waiting == b->n) {
+      b->waiting = 0;
+      b->gen++;
+      pthread_cond_broadcast(&b->cv);
+    } else {
+      while (gen == b->gen && !b->aborted)
+        pthread_cond_wait(&b->cv, &b->mu);
+    }
+  }
+  ok = !b->aborted;
+  pthread_mutex_unlock(&b->mu);
+  return ok;
+}
+
+static void barrier_abort(barrier_t *b) {
+  pthread_mutex_lock(&b->mu);
+  b->aborted = true;
+  pthread_cond_broadcast(&b->cv);
+  pthread_mutex_unlock(&b->mu);
+}
+
+/* ------------------------------------------------------------------ */
+/* The run                                                             */
+/* ------------------------------------------------------------------ */
+
+typedef struct run_s {
+  ovl_world *world;
+  const ovl_program *prog;
+  ovl_run_opts opts;
+  ovl_result *res;
+  barrier_t barrier;
+  pthread_mutex_t err_mu;
+  bool failed;
+  ovl_error first; /* the first error that is not a consequence of another */
+} run_t;
+
+typedef struct rank_s {
+  run_t *run;
+  int rank;
+  ovl__brank *br;
+  void **dev;        /* device buffer of each variable */
+  void **host_in;    /* host copy of each data() input, else NULL */
+  void **host_out;   /* host buffer of each fetched variable */
+  bool *fetched;     /* whether fetched variable i was fetched */
+} rank_t;
+
+/* Record a rank's failure; the first real error wins over the aborts it
+ * causes in the other ranks. Aborts the world so nobody waits. */
+static void run_fail(run_t *run, const ovl_error *e) {
+  bool abort_now = false;
+  pthread_mutex_lock(&run->err_mu);
+  if (!run->failed ||
+      (run->first.status == OVL_EABORTED && e->status != OVL_EABORTED)) {
+    run->first = *e;
+  }
+  if (!run->failed) {
+    run->failed = true;
+    abort_now = true;
+  }
+  pthread_mutex_unlock(&run->err_mu);
+  if (abort_now) {
+    run->world->be->world_abort(run->world->bw);
+    barrier_abort(&run->barrier);
+  }
+}
+
+static const char *stream_name(int stream, char *buf, size_t len) {
+  if (stream == OVL_STREAM_CALC)
+    snprintf(buf, len, "calc");
+  else
+    snprintf(buf, len, "comm[%d]", stream - 1);
+  return buf;
+}
+
+/* Enqueue (or, for host ops, perform) one op on this rank. */
+static ovl_status exec_op(rank_t *rk, const ovl__op *op, ovl_error *err) {
+  const ovl__backend_ops *be = rk->run->world->be;
+  const ovl_program *prog = rk->run->prog;
+  const ovl__opdef *def = op->def;
+  ovl__brank *br = rk->br;
+  int stream = ovl__op_stream(op);
+  ovl_status st = OVL_OK;
+
+  switch (def->kind) {
+  case OVL_KIND_COMPUTE: {
+    const ovl__var *o = &prog->vars[op->out];
+    return be->elementwise(br, stream, def->ew, o->dtype, rk->dev[op->out],
+                           rk->dev[op->in[0]],
+                           op->nin > 1 ? rk->dev[op->in[1]] : NULL,
+                           op->scale, op->bias, (size_t)o->numel, err);
+  }
+  case OVL_KIND_COLLECTIVE: {
+    const ovl__var *x = &prog->vars[op->in[0]];
+    const ovl__var *o = &prog->vars[op->out];
+    size_t count = (size_t)(def->coll == OVL_COLL_REDUCESCATTER ? o->numel
+                                                                 : x->numel);
+    return be->collective(br, stream, op->ring_id, def->coll, def->redop,
+                          x->dtype, rk->dev[op->in[0]], rk->dev[op->out],
+                          count, op->root, err);
+  }
+  case OVL_KIND_WAIT_COMPUTE:
+    st = be->event_record(br, OVL_EVENT_COMPUTE(op->ring_id), OVL_STREAM_CALC,
+                          err);
+    if (st == OVL_OK)
+      st = be->stream_wait_event(br, OVL_STREAM_COMM(op->ring_id),
+                                 OVL_EVENT_COMPUTE(op->ring_id), err);
+    return st;
+  case OVL_KIND_WAIT_COMM:
+    st = be->event_record(br, OVL_EVENT_COMM(op->ring_id),
+                          OVL_STREAM_COMM(op->ring_id), err);
+    if (st == OVL_OK)
+      st = be->stream_wait_event(br, OVL_STREAM_CALC,
+                                 OVL_EVENT_COMM(op->ring_id), err);
+    return st;
+  case OVL_KIND_SYNC_CALC:
+  case OVL_KIND_SYNC_COMM:
+    return be->stream_sync(br, stream, err);
+  case OVL_KIND_DELAY:
+    return be->delay(br, stream, op->us, err);
+  case OVL_KIND_FETCH:
+    /* As Paddle's executor: the host syncs the calc stream only. */
+    st = be->stream_sync(br, OVL_STREAM_CALC, err);
+    for (int k = 0; st == OVL_OK && k < op->nin; k++) {
+      int v = op->in[k];
+      for (size_t i = 0; i < prog->nfetch; i++) {
+        if (prog->fetch[i] != v)
+          continue;
+        st = be->mem_download(br, rk->host_out[i], rk->dev[v],
+                              (size_t)prog->vars[v].numel *
+                                  ovl_dtype_size(prog->vars[v].dtype),
+                              err);
+        rk->fetched[i] = true;
+      }
+    }
+    return st;
+  }
+  return ovl__err(err, OVL_EINVAL, "unknown op kind");
+}
+
+static ovl_status drain(rank_t *rk, ovl_error *err) {
+  const ovl__backend_ops *be = rk->run->world->be;
+  ovl_status st = be->stream_sync(rk->br, OVL_STREAM_CALC, err);
+  for (int r = 0; st == OVL_OK && r < rk->run->prog->nrings; r++)
+    st = be->stream_sync(rk->br, OVL_STREAM_COMM(r), err);
+  if (st != OVL_OK)
+    ovl__err_prefix(err, "at the end of an iteration: ");
+  return st;
+}
+
+/* Allocate device buffers and host staging; generate this rank's inputs. */
+static ovl_status rank_setup(rank_t *rk, ovl_error *err) {
+  const ovl__backend_ops *be = rk->run->world->be;
+  const ovl_program *prog = rk->run->prog;
+  ovl_status st;
+
+  rk->dev = calloc(prog->nvars ? prog->nvars : 1, sizeof *rk->dev);
+  rk->host_in = calloc(prog->nvars ? prog->nvars : 1, sizeof *rk->host_in);
+  rk->host_out = calloc(prog->nfetch ? prog->nfetch : 1,
+                        sizeof *rk->host_out);
+  rk->fetched = calloc(prog->nfetch ? prog->nfetch : 1, sizeof *rk->fetched);
+  if (!rk->dev || !rk->host_in || !rk->host_out || !rk->fetched)
+    return ovl__err(err, OVL_ENOMEM, "rank %d: out of host memory",
+                    rk->rank);
+  for (size_t v = 0; v < prog->nvars; v++) {
+    const ovl__var *var = &prog->vars[v];
+    size_t bytes = (size_t)var->numel * ovl_dtype_size(var->dtype);
+    st = be->mem_alloc(rk->br, bytes, &rk->dev[v], err);
+    if (st != OVL_OK) {
+      ovl__err_prefix(err, "allocating '%s' (%zu bytes): ", var->name,
+                      bytes);
+      return st;
+    }
+    if (var->init == OVL_INIT_NONE)
+      continue;
+    rk->host_in[v] = malloc(bytes);
+    if (rk->host_in[v] == NULL)
+      return ovl__err(err, OVL_ENOMEM,
+                      "rank %d: out of host memory for input '%s'", rk->rank,
+                      var->name);
+    if (var->dtype == OVL_DTYPE_FLOAT32) {
+      float *p = rk->host_in[v];
+      for (int64_t i = 0; i < var->numel; i++)
+        p[i] = (float)ovl__var_init_value(var, rk->rank, i);
+    } else {
+      double *p = rk->host_in[v];
+      for (int64_t i = 0; i < var->numel; i++)
+        p[i] = ovl__var_init_value(var, rk->rank, i);
+    }
+  }
+  for (size_t i = 0; i < prog->nfetch; i++) {
+    const ovl__var *var = &prog->vars[prog->fetch[i]];
+    rk->host_out[i] = malloc((size_t)var->numel * ovl_dtype_size(var->dtype));
+    if (rk->host_out[i] == NULL)
+      return ovl__err(err, OVL_ENOMEM,
+                      "rank %d: out of host memory for fetched '%s'",
+                      rk->rank, var->name);
+  }
+  return OVL_OK;
+}
+
+static ovl_status upload_inputs(rank_t *rk, ovl_error *err) {
+  const ovl_program *prog = rk->run->prog;
+  for (size_t v = 0; v < prog->nvars; v++) {
+    const ovl__var *var = &prog->vars[v];
+    if (rk->host_in[v] == NULL)
+      continue;
+    ovl_status st = rk->run->world->be->mem_upload(
+        rk->br, rk->dev[v], rk->host_in[v],
+        (size_t)var->numel * ovl_dtype_size(var->dtype), err);
+    if (st != OVL_OK) {
+      ovl__err_prefix(err, "uploading input '%s': ", var->name);
+      return st;
+    }
+  }
+  return OVL_OK;
+}
+
+/* Keep the last fetched values, as doubles, in the result. */
+static ovl_status keep_fetched(rank_t *rk, ovl_error *err) {
+  const ovl_program *prog = rk->run->prog;
+  ovl_result *res = rk->run->res;
+  for (size_t i = 0; i < prog->nfetch; i++) {
+    const ovl__var *var = &prog->vars[prog->fetch[i]];
+    double *d;
+    if (!rk->fetched[i])
+      continue;
+    d = malloc((size_t)var->numel * sizeof *d);
+    if (d == NULL)
+      return ovl__err(err, OVL_ENOMEM, "rank %d: out of host memory",
+                      rk->rank);
+    if (var->dtype == OVL_DTYPE_FLOAT32) {
+      const float *s = rk->host_out[i];
+      for (int64_t k = 0; k < var->numel; k++)
+        d[k] = s[k];
+    } else {
+      memcpy(d, rk->host_out[i], (size_t)var->numel * sizeof *d);
+    }
+    res->fetched[(size_t)rk->rank * prog->nfetch + i] = d;
+  }
+  return OVL_OK;
+}
+
+static ovl_status run_iterations(rank_t *rk, ovl_error *err) {
+  run_t *run = rk->run;
+  const ovl_program *prog = run->prog;
+  int total = run->opts.warmup + run->opts.iters;
+  ovl_status st;
+  char sname[32];
+
+  for (int it = 0; it < total; it++) {
+    double t0 = 0;
+    st = upload_inputs(rk, err);
+    if (st != OVL_OK)
+      return st;
+    if (!barrier_wait(&run->barrier))
+      return OVL_EABORTED;
+    if (rk->rank == 0)
+      t0 = ovl__now();
+    for (size_t i = 0; i < prog->nops; i++) {
+      const ovl__op *op = &prog->ops[i];
+      st = exec_op(rk, op, err);
+      if (st != OVL_OK) {
+        ovl__err_prefix(err, "%s:%d:%d: %s on %s stream: ", prog->filename,
+                        op->line, op->col, op->def->name,
+                        stream_name(ovl__op_stream(op), sname, sizeof sname));
+        return st;
+      }
+    }
+    st = drain(rk, err);
+    if (st != OVL_OK)
+      return st;
+    if (!barrier_wait(&run->barrier))
+      return OVL_EABORTED;
+    if (rk->rank == 0 && it >= run->opts.warmup)
+      run->res->times[it - run->opts.warmup] = ovl__now() - t0;
+  }
+  return keep_fetched(rk, err);
+}
+
+static void rank_teardown(rank_t *rk) {
+  const ovl__backend_ops *be = rk->run->world->be;
+  const ovl_program *prog = rk->run->prog;
+  ovl_error ignored;
+
+  if (rk->br != NULL) {
+    /* Nothing may still run on a buffer we free: drain first (after an
+     * abort the backend returns promptly). Then wait for every rank, so no
+     * rank frees memory while another's collectives may touch the device.
+     */
+    (void)drain(rk, &ignored);
+    (void)barrier_wait(&rk->run->barrier);
+    for (size_t v = 0; rk->dev != NULL && v < prog->nvars; v++)
+      if (rk->dev[v] != NULL)
+        be->mem_free(rk->br, rk->dev[v]);
+    be->rank_fini(rk->br);
+  }
+  for (size_t v = 0; rk->host_in != NULL && v < prog->nvars; v++)
+    free(rk->host_in[v]);
+  for (size_t i = 0; rk->host_out != NULL && i < prog->nfetch; i++)
+    free(rk->host_out[i]);
+  free(rk->dev);
+  free(rk->host_in);
+  free(rk->host_out);
+  free(rk->fetched);
+}
+
+static void *rank_main(void *arg) {
+  rank_t *rk = arg;
+  run_t *run = rk->run;
+  ovl_error err = {0};
+  ovl_status st;
+
+  st = run->world->be->rank_init(run->world->bw, rk->rank, run->prog->nrings,
+                                 &rk->br, &err);
+  if (st == OVL_OK)
+    st = rank_setup(rk, &err);
+  if (st == OVL_OK && !barrier_wait(&run->barrier))
+    st = ovl__err(&err, OVL_EABORTED, "rank %d: aborted: another rank failed",
+                  rk->rank);
+  if (st == OVL_OK)
+    st = run_iterations(rk, &err);
+  if (st == OVL_EABORTED && err.msg[0] == '\0')
+    ovl__err(&err, OVL_EABORTED, "rank %d: aborted: another rank failed",
+             rk->rank);
+  if (st != OVL_OK) {
+    err.status = st;
+    run_fail(run, &err);
+  }
+  rank_teardown(rk);
+  return NULL;
+}
+
+static ovl_status result_new(const ovl_program *prog, int nranks, int iters,
+                             ovl_result **out, ovl_error *err) {
+  ovl_result *res = calloc(1, sizeof *res);
+  if (res == NULL)
+    return ovl__err(err, OVL_ENOMEM, "out of memory");
+  res->nranks = nranks;
+  res->nfetch = prog->nfetch;
+  res->iters = iters;
+  res->times = calloc(iters > 0 ? (size_t)iters : 1, sizeof *res->times);
+  res->fetched = calloc((size_t)nranks * prog->nfetch + 1,
+                        sizeof *res->fetched);
+  if (res->times == NULL || res->fetched == NULL) {
+    ovl_result_free(res);
+    return ovl__err(err, OVL_ENOMEM, "out of memory");
+  }
+  *out = res;
+  return OVL_OK;
+}
+
+ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
+                         const ovl_run_opts *opts, ovl_result **out,
+                         ovl_error *err) {
+  run_t run;
+  rank_t *ranks;
+  pthread_t *threads;
+  ovl_status st;
+  int started = 0;
+
+  if (world == NULL || prog == NULL || opts == NULL || out == NULL)
+    return ovl__err(err, OVL_EINVAL, "ovl_world_run: NULL argument");
+  if (opts->iters < 1 || opts->warmup < 0)
+    return ovl__err(err, OVL_EINVAL,
+                    "iterations must be >= 1 and warmup >= 0 (got %d, %d)",
+                    opts->iters, opts->warmup);
+  if (prog->nranks != world->nranks)
+    return ovl__err(err, OVL_EINVAL,
+                    "%s was parsed for %d ranks but the world has %d",
+                    prog->filename, prog->nranks, world->nranks);
+  /* Communicators are created here, on the main thread, before any rank
+   * thread starts (ncclCommInitAll must see every device at once). */
+  st = world->be->world_rings(world->bw, prog->nrings, err);
+  if (st != OVL_OK)
+    return st;
+
+  memset(&run, 0, sizeof run);
+  run.world = world;
+  run.prog = prog;
+  run.opts = *opts;
+  st = result_new(prog, world->nranks, opts->iters, &run.res, err);
+  if (st != OVL_OK)
+    return st;
+  ranks = calloc((size_t)world->nranks, sizeof *ranks);
+  threads = calloc((size_t)world->nranks, sizeof *threads);
+  if (ranks == NULL || threads == NULL) {
+    free(ranks);
+    free(threads);
+    ovl_result_free(run.res);
+    return ovl__err(err, OVL_ENOMEM, "out of memory");
+  }
+  barrier_init(&run.barrier, world->nranks);
+  pthread_mutex_init(&run.err_mu, NULL);
+
+  for (int r = 0; r < world->nranks; r++) {
+    ranks[r].run = &run;
+    ranks[r].rank = r;
+    if (pthread_create(&threads[r], NULL, rank_main, &ranks[r]) != 0) {
+      ovl_error e;
+      ovl__err(&e, OVL_EBACKEND, "could not start the thread of rank %d", r);
+      run_fail(&run, &e);
+      break;
+    }
+    started++;
+  }
+  for (int r = 0; r < started; r++)
+    pthread_join(threads[r], NULL);
+
+  pthread_mutex_destroy(&run.err_mu);
+  barrier_destroy(&run.barrier);
+  free(ranks);
+  free(threads);
+  if (run.failed) {
+    ovl_result_free(run.res);
+    if (err != NULL)
+      *err = run.first;
+    return run.first.status;
+  }
+  *out = run.res;
+  return OVL_OK;
+}

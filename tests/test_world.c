@@ -1,0 +1,229 @@
+/*
+ * End-to-end runs on the cpu backend: schedules through the executor,
+ * checked against the reference.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#ifndef OVL_SRCDIR
+#define OVL_SRCDIR "."
+#endif
+
+static ovl_world *make_world(int nranks) {
+  ovl_world_opts wo = {.backend = "cpu", .nranks = nranks, .timeout_s = 10};
+  ovl_world *w = NULL;
+  ovl_error err = {0};
+  ovl_status st = ovl_world_create(&wo, &w, &err);
+  ck_assert_msg(st == OVL_OK, "world: %s", err.msg);
+  return w;
+}
+
+static ovl_program *load(const char *rel, int nranks, const char **defines,
+                         size_t ndefines) {
+  char path[4096];
+  ovl_parse_opts po = {.defines = defines, .ndefines = ndefines,
+                       .nranks = nranks};
+  ovl_program *p = NULL;
+  ovl_error err = {0};
+  snprintf(path, sizeof path, "%s/%s", OVL_SRCDIR, rel);
+  ovl_status st = ovl_program_load(path, &po, &p, &err);
+  ck_assert_msg(st == OVL_OK, "load %s: %s", rel, err.msg);
+  return p;
+}
+
+/* Run `prog` in `mode`, check it against the reference; returns the number
+ * of mismatched elements. The result is left in *res_out if asked. */
+static int64_t run_checked(ovl_world *w, const ovl_program *prog,
+                           ovl_mode mode, ovl_result **res_out) {
+  ovl_program *p = NULL;
+  ovl_reference *ref = NULL;
+  ovl_result *res = NULL;
+  ovl_check chk = {0};
+  ovl_error err = {0};
+  ovl_run_opts ro = {.iters = 2, .warmup = 1};
+  int64_t bad;
+
+  ck_assert_int_eq(ovl_program_transform(prog, mode, &p, &err), OVL_OK);
+  ovl_status st = ovl_world_run(w, p, &ro, &res, &err);
+  ck_assert_msg(st == OVL_OK, "run: %s", err.msg);
+  ck_assert_int_eq(ovl_result_iters(res), 2);
+  for (int i = 0; i < 2; i++)
+    ck_assert(ovl_result_times(res)[i] > 0);
+  st = ovl_reference_compute(prog, ovl_world_nranks(w), &ref, &err);
+  ck_assert_msg(st == OVL_OK, "reference: %s", err.msg);
+  st = ovl_check_result(prog, res, ref, 1e-5, 1e-6, &chk, &err);
+  ck_assert_msg(st == OVL_OK, "check: %s", err.msg);
+  ck_assert(chk.checked > 0);
+  bad = chk.mismatched;
+  ovl_check_release(&chk);
+  ovl_reference_free(ref);
+  ovl_program_free(p);
+  if (res_out != NULL)
+    *res_out = res;
+  else
+    ovl_result_free(res);
+  return bad;
+}
+
+/* The seed gives exactly 0.0 on 2 ranks, in both modes. */
+static void seed_exact_zero(ovl_mode mode) {
+  const char *defs[] = {"cols=50"};
+  ovl_world *w = make_world(2);
+  ovl_program *prog = load("schedules/seed.sched", 2, defs, 1);
+  ovl_result *res = NULL;
+  ovl_var_info v;
+
+  ck_assert_int_eq(run_checked(w, prog, mode, &res), 0);
+  ck_assert_uint_eq(ovl_program_fetch_count(prog), 1);
+  ovl_program_fetch_info(prog, 0, &v);
+  ck_assert_str_eq(v.name, "out");
+  ck_assert_int_eq(v.numel, 1000 * 50);
+  for (int r = 0; r < 2; r++) {
+    const double *out = ovl_result_fetched(res, r, 0);
+    ck_assert_ptr_nonnull(out);
+    for (int64_t i = 0; i < v.numel; i++)
+      ck_assert_msg(out[i] == 0.0, "rank %d out[%lld] = %g", r,
+                    (long long)i, out[i]);
+  }
+  ovl_result_free(res);
+  ovl_program_free(prog);
+  ovl_world_free(w);
+}
+
+START_TEST(seed_sync_is_zero) { seed_exact_zero(OVL_MODE_SYNC); }
+END_TEST
+
+START_TEST(seed_async_is_zero) { seed_exact_zero(OVL_MODE_ASYNC); }
+END_TEST
+
+/* The comp-only and comm-only forms run (their numbers are not checked). */
+START_TEST(seed_comp_and_comm_run) {
+  const char *defs[] = {"cols=20"};
+  ovl_world *w = make_world(2);
+  ovl_program *prog = load("schedules/seed.sched", 2, defs, 1);
+  for (ovl_mode m = OVL_MODE_COMP; m <= OVL_MODE_COMM; m++) {
+    ovl_program *p = NULL;
+    ovl_result *res = NULL;
+    ovl_error err = {0};
+    ovl_run_opts ro = {.iters = 1, .warmup = 0};
+    ck_assert_int_eq(ovl_program_transform(prog, m, &p, &err), OVL_OK);
+    ck_assert_msg(ovl_world_run(w, p, &ro, &res, &err) == OVL_OK, "%s",
+                  err.msg);
+    ovl_result_free(res);
+    ovl_program_free(p);
+  }
+  ovl_program_free(prog);
+  ovl_world_free(w);
+}
+END_TEST
+
+/* The harness shows a real ordering bug: without c_wait_compute the
+ * allreduce reads c before the delayed calc stream writes it. */
+START_TEST(missing_wait_compute_gives_wrong_result) {
+  ovl_world *w = make_world(2);
+  ovl_program *bad = load("schedules/bad/missing_wait_compute.sched", 2,
+                          NULL, 0);
+  ovl_program *good = load("schedules/good/wait_compute.sched", 2, NULL, 0);
+  ck_assert_int_gt(run_checked(w, bad, OVL_MODE_ASYNC, NULL), 0);
+  ck_assert_int_eq(run_checked(w, good, OVL_MODE_ASYNC, NULL), 0);
+  /* In sync form the collective runs on the calc stream: no race. */
+  ck_assert_int_eq(run_checked(w, bad, OVL_MODE_SYNC, NULL), 0);
+  ovl_program_free(bad);
+  ovl_program_free(good);
+  ovl_world_free(w);
+}
+END_TEST
+
+/* Every op against the reference, on 1..4 ranks, both modes. */
+START_TEST(all_ops_match_reference) {
+  int nranks = _i;
+  char root[32];
+  const char *defs[] = {root};
+  snprintf(root, sizeof root, "root=%d", nranks - 1);
+  ovl_world *w = make_world(nranks);
+  ovl_program *prog = load("tests/schedules/all_ops.sched", nranks, defs, 1);
+  ck_assert_int_eq(run_checked(w, prog, OVL_MODE_ASYNC, NULL), 0);
+  ck_assert_int_eq(run_checked(w, prog, OVL_MODE_SYNC, NULL), 0);
+  ovl_program_free(prog);
+  ovl_world_free(w);
+}
+END_TEST
+
+START_TEST(world_rejects_bad_options) {
+  ovl_world *w = NULL;
+  ovl_error err = {0};
+  ovl_world_opts bad_backend = {.backend = "tpu"};
+  ovl_world_opts too_many = {.backend = "cpu", .nranks = 1000};
+  ck_assert_int_eq(ovl_world_create(&bad_backend, &w, &err), OVL_ENODEV);
+  ck_assert_ptr_nonnull(strstr(err.msg, "tpu"));
+  ck_assert_int_eq(ovl_world_create(&too_many, &w, &err), OVL_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "1000"));
+  ck_assert_ptr_null(w);
+}
+END_TEST
+
+START_TEST(run_rejects_program_for_other_rank_count) {
+  ovl_world *w = make_world(2);
+  ovl_program *prog = load("schedules/good/seed_small.sched", 3, NULL, 0);
+  ovl_result *res = NULL;
+  ovl_error err = {0};
+  ovl_run_opts ro = {.iters = 1, .warmup = 0};
+  ck_assert_int_eq(ovl_world_run(w, prog, &ro, &res, &err), OVL_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "3 ranks"));
+  ck_assert_ptr_null(res);
+  ovl_program_free(prog);
+  ovl_world_free(w);
+}
+END_TEST
+
+/* A fetch reads after syncing the calc stream only: the value of a comm
+ * stream result fetched without c_wait_comm is not guaranteed; with
+ * c_sync_comm_stream it is. */
+START_TEST(sync_comm_stream_orders_fetch) {
+  static const char text[] =
+      "x = data(shape=[256], init=uniform, seed=5, per_rank=true)\n"
+      "c_allreduce_sum(x, ring_id=0)\n"
+      "c_sync_comm_stream(x, ring_id=0)\n"
+      "fetch(x)\n";
+  ovl_parse_opts po = {.nranks = 3};
+  ovl_program *prog = NULL;
+  ovl_error err = {0};
+  ck_assert_int_eq(ovl_program_parse(text, sizeof text - 1, "t.sched", &po,
+                                     &prog, &err),
+                   OVL_OK);
+  ovl_world *w = make_world(3);
+  ck_assert_int_eq(run_checked(w, prog, OVL_MODE_ASYNC, NULL), 0);
+  ovl_program_free(prog);
+  ovl_world_free(w);
+}
+END_TEST
+
+static Suite *world_suite(void) {
+  Suite *s = suite_create("world");
+  TCase *tc = tcase_create("cpu");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, seed_sync_is_zero);
+  tcase_add_test(tc, seed_async_is_zero);
+  tcase_add_test(tc, seed_comp_and_comm_run);
+  tcase_add_test(tc, missing_wait_compute_gives_wrong_result);
+  tcase_add_loop_test(tc, all_ops_match_reference, 1, 5);
+  tcase_add_test(tc, world_rejects_bad_options);
+  tcase_add_test(tc, run_rejects_program_for_other_rank_count);
+  tcase_add_test(tc, sync_comm_stream_orders_fetch);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(world_suite());
+  int failed;
+  srunner_run_all(sr, CK_NORMAL);
+  failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

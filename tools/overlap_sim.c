@@ -1,0 +1,580 @@
+/*
+ * overlap_sim: run a schedule in sync and async form on every rank, time
+ * both, check the numbers against the float64 reference, and say how close
+ * the overlap comes to its ideal.
+ *
+ * Exit codes: 0 ok, 1 numeric mismatch, 2 usage or schedule error,
+ * 3 runtime error.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ovl.h"
+
+#define EXIT_MISMATCH 1
+#define EXIT_USAGE 2
+#define EXIT_RUNTIME 3
+
+#ifndef OVL_SRCDIR
+#define OVL_SRCDIR "."
+#endif
+#ifndef OVL_PKGDATADIR
+#define OVL_PKGDATADIR "/usr/local/share/overlap-sim"
+#endif
+
+#define MAX_DEFINES 64
+
+typedef struct {
+  const char *backend;
+  int ranks;
+  const char *mode;
+  int iters, warmup;
+  const char *defines[MAX_DEFINES];
+  size_t ndefines;
+  double rtol, atol;
+  int show;
+  double timeout_s;
+  int quiet, verbose;
+  const char *schedule;
+} options;
+
+static const char *progname = "overlap_sim";
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "Usage: %s [OPTION]... [SCHEDULE]\n"
+          "Run SCHEDULE (default: the seed benchmark, schedules/seed.sched) "
+          "on every rank,\n"
+          "one thread per device, in sync and async form; time both and "
+          "check every\n"
+          "fetched value against a float64 reference.\n"
+          "\n"
+          "  -b, --backend=NAME   auto (cuda if a GPU is visible, else cpu), "
+          "cpu, cuda\n"
+          "  -r, --ranks=N        ranks (default: cpu 2, cuda every GPU)\n"
+          "  -m, --mode=MODE      both (sync and async, default), sync, "
+          "async, comp, comm,\n"
+          "                       all (sync, async, comp-only, comm-only: "
+          "adds the ideal\n"
+          "                       speedup and the overlap efficiency)\n"
+          "  -n, --iters=N        iterations in all (default 10)\n"
+          "  -w, --warmup=N       how many of them run untimed first "
+          "(default 2: the\n"
+          "                       seed's method, 10 runs and the last 8 "
+          "timed)\n"
+          "  -D NAME=VALUE        override a schedule param (repeatable)\n"
+          "      --rtol=X         relative tolerance (default 1e-5)\n"
+          "      --atol=X         absolute tolerance (default 1e-6)\n"
+          "      --show=N         after the run print, per rank and fetched "
+          "variable,\n"
+          "                       'rank R NAME [d0,d1]: ' and its first N "
+          "values (%%.9g)\n"
+          "                       (values of the async run, or of the only "
+          "mode run)\n"
+          "      --timeout=SEC    a collective or stream stuck this long is "
+          "an error\n"
+          "                       (default 60)\n"
+          "  -q, --quiet          print only the verdict line and errors\n"
+          "  -v, --verbose        also print every timed iteration\n"
+          "  -h, --help           show this help and exit\n"
+          "  -V, --version        show the version and exit\n"
+          "\n"
+          "Exit status: 0 ok, 1 numeric mismatch, 2 usage or schedule "
+          "error,\n"
+          "3 runtime error (device, collective timeout).\n",
+          progname);
+}
+
+static int usage_error(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "%s: ", progname);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\nTry '%s --help' for more information.\n", progname);
+  return EXIT_USAGE;
+}
+
+static bool parse_int(const char *s, long lo, long hi, int *out) {
+  char *end;
+  long v;
+  errno = 0;
+  v = strtol(s, &end, 10);
+  if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+    return false;
+  *out = (int)v;
+  return true;
+}
+
+static bool parse_double(const char *s, double lo, double hi, double *out) {
+  char *end;
+  double v;
+  errno = 0;
+  v = strtod(s, &end);
+  if (errno != 0 || end == s || *end != '\0' || !isfinite(v) || v < lo ||
+      v > hi)
+    return false;
+  *out = v;
+  return true;
+}
+
+/* Returns -1 to go on, or an exit status. */
+static int parse_options(int argc, char **argv, options *o) {
+  enum { OPT_RTOL = 256, OPT_ATOL, OPT_SHOW, OPT_TIMEOUT };
+  static const struct option longopts[] = {
+      {"backend", required_argument, NULL, 'b'},
+      {"ranks", required_argument, NULL, 'r'},
+      {"mode", required_argument, NULL, 'm'},
+      {"iters", required_argument, NULL, 'n'},
+      {"warmup", required_argument, NULL, 'w'},
+      {"define", required_argument, NULL, 'D'},
+      {"rtol", required_argument, NULL, OPT_RTOL},
+      {"atol", required_argument, NULL, OPT_ATOL},
+      {"show", required_argument, NULL, OPT_SHOW},
+      {"timeout", required_argument, NULL, OPT_TIMEOUT},
+      {"quiet", no_argument, NULL, 'q'},
+      {"verbose", no_argument, NULL, 'v'},
+      {"help", no_argument, NULL, 'h'},
+      {"version", no_argument, NULL, 'V'},
+      {NULL, 0, NULL, 0},
+  };
+  int c;
+
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":b:r:m:n:w:D:qvhV", longopts,
+                          NULL)) != -1) {
+    switch (c) {
+    case 'b':
+      if (strcmp(optarg, "auto") != 0 && strcmp(optarg, "cpu") != 0 &&
+          strcmp(optarg, "cuda") != 0)
+        return usage_error("--backend: unknown backend '%s' (auto, cpu, "
+                           "cuda)",
+                           optarg);
+      o->backend = optarg;
+      break;
+    case 'r':
+      if (!parse_int(optarg, 1, 64, &o->ranks))
+        return usage_error("--ranks: '%s' is not a number from 1 to 64",
+                           optarg);
+      break;
+    case 'm':
+      if (strcmp(optarg, "both") && strcmp(optarg, "all") &&
+          strcmp(optarg, "sync") && strcmp(optarg, "async") &&
+          strcmp(optarg, "comp") && strcmp(optarg, "comm"))
+        return usage_error("--mode: unknown mode '%s' (both, all, sync, "
+                           "async, comp, comm)",
+                           optarg);
+      o->mode = optarg;
+      break;
+    case 'n':
+      if (!parse_int(optarg, 1, 1000000, &o->iters))
+        return usage_error("--iters: '%s' is not a number from 1 to "
+                           "1000000",
+                           optarg);
+      break;
+    case 'w':
+      if (!parse_int(optarg, 0, 1000000, &o->warmup))
+        return usage_error("--warmup: '%s' is not a number from 0 to "
+                           "1000000",
+                           optarg);
+      break;
+    case 'D':
+      if (strchr(optarg, '=') == NULL || optarg[0] == '=')
+        return usage_error("-D: '%s' is not NAME=VALUE", optarg);
+      if (o->ndefines == MAX_DEFINES)
+        return usage_error("-D: more than %d defines", MAX_DEFINES);
+      o->defines[o->ndefines++] = optarg;
+      break;
+    case OPT_RTOL:
+      if (!parse_double(optarg, 0, 1e300, &o->rtol))
+        return usage_error("--rtol: '%s' is not a number >= 0", optarg);
+      break;
+    case OPT_ATOL:
+      if (!parse_double(optarg, 0, 1e300, &o->atol))
+        return usage_error("--atol: '%s' is not a number >= 0", optarg);
+      break;
+    case OPT_SHOW:
+      if (!parse_int(optarg, 0, INT_MAX, &o->show))
+        return usage_error("--show: '%s' is not a number >= 0", optarg);
+      break;
+    case OPT_TIMEOUT:
+      if (!parse_double(optarg, 0.001, 1e6, &o->timeout_s))
+        return usage_error("--timeout: '%s' is not a number of seconds "
+                           "(0.001 to 1e6)",
+                           optarg);
+      break;
+    case 'q':
+      o->quiet = 1;
+      break;
+    case 'v':
+      o->verbose = 1;
+      break;
+    case 'h':
+      usage(stdout);
+      return EXIT_SUCCESS;
+    case 'V':
+      printf("overlap_sim (overlap-sim) %s\n", OVL_VERSION_STRING);
+      return EXIT_SUCCESS;
+    case ':':
+      return usage_error("option '%s' needs a value", argv[optind - 1]);
+    default:
+      return usage_error("unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (o->warmup >= o->iters)
+    return usage_error("--warmup (%d) must be less than --iters (%d): no "
+                       "iteration would be timed",
+                       o->warmup, o->iters);
+  if (optind < argc)
+    o->schedule = argv[optind++];
+  if (optind < argc)
+    return usage_error("one schedule at most (got '%s' too)", argv[optind]);
+  return -1;
+}
+
+/* The default schedule: from the source tree when run from the build tree,
+ * else from where `make install` put it. */
+static const char *default_schedule(void) {
+  static char path[4096];
+  const char *dir = getenv("OVL_SCHEDULE_DIR");
+  if (dir != NULL) {
+    snprintf(path, sizeof path, "%s/seed.sched", dir);
+    return path;
+  }
+  snprintf(path, sizeof path, "%s/schedules/seed.sched", OVL_SRCDIR);
+  if (access(path, R_OK) == 0)
+    return path;
+  snprintf(path, sizeof path, "%s/schedules/seed.sched", OVL_PKGDATADIR);
+  return path;
+}
+
+/* ------------------------------------------------------------------ */
+
+typedef struct {
+  ovl_mode mode;
+  bool ran;
+  bool checked; /* numeric check applies (sync, async) */
+  ovl_result *res;
+  ovl_check check;
+  double total, median, min, max;
+} mode_run;
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void summarise_times(mode_run *m) {
+  int n = ovl_result_iters(m->res);
+  const double *t = ovl_result_times(m->res);
+  double *s = malloc((size_t)n * sizeof *s);
+  m->total = 0;
+  for (int i = 0; i < n; i++)
+    m->total += t[i];
+  if (s == NULL) {
+    m->median = m->min = m->max = m->total / n;
+    return;
+  }
+  memcpy(s, t, (size_t)n * sizeof *s);
+  qsort(s, (size_t)n, sizeof *s, cmp_double);
+  m->min = s[0];
+  m->max = s[n - 1];
+  m->median = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+  free(s);
+}
+
+static void format_shape(const ovl_var_info *v, char *buf, size_t len) {
+  size_t off = 0;
+  off += (size_t)snprintf(buf + off, len - off, "[");
+  for (int d = 0; d < v->ndim && off < len; d++)
+    off += (size_t)snprintf(buf + off, len - off, "%s%lld", d ? "," : "",
+                            (long long)v->dims[d]);
+  if (off < len)
+    snprintf(buf + off, len - off, "]");
+}
+
+static void format_index(const ovl_var_info *v, int64_t flat, char *buf,
+                         size_t len) {
+  int64_t idx[16];
+  size_t off = 0;
+  for (int d = v->ndim - 1; d >= 0; d--) {
+    idx[d] = flat % v->dims[d];
+    flat /= v->dims[d];
+  }
+  off += (size_t)snprintf(buf + off, len - off, "[");
+  for (int d = 0; d < v->ndim && off < len; d++)
+    off += (size_t)snprintf(buf + off, len - off, "%s%lld", d ? "," : "",
+                            (long long)idx[d]);
+  if (off < len)
+    snprintf(buf + off, len - off, "]");
+}
+
+static void print_header(const options *o, ovl_world *world,
+                         const ovl_program *prog, const char *path) {
+  size_t np = ovl_program_param_count(prog);
+  bool cpu_default = false;
+  double mb = (double)ovl_program_bytes_per_rank(prog) / 1e6;
+
+  printf("overlap_sim %s: backend %s, %d ranks (%s), schedule %s",
+         OVL_VERSION_STRING, ovl_world_backend_name(world),
+         ovl_world_nranks(world), ovl_world_devices(world), path);
+  for (size_t i = 0; i < np; i++) {
+    const char *name, *value, *plain;
+    ovl_param_origin origin;
+    ovl_program_param(prog, i, &name, &value, &plain, &origin);
+    printf("%s %s=%s", i ? "" : ",", name, value);
+    if (origin == OVL_PARAM_CPU_DEFAULT) {
+      printf("*");
+      cpu_default = true;
+    }
+  }
+  printf(", %.1f MB/rank, %d iterations (%d warmup, %d timed)\n", mb,
+         o->iters, o->warmup, o->iters - o->warmup);
+  if (cpu_default) {
+    printf("  * smaller default for the cpu backend; full size:");
+    for (size_t i = 0; i < np; i++) {
+      const char *name, *plain;
+      ovl_param_origin origin;
+      ovl_program_param(prog, i, &name, NULL, &plain, &origin);
+      if (origin == OVL_PARAM_CPU_DEFAULT)
+        printf(" -D %s=%s", name, plain);
+    }
+    printf("\n");
+  }
+}
+
+static void print_mismatches(const ovl_program *prog, const mode_run *m) {
+  for (size_t k = 0; k < m->check.nmismatch; k++) {
+    const ovl_mismatch *mm = &m->check.mismatch[k];
+    ovl_var_info v;
+    char idx[128];
+    ovl_program_fetch_info(prog, mm->fetch_index, &v);
+    format_index(&v, mm->first_index, idx, sizeof idx);
+    printf("  %s: rank %d %s: %lld of %lld elements differ; first at %s: "
+           "got %.9g, expected %.9g\n",
+           ovl_mode_name(m->mode), mm->rank, mm->var, (long long)mm->count,
+           (long long)mm->numel, idx, mm->got, mm->expected);
+  }
+}
+
+static void print_row(const mode_run *m) {
+  char check[128];
+  if (!m->checked)
+    snprintf(check, sizeof check, "n/a (%s-only numbers are not checked)",
+             ovl_mode_name(m->mode));
+  else if (m->check.mismatched == 0)
+    snprintf(check, sizeof check, "ok (%lld elements)",
+             (long long)m->check.checked);
+  else
+    snprintf(check, sizeof check, "MISMATCH (%lld of %lld elements)",
+             (long long)m->check.mismatched, (long long)m->check.checked);
+  printf("%-6s %10.4f %12.3f %12.3f %12.3f  %s\n", ovl_mode_name(m->mode),
+         m->total, m->median * 1e3, m->min * 1e3, m->max * 1e3, check);
+}
+
+static void print_show(const ovl_program *prog, const mode_run *m, int nranks,
+                       int n) {
+  for (int r = 0; r < nranks; r++) {
+    for (size_t i = 0; i < ovl_program_fetch_count(prog); i++) {
+      ovl_var_info v;
+      char shape[256];
+      const double *vals = ovl_result_fetched(m->res, r, i);
+      ovl_program_fetch_info(prog, i, &v);
+      format_shape(&v, shape, sizeof shape);
+      printf("rank %d %s %s:", r, v.name, shape);
+      for (int64_t k = 0; vals != NULL && k < v.numel && k < n; k++)
+        printf(" %.9g", vals[k]);
+      printf("\n");
+    }
+  }
+}
+
+static mode_run *find_run(mode_run *runs, int nruns, ovl_mode mode) {
+  for (int i = 0; i < nruns; i++)
+    if (runs[i].mode == mode && runs[i].ran)
+      return &runs[i];
+  return NULL;
+}
+
+static void print_summary(mode_run *runs, int nruns) {
+  mode_run *s = find_run(runs, nruns, OVL_MODE_SYNC);
+  mode_run *a = find_run(runs, nruns, OVL_MODE_ASYNC);
+  mode_run *cp = find_run(runs, nruns, OVL_MODE_COMP);
+  mode_run *cm = find_run(runs, nruns, OVL_MODE_COMM);
+  if (s != NULL && a != NULL && a->total > 0)
+    printf("async speedup: %.3fx (sync %.4f s / async %.4f s)\n",
+           s->total / a->total, s->total, a->total);
+  if (s != NULL && a != NULL && cp != NULL && cm != NULL) {
+    double hi = fmax(cp->total, cm->total), lo = fmin(cp->total, cm->total);
+    if (hi > 0)
+      printf("ideal speedup: %.3fx (sync / max(comp %.4f s, comm %.4f s))\n",
+             s->total / hi, cp->total, cm->total);
+    if (lo > 0)
+      printf("overlap efficiency: %.3f ((sync - async) / min(comp, comm); "
+             "1 = the shorter part fully hidden)\n",
+             (s->total - a->total) / lo);
+  }
+}
+
+static int runtime_exit(ovl_status st) {
+  return st == OVL_EPARSE || st == OVL_EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
+}
+
+int main(int argc, char **argv) {
+  options o = {.backend = "auto", .mode = "both", .iters = 10, .warmup = 2,
+               .rtol = 1e-5, .atol = 1e-6, .show = -1};
+  ovl_world_opts wopts = {0};
+  ovl_parse_opts popts = {0};
+  ovl_world *world = NULL;
+  ovl_program *prog = NULL;
+  ovl_reference *ref = NULL;
+  ovl_error err = {0};
+  mode_run runs[4];
+  int nruns = 0, rc;
+  const char *path;
+  ovl_status st;
+  bool mismatch = false;
+
+  if (argc > 0 && argv[0] != NULL) {
+    const char *slash = strrchr(argv[0], '/');
+    progname = slash ? slash + 1 : argv[0];
+  }
+  rc = parse_options(argc, argv, &o);
+  if (rc >= 0)
+    return rc;
+  path = o.schedule != NULL ? o.schedule : default_schedule();
+
+  /* Modes, in the order they run. */
+  memset(runs, 0, sizeof runs);
+  if (strcmp(o.mode, "both") == 0 || strcmp(o.mode, "all") == 0) {
+    runs[nruns++].mode = OVL_MODE_SYNC;
+    runs[nruns++].mode = OVL_MODE_ASYNC;
+    if (strcmp(o.mode, "all") == 0) {
+      runs[nruns++].mode = OVL_MODE_COMP;
+      runs[nruns++].mode = OVL_MODE_COMM;
+    }
+  } else {
+    for (int m = 0; m < OVL__MODE_COUNT; m++)
+      if (strcmp(o.mode, ovl_mode_name((ovl_mode)m)) == 0)
+        runs[nruns++].mode = (ovl_mode)m;
+  }
+
+  wopts.backend = o.backend;
+  wopts.nranks = o.ranks;
+  wopts.timeout_s = o.timeout_s;
+  st = ovl_world_create(&wopts, &world, &err);
+  if (st != OVL_OK) {
+    fprintf(stderr, "%s: %s\n", progname, err.msg);
+    return st == OVL_ENODEV || st == OVL_EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
+  }
+
+  popts.defines = o.defines;
+  popts.ndefines = o.ndefines;
+  popts.nranks = ovl_world_nranks(world);
+  popts.cpu_defaults = strcmp(ovl_world_backend_name(world), "cpu") == 0;
+  st = ovl_program_load(path, &popts, &prog, &err);
+  if (st != OVL_OK) {
+    fprintf(stderr, "%s: %s\n", progname, err.msg);
+    rc = EXIT_USAGE;
+    goto out;
+  }
+  if (!o.quiet)
+    print_header(&o, world, prog, path);
+
+  for (int i = 0; i < nruns; i++) {
+    mode_run *m = &runs[i];
+    m->checked = m->mode == OVL_MODE_SYNC || m->mode == OVL_MODE_ASYNC;
+    if (m->checked && ref == NULL) {
+      st = ovl_reference_compute(prog, ovl_world_nranks(world), &ref, &err);
+      if (st != OVL_OK) {
+        fprintf(stderr, "%s: reference: %s\n", progname, err.msg);
+        rc = runtime_exit(st);
+        goto out;
+      }
+    }
+  }
+
+  if (!o.quiet)
+    printf("%-6s %10s %12s %12s %12s  %s\n", "mode", "total(s)",
+           "median(ms)", "min(ms)", "max(ms)", "check");
+  for (int i = 0; i < nruns; i++) {
+    mode_run *m = &runs[i];
+    ovl_program *p = NULL;
+    ovl_run_opts ropts = {.iters = o.iters - o.warmup, .warmup = o.warmup};
+
+    st = ovl_program_transform(prog, m->mode, &p, &err);
+    if (st == OVL_OK)
+      st = ovl_world_run(world, p, &ropts, &m->res, &err);
+    ovl_program_free(p);
+    if (st != OVL_OK) {
+      fflush(stdout);
+      fprintf(stderr, "%s: %s run failed: %s\n", progname,
+              ovl_mode_name(m->mode), err.msg);
+      rc = runtime_exit(st);
+      goto out;
+    }
+    m->ran = true;
+    summarise_times(m);
+    if (m->checked) {
+      st = ovl_check_result(prog, m->res, ref, o.rtol, o.atol, &m->check,
+                            &err);
+      if (st != OVL_OK) {
+        fprintf(stderr, "%s: check: %s\n", progname, err.msg);
+        rc = runtime_exit(st);
+        goto out;
+      }
+      if (m->check.mismatched > 0)
+        mismatch = true;
+    }
+    if (!o.quiet) {
+      print_row(m);
+      if (o.verbose) {
+        const double *t = ovl_result_times(m->res);
+        printf("       iterations (ms):");
+        for (int k = 0; k < ovl_result_iters(m->res); k++)
+          printf(" %.3f", t[k] * 1e3);
+        printf("\n");
+      }
+      fflush(stdout);
+    }
+  }
+  if (!o.quiet) {
+    print_summary(runs, nruns);
+    for (int i = 0; i < nruns; i++)
+      print_mismatches(prog, &runs[i]);
+  }
+  if (o.show >= 0) {
+    mode_run *m = find_run(runs, nruns, OVL_MODE_ASYNC);
+    print_show(prog, m != NULL ? m : &runs[0], ovl_world_nranks(world),
+               o.show);
+  }
+  if (mismatch) {
+    printf("result: FAIL: numeric mismatch (tolerance |got-ref| <= %g + %g "
+           "* |ref|)\n",
+           o.atol, o.rtol);
+    rc = EXIT_MISMATCH;
+  } else {
+    printf("result: PASS\n");
+    rc = EXIT_SUCCESS;
+  }
+
+out:
+  for (int i = 0; i < nruns; i++) {
+    ovl_result_free(runs[i].res);
+    ovl_check_release(&runs[i].check);
+  }
+  ovl_reference_free(ref);
+  ovl_program_free(prog);
+  ovl_world_free(world);
+  return rc;
+}
