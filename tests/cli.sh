@@ -1,0 +1,100 @@
+#!/bin/sh
+# End-to-end tests of tools/overlap_sim on the cpu backend: exit codes,
+# messages, the table and the --show format.
+set -u
+
+tool=${OVL_TOOL:-tools/overlap_sim}
+src=${srcdir:-.}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ovl-cli.XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT INT TERM
+pass=0
+fail=0
+
+ok() { pass=$((pass + 1)); echo "PASS: $1"; }
+ko() { fail=$((fail + 1)); echo "FAIL: $1"; sed 's/^/    | /' "$tmp/out" "$tmp/err" | head -40; }
+
+# run EXPECTED_EXIT NAME ARGS...: runs the tool on the cpu backend.
+run() {
+  want=$1 name=$2
+  shift 2
+  "$tool" --backend=cpu "$@" >"$tmp/out" 2>"$tmp/err"
+  got=$?
+  if [ "$got" -eq "$want" ]; then return 0; fi
+  echo "    exit $got, expected $want"
+  return 1
+}
+
+# expect FILE PATTERN: grep -E in out or err.
+has() { grep -Eq -- "$2" "$tmp/$1"; }
+
+# --help and --version
+if "$tool" --help >"$tmp/out" 2>"$tmp/err" && has out '^Usage: overlap_sim' &&
+  has out -- '--mode=MODE' && has out 'Exit status'; then ok "--help"; else ko "--help"; fi
+if "$tool" --version >"$tmp/out" 2>"$tmp/err" && has out '^overlap_sim \(overlap-sim\) [0-9]+\.[0-9]+\.[0-9]+$'
+then ok "--version"; else ko "--version"; fi
+
+# The default run: the seed on the cpu backend, both modes, passing.
+if run 0 seed -n 3 -w 1 && has out '^overlap_sim .*backend cpu, 2 ranks' &&
+  has out 'seed\.sched' && has out 'cols=100\*' && has out -- '-D cols=10000' &&
+  has out '^sync +[0-9.]+ +[0-9.]+ .* ok \(' &&
+  has out '^async +[0-9.]+ +[0-9.]+ .* ok \(' &&
+  has out '^async speedup: [0-9.]+x' && has out '^result: PASS$'
+then ok "default seed run"; else ko "default seed run"; fi
+
+# --mode=all adds comp, comm, the ideal and the overlap efficiency.
+if run 0 all --mode=all -n 2 -w 1 -D cols=20 && has out '^comp ' && has out '^comm ' &&
+  has out '^ideal speedup: [0-9.]+x' && has out '^overlap efficiency: -?[0-9.]+'
+then ok "--mode=all"; else ko "--mode=all"; fi
+
+# --show: exactly 'rank <r> <name> <shape>: <values>'.
+if run 0 show -n 1 -w 0 -D cols=10 -D rows=2 --mode=async --show=3 &&
+  has out '^rank 0 out \[2,10\]: 0 0 0$' && has out '^rank 1 out \[2,10\]: 0 0 0$'
+then ok "--show format"; else ko "--show format"; fi
+if run 0 show-all-values -q -n 1 -w 0 --mode=sync --show=100 "$src/schedules/good/wait_compute.sched" -D n=4 &&
+  [ "$(grep -c '^rank [01] c \[4\]:\( [0-9.e+-]*\)\{4\}$' "$tmp/out")" -eq 2 ]
+then ok "--show prints at most numel values"; else ko "--show prints at most numel values"; fi
+
+# A real ordering bug gives a numeric mismatch: exit 1, and says where.
+if run 1 race -n 2 -w 0 --mode=async "$src/schedules/bad/missing_wait_compute.sched" &&
+  has out 'MISMATCH' && has out 'async: rank [01] c: [0-9]+ of 4096 elements differ; first at \[[0-9]+\]: got ' &&
+  has out '^result: FAIL'
+then ok "missing c_wait_compute is caught"; else ko "missing c_wait_compute is caught"; fi
+if run 0 fixed -n 2 -w 0 "$src/schedules/good/wait_compute.sched" && has out '^result: PASS$'
+then ok "fixed twin passes"; else ko "fixed twin passes"; fi
+
+# Schedule errors: file:line:col and exit 2, nothing runs.
+printf 'a = data(shape=[4])\nb = assgn(a)\n' >"$tmp/bad.sched"
+if run 2 parse-error "$tmp/bad.sched" && has err "bad\.sched:2:5: .*unknown op 'assgn'" && ! has out '^sync'
+then ok "schedule error"; else ko "schedule error"; fi
+if run 2 missing-file "$tmp/nope.sched" && has err 'nope\.sched: No such file'
+then ok "missing schedule file"; else ko "missing schedule file"; fi
+if run 2 bad-define -D nosuch=3 && has err 'nosuch'
+then ok "-D of an unknown param"; else ko "-D of an unknown param"; fi
+
+# Bad flags: exit 2 and the flag named.
+for args in "--mode=fast:--mode" "--ranks=0:--ranks" "--ranks=x:--ranks" "--iters=0:--iters" \
+  "--warmup=-1:--warmup" "--rtol=abc:--rtol" "--atol=-1:--atol" "--show=-2:--show" \
+  "--timeout=0:--timeout" "--backend=tpu:--backend" "--bogus:--bogus" "-n:-n" "-D:-D" \
+  "-Dnoequals:-D"; do
+  arg=${args%%:*} flag=${args#*:}
+  if run 2 "$arg" "$arg" && has err -- "$flag" && has err "Try '.*--help'"
+  then ok "bad flag $arg"; else ko "bad flag $arg"; fi
+done
+if run 2 warmup-ge-iters -n 2 -w 2 && has err -- '--warmup'
+then ok "--warmup >= --iters"; else ko "--warmup >= --iters"; fi
+if run 2 two-schedules a.sched b.sched && has err 'one schedule'
+then ok "two schedules"; else ko "two schedules"; fi
+
+# More ranks on 3 and 4 ranks still pass.
+if run 0 ranks4 --ranks=4 -n 2 -w 1 -D cols=10 && has out '4 ranks' && has out '^result: PASS$'
+then ok "--ranks=4"; else ko "--ranks=4"; fi
+
+# -q prints only the verdict.
+if run 0 quiet -q -n 2 -w 1 -D cols=10 && [ "$(wc -l <"$tmp/out")" -eq 1 ] && has out '^result: PASS$'
+then ok "-q"; else ko "-q"; fi
+# -v prints the iterations.
+if run 0 verbose -v -n 3 -w 1 -D cols=10 && has out 'iterations \(ms\): [0-9.]+ [0-9.]+$'
+then ok "-v"; else ko "-v"; fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,159 @@
+/* Transforms: sync, async, comp, comm (DESIGN.md §3). */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static const char seed_text[] =
+    "a = data(shape=[4, 8], init=uniform)\n"
+    "b = assign(a)\n"
+    "c = elementwise_add(a, b)\n"
+    "c_wait_compute(c, ring_id=0)\n"
+    "repeat 3 {\n"
+    "  c_allreduce_sum(c, ring_id=0)\n"
+    "  d = scale(b, scale=2.0)\n"
+    "}\n"
+    "delay(us=10, stream=comm, ring_id=0)\n"
+    "c_wait_comm(c, ring_id=0)\n"
+    "c_sync_comm_stream(c, ring_id=0)\n"
+    "out = elementwise_sub(c, d)\n"
+    "fetch(out)\n";
+
+static ovl_program *seed;
+
+static void setup(void) {
+  ovl_parse_opts po = {.nranks = 2};
+  ovl_error err = {0};
+  ovl_status st = ovl_program_parse(seed_text, strlen(seed_text), "t.sched",
+                                    &po, &seed, &err);
+  ck_assert_msg(st == OVL_OK, "%s", err.msg);
+}
+
+static void teardown(void) { ovl_program_free(seed); }
+
+static ovl_program *xform(ovl_mode mode) {
+  ovl_program *p = NULL;
+  ovl_error err = {0};
+  ck_assert_int_eq(ovl_program_transform(seed, mode, &p, &err), OVL_OK);
+  ck_assert_ptr_nonnull(p);
+  return p;
+}
+
+static size_t count_kind(const ovl_program *p, ovl__kind kind) {
+  size_t n = 0;
+  for (size_t i = 0; i < p->nops; i++)
+    n += p->ops[i].def->kind == kind;
+  return n;
+}
+
+START_TEST(async_is_the_schedule_as_written) {
+  ovl_program *p = xform(OVL_MODE_ASYNC);
+  ck_assert_uint_eq(p->nops, seed->nops);
+  for (size_t i = 0; i < p->nops; i++) {
+    ck_assert_ptr_eq(p->ops[i].def, seed->ops[i].def);
+    ck_assert_int_eq(p->ops[i].line, seed->ops[i].line);
+    ck_assert_int_eq(ovl__op_stream(&p->ops[i]),
+                     ovl__op_stream(&seed->ops[i]));
+  }
+  ovl_program_free(p);
+}
+END_TEST
+
+START_TEST(sync_moves_collectives_to_calc_and_drops_waits) {
+  ovl_program *p = xform(OVL_MODE_SYNC);
+  ck_assert_uint_eq(count_kind(p, OVL_KIND_WAIT_COMPUTE), 0);
+  ck_assert_uint_eq(count_kind(p, OVL_KIND_WAIT_COMM), 0);
+  ck_assert_uint_eq(count_kind(p, OVL_KIND_COLLECTIVE), 3);
+  ck_assert_uint_eq(p->nops, seed->nops - 2);
+  for (size_t i = 0; i < p->nops; i++) {
+    if (p->ops[i].def->kind != OVL_KIND_COLLECTIVE)
+      continue;
+    ck_assert(p->ops[i].use_calc_stream);
+    ck_assert_int_eq(ovl__op_stream(&p->ops[i]), OVL_STREAM_CALC);
+    ck_assert_int_eq(p->ops[i].stream, OVL_STREAM_CALC);
+  }
+  /* The source is untouched. */
+  ck_assert_uint_eq(count_kind(seed, OVL_KIND_WAIT_COMM), 1);
+  ck_assert_int_eq(ovl__op_stream(&seed->ops[3]), OVL_STREAM_COMM(0));
+  ck_assert_int_eq(p->nrings, seed->nrings);
+  ovl_program_free(p);
+}
+END_TEST
+
+START_TEST(comp_drops_collectives_only) {
+  ovl_program *p = xform(OVL_MODE_COMP);
+  ck_assert_uint_eq(count_kind(p, OVL_KIND_COLLECTIVE), 0);
+  ck_assert_uint_eq(count_kind(p, OVL_KIND_COMPUTE),
+                    count_kind(seed, OVL_KIND_COMPUTE));
+  ck_assert_uint_eq(p->nops, seed->nops - 3);
+  ck_assert_int_eq(p->nrings, 1);
+  ovl_program_free(p);
+}
+END_TEST
+
+START_TEST(comm_drops_compute_only) {
+  ovl_program *p = xform(OVL_MODE_COMM);
+  ck_assert_uint_eq(count_kind(p, OVL_KIND_COMPUTE), 0);
+  ck_assert_uint_eq(count_kind(p, OVL_KIND_COLLECTIVE), 3);
+  ck_assert_uint_eq(count_kind(p, OVL_KIND_DELAY), 1);
+  ck_assert_uint_eq(count_kind(p, OVL_KIND_FETCH), 1);
+  ck_assert_uint_eq(p->nops,
+                    seed->nops - count_kind(seed, OVL_KIND_COMPUTE));
+  ovl_program_free(p);
+}
+END_TEST
+
+START_TEST(transform_keeps_vars_and_fetches) {
+  for (ovl_mode m = 0; m < OVL__MODE_COUNT; m++) {
+    ovl_program *p = xform(m);
+    ck_assert_uint_eq(p->nvars, seed->nvars);
+    ck_assert_uint_eq(p->nfetch, seed->nfetch);
+    for (size_t i = 0; i < p->nvars; i++)
+      ck_assert_str_eq(p->vars[i].name, seed->vars[i].name);
+    ck_assert_str_eq(ovl_program_filename(p), "t.sched");
+    ovl_program_free(p);
+  }
+}
+END_TEST
+
+START_TEST(transform_rejects_bad_mode) {
+  ovl_program *p = NULL;
+  ovl_error err = {0};
+  ck_assert_int_eq(ovl_program_transform(seed, OVL__MODE_COUNT, &p, &err),
+                   OVL_EINVAL);
+  ck_assert_ptr_null(p);
+}
+END_TEST
+
+START_TEST(mode_names) {
+  ck_assert_str_eq(ovl_mode_name(OVL_MODE_SYNC), "sync");
+  ck_assert_str_eq(ovl_mode_name(OVL_MODE_ASYNC), "async");
+  ck_assert_str_eq(ovl_mode_name(OVL_MODE_COMP), "comp");
+  ck_assert_str_eq(ovl_mode_name(OVL_MODE_COMM), "comm");
+}
+END_TEST
+
+static Suite *transform_suite(void) {
+  Suite *s = suite_create("transform");
+  TCase *tc = tcase_create("core");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_test(tc, async_is_the_schedule_as_written);
+  tcase_add_test(tc, sync_moves_collectives_to_calc_and_drops_waits);
+  tcase_add_test(tc, comp_drops_collectives_only);
+  tcase_add_test(tc, comm_drops_compute_only);
+  tcase_add_test(tc, transform_keeps_vars_and_fetches);
+  tcase_add_test(tc, transform_rejects_bad_mode);
+  tcase_add_test(tc, mode_names);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(transform_suite());
+  int failed;
+  srunner_run_all(sr, CK_NORMAL);
+  failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
