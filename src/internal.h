@@ -179,6 +179,22 @@ ovl_status ovl__program_clone(const ovl_program *prog, ovl_program **out,
 double ovl__var_init_value(const ovl__var *var, int rank, int64_t index);
 
 /* ------------------------------------------------------------------ */
+/* Numeric check (check.c)                                             */
+/* ------------------------------------------------------------------ */
+
+/* The body of ovl_check_result, with the values under test read through
+ * `got` instead of an ovl_result: got(ctx, rank, i) is fetched variable i
+ * on `rank` as doubles (NULL: never fetched, which makes the whole variable
+ * a mismatch). Compares ranks [0, nranks). ovl_check_result passes
+ * prog->nranks and ovl_result_fetched; tests pass plain arrays. */
+ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
+                             const double *(*got)(const void *ctx, int rank,
+                                                  size_t i),
+                             const void *ctx, const ovl_reference *ref,
+                             double rtol, double atol, ovl_check *out,
+                             ovl_error *err);
+
+/* ------------------------------------------------------------------ */
 /* Backends                                                            */
 /* ------------------------------------------------------------------ */
 

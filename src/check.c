@@ -1,0 +1,136 @@
+/*
+ * The numeric check: every fetched variable of every rank against the
+ * reference. An element matches when |got - ref| <= atol + rtol * |ref|;
+ * a NaN matches only a NaN, and an infinity only the same infinity (so a
+ * tolerance that overflows to infinity never lets a finite value match an
+ * infinite one).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static bool element_matches(double got, double exp, double rtol,
+                            double atol) {
+  if (isnan(got) || isnan(exp))
+    return isnan(got) && isnan(exp);
+  if (isinf(got) || isinf(exp))
+    return got == exp;
+  return fabs(got - exp) <= atol + rtol * fabs(exp);
+}
+
+/* Elements of got[0, n) out of tolerance; the first one's index in *first
+ * (untouched when there is none). */
+static int64_t count_mismatches(const double *got, const double *exp,
+                                size_t n, double rtol, double atol,
+                                size_t *first) {
+  int64_t count = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (element_matches(got[i], exp[i], rtol, atol))
+      continue;
+    if (count == 0)
+      *first = i;
+    count++;
+  }
+  return count;
+}
+
+ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
+                             const double *(*got)(const void *ctx, int rank,
+                                                  size_t i),
+                             const void *ctx, const ovl_reference *ref,
+                             double rtol, double atol, ovl_check *out,
+                             ovl_error *err) {
+  size_t nfetch, cap;
+
+  if (out != NULL)
+    memset(out, 0, sizeof *out);
+  if (prog == NULL || got == NULL || ref == NULL || out == NULL)
+    return ovl__err(err, OVL_EINVAL, "ovl_check_result: bad argument");
+  if (nranks < 1 || nranks > OVL_MAX_RANKS)
+    return ovl__err(err, OVL_EINVAL, "ovl_check_result: %d ranks", nranks);
+  /* Written so that NaN tolerances fail too. */
+  if (!(rtol >= 0) || !(atol >= 0))
+    return ovl__err(err, OVL_EINVAL,
+                    "ovl_check_result: tolerances must be >= 0 (rtol %g, "
+                    "atol %g)",
+                    rtol, atol);
+  out->rtol = rtol;
+  out->atol = atol;
+
+  nfetch = ovl_program_fetch_count(prog);
+  cap = (size_t)nranks * nfetch;
+  if (cap > 0) {
+    out->mismatch = calloc(cap, sizeof *out->mismatch);
+    if (out->mismatch == NULL)
+      return ovl__err(err, OVL_ENOMEM, "ovl_check_result: out of memory");
+  }
+
+  for (int r = 0; r < nranks; r++) {
+    for (size_t i = 0; i < nfetch; i++) {
+      ovl_var_info info;
+      const double *g = got(ctx, r, i);
+      const double *e = ovl_reference_fetched(ref, r, i);
+      size_t n, first = 0;
+      int64_t count;
+
+      ovl_program_fetch_info(prog, i, &info);
+      if (e == NULL) {
+        ovl_check_release(out);
+        return ovl__err(err, OVL_EINVAL,
+                        "ovl_check_result: the reference has no value of "
+                        "'%s' on rank %d",
+                        info.name, r);
+      }
+      n = (size_t)info.numel;
+      out->checked += info.numel;
+      if (g == NULL)
+        count = info.numel; /* never fetched: all of it is wrong */
+      else
+        count = count_mismatches(g, e, n, rtol, atol, &first);
+      if (count == 0 && g != NULL)
+        continue;
+
+      ovl_mismatch *m = &out->mismatch[out->nmismatch++];
+      m->rank = r;
+      m->fetch_index = i;
+      m->var = info.name;
+      m->count = count;
+      m->numel = info.numel;
+      m->first_index = (int64_t)first;
+      m->got = g != NULL ? g[first] : NAN;
+      m->expected = n > 0 ? e[first] : NAN;
+      out->mismatched += count;
+    }
+  }
+  if (out->nmismatch == 0) {
+    free(out->mismatch);
+    out->mismatch = NULL;
+  }
+  return OVL_OK;
+}
+
+static const double *result_fetched(const void *ctx, int rank, size_t i) {
+  return ovl_result_fetched((const ovl_result *)ctx, rank, i);
+}
+
+ovl_status ovl_check_result(const ovl_program *prog, const ovl_result *res,
+                            const ovl_reference *ref, double rtol,
+                            double atol, ovl_check *out, ovl_error *err) {
+  if (prog == NULL || res == NULL) {
+    if (out != NULL)
+      memset(out, 0, sizeof *out);
+    return ovl__err(err, OVL_EINVAL, "ovl_check_result: bad argument");
+  }
+  return ovl__check_arrays(prog, prog->nranks, result_fetched, res, ref,
+                           rtol, atol, out, err);
+}
+
+void ovl_check_release(ovl_check *check) {
+  if (check == NULL)
+    return;
+  free(check->mismatch);
+  check->mismatch = NULL;
+  check->nmismatch = 0;
+}
