@@ -1,0 +1,1148 @@
+/*
+ * Tests of the cpu backend: streams that really run concurrently, CUDA event
+ * semantics, elementwise kernels, and collectives that rendezvous across
+ * rank threads.
+ *
+ * Rank threads never call ck_assert (Check's failure path is not meant for
+ * other threads): they note the first failure in their rank_arg, and the
+ * test's own thread asserts after joining them.
+ */
+#include <check.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+static const ovl__backend_ops *const B = &ovl__backend_cpu;
+
+#define CALC OVL_STREAM_CALC
+#define COMM0 OVL_STREAM_COMM(0)
+#define EV_COMPUTE0 OVL_EVENT_COMPUTE(0)
+#define EV_COMM0 OVL_EVENT_COMM(0)
+
+static void sleep_s(double s) {
+  struct timespec ts;
+  ts.tv_sec = (time_t)s;
+  ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+  nanosleep(&ts, NULL);
+}
+
+#define CK_OK(call)                                                           \
+  do {                                                                        \
+    ovl_error e_;                                                             \
+    ovl_status s_ = (call);                                                   \
+    ck_assert_msg(s_ == OVL_OK, "%s: %s: %s", #call, ovl_err_name(s_),       \
+                  s_ == OVL_OK ? "" : e_.msg);                                \
+  } while (0)
+/* CK_OK's calls pass &e_ as their error argument. */
+#define E (&e_)
+
+/* ------------------------------------------------------------------ */
+/* One rank driven by the test's own thread                            */
+/* ------------------------------------------------------------------ */
+
+typedef struct env {
+  ovl__bworld *bw;
+  ovl__brank *br;
+} env;
+
+static void env_open(env *v, int nrings, double timeout_s) {
+  CK_OK(B->world_init(1, timeout_s, &v->bw, E));
+  CK_OK(B->world_rings(v->bw, nrings, E));
+  CK_OK(B->rank_init(v->bw, 0, nrings, &v->br, E));
+}
+
+static void env_close(env *v) {
+  B->rank_fini(v->br);
+  B->world_fini(v->bw);
+}
+
+static float *f32_buf(ovl__brank *br, size_t n, float fill) {
+  void *p;
+  CK_OK(B->mem_alloc(br, n * sizeof(float), &p, E));
+  if (!isnan(fill)) {
+    float *h = malloc(n * sizeof *h);
+    for (size_t i = 0; i < n; i++)
+      h[i] = fill;
+    CK_OK(B->mem_upload(br, p, h, n * sizeof *h, E));
+    free(h);
+  }
+  return p;
+}
+
+static float f32_at(ovl__brank *br, const float *dev, size_t i) {
+  float v;
+  CK_OK(B->mem_download(br, &v, dev + i, sizeof v, E));
+  return v;
+}
+
+/* ------------------------------------------------------------------ */
+/* Several rank threads                                                */
+/* ------------------------------------------------------------------ */
+
+#define MAX_T 8
+
+typedef struct rank_arg {
+  ovl__bworld *bw;
+  int rank, nranks;
+  void *ctx;
+  void (*fn)(struct rank_arg *);
+  char fail[1024];          /* first failed expectation */
+  ovl_status st[MAX_T];     /* statuses a test wants to look at */
+  char msg[MAX_T][OVL_ERROR_MSG_MAX];
+  double t[MAX_T];          /* durations a test wants to look at */
+} rank_arg;
+
+static void rfail(rank_arg *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void rfail(rank_arg *a, const char *fmt, ...) {
+  va_list ap;
+  if (a->fail[0] != '\0')
+    return;
+  int n = snprintf(a->fail, sizeof a->fail, "rank %d: ", a->rank);
+  va_start(ap, fmt);
+  vsnprintf(a->fail + n, sizeof a->fail - (size_t)n, fmt, ap);
+  va_end(ap);
+}
+
+#define RCHECK(a, cond, ...)                                                  \
+  do {                                                                        \
+    if (!(cond))                                                              \
+      rfail(a, __VA_ARGS__);                                                  \
+  } while (0)
+
+#define ROK(a, call)                                                          \
+  do {                                                                        \
+    ovl_error e_;                                                             \
+    ovl_status s_ = (call);                                                   \
+    RCHECK(a, s_ == OVL_OK, "%s: %s: %s", #call, ovl_err_name(s_),           \
+           s_ == OVL_OK ? "" : e_.msg);                                       \
+  } while (0)
+
+static void *rank_main(void *p) {
+  rank_arg *a = p;
+  a->fn(a);
+  return NULL;
+}
+
+/* Run fn on nranks threads and assert that none noted a failure. */
+static void run_ranks(ovl__bworld *bw, int nranks, void (*fn)(rank_arg *),
+                      void *ctx, rank_arg *args) {
+  pthread_t th[OVL_MAX_RANKS];
+  for (int r = 0; r < nranks; r++) {
+    memset(&args[r], 0, sizeof args[r]);
+    args[r].bw = bw;
+    args[r].rank = r;
+    args[r].nranks = nranks;
+    args[r].ctx = ctx;
+    args[r].fn = fn;
+    ck_assert_int_eq(pthread_create(&th[r], NULL, rank_main, &args[r]), 0);
+  }
+  for (int r = 0; r < nranks; r++)
+    pthread_join(th[r], NULL);
+  for (int r = 0; r < nranks; r++)
+    ck_assert_msg(args[r].fail[0] == '\0', "%s", args[r].fail);
+}
+
+/* ------------------------------------------------------------------ */
+/* Basics                                                              */
+/* ------------------------------------------------------------------ */
+
+START_TEST(test_basics) {
+  ovl__bworld *bw;
+  ovl__brank *br;
+  ovl_error err;
+  void *p;
+
+  ck_assert_str_eq(B->name, "cpu");
+  ck_assert_int_ge(B->device_count(), OVL_MAX_RANKS);
+  ck_assert_int_eq(B->default_ranks(), 2);
+  ck_assert_int_eq(B->world_init(0, 0, &bw, &err), OVL_EINVAL);
+  ck_assert_int_eq(B->world_init(OVL_MAX_RANKS + 1, 0, &bw, &err), OVL_EINVAL);
+  CK_OK(B->world_init(3, 0, &bw, E));
+  ck_assert_str_eq(B->world_devices(bw), "3 emulated (cpu)");
+  CK_OK(B->world_rings(bw, 1, E));
+  CK_OK(B->world_rings(bw, 2, E)); /* grows */
+  CK_OK(B->world_rings(bw, 1, E)); /* never shrinks */
+  ck_assert_int_eq(B->world_rings(bw, OVL_MAX_RINGS + 1, &err), OVL_EINVAL);
+  ck_assert_int_eq(B->rank_init(bw, 3, 1, &br, &err), OVL_EINVAL);
+  CK_OK(B->rank_init(bw, 1, 2, &br, E));
+  ck_assert_int_eq(B->stream_sync(br, OVL_STREAM_COMM(2), &err), OVL_EINVAL);
+  ck_assert_int_eq(B->event_record(br, 4, CALC, &err), OVL_EINVAL);
+  ck_assert_int_eq(B->stream_wait_event(br, CALC, -1, &err), OVL_EINVAL);
+  CK_OK(B->mem_alloc(br, 16, &p, E));
+  ck_assert_int_eq(B->collective(br, CALC, 2, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
+                                 OVL_DTYPE_FLOAT32, p, p, 4, 0, &err),
+                   OVL_EINVAL);
+  ck_assert_msg(strstr(err.msg, "rank 1") != NULL, "%s", err.msg);
+  ck_assert_int_eq(B->collective(br, CALC, 0, OVL_COLL_BROADCAST, OVL_RED_SUM,
+                                 OVL_DTYPE_FLOAT32, p, p, 4, 3, &err),
+                   OVL_EINVAL);
+  /* Nothing was queued by the refused calls. */
+  CK_OK(B->stream_sync(br, CALC, E));
+  B->mem_free(br, p);
+  B->rank_fini(br);
+  B->world_fini(bw);
+}
+END_TEST
+
+START_TEST(test_alloc_poison) {
+  env v;
+  void *p;
+  env_open(&v, 1, 0);
+  CK_OK(B->mem_alloc(v.br, 100 * sizeof(float), &p, E));
+  ck_assert_uint_eq((uintptr_t)p % 64, 0);
+  float f[100];
+  CK_OK(B->mem_download(v.br, f, p, sizeof f, E));
+  for (int i = 0; i < 100; i++)
+    ck_assert_msg(isnan(f[i]), "float %d not NaN", i);
+  B->mem_free(v.br, p);
+
+  CK_OK(B->mem_alloc(v.br, 100 * sizeof(double), &p, E));
+  ck_assert_uint_eq((uintptr_t)p % 64, 0);
+  double d[100], h[100];
+  CK_OK(B->mem_download(v.br, d, p, sizeof d, E));
+  for (int i = 0; i < 100; i++) {
+    ck_assert_msg(isnan(d[i]), "double %d not NaN", i);
+    h[i] = i * 0.5;
+  }
+  CK_OK(B->mem_upload(v.br, p, h, sizeof h, E));
+  CK_OK(B->mem_download(v.br, d, p, sizeof d, E));
+  ck_assert(memcmp(d, h, sizeof d) == 0);
+  B->mem_free(v.br, p);
+  env_close(&v);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Streams and events                                                  */
+/* ------------------------------------------------------------------ */
+
+START_TEST(test_streams_concurrent) {
+  env v;
+  env_open(&v, 1, 0);
+  float *x = f32_buf(v.br, 8, 5.0f), *y = f32_buf(v.br, 8, 0.0f);
+  double t0 = ovl__now();
+  CK_OK(B->delay(v.br, CALC, 300e3, E));
+  CK_OK(B->elementwise(v.br, COMM0, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, y, x,
+                       NULL, 0, 0, 8, E));
+  CK_OK(B->stream_sync(v.br, COMM0, E));
+  double t_comm = ovl__now() - t0;
+  ck_assert_msg(t_comm < 0.15, "comm waited %.3f s for calc's delay", t_comm);
+  ck_assert_float_eq(f32_at(v.br, y, 7), 5.0f);
+  CK_OK(B->stream_sync(v.br, CALC, E));
+  double t_calc = ovl__now() - t0;
+  ck_assert_msg(t_calc >= 0.299, "calc delay took only %.3f s", t_calc);
+  B->mem_free(v.br, x);
+  B->mem_free(v.br, y);
+  env_close(&v);
+}
+END_TEST
+
+START_TEST(test_fifo) {
+  env v;
+  env_open(&v, 1, 0);
+  float *x = f32_buf(v.br, 16, 3.0f), *a = f32_buf(v.br, 16, NAN);
+  /* A delay first, so that the rest is queued before any of it runs. */
+  CK_OK(B->delay(v.br, CALC, 20e3, E));
+  CK_OK(B->elementwise(v.br, CALC, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, a, x,
+                       NULL, 0, 0, 16, E)); /* 3 */
+  CK_OK(B->elementwise(v.br, CALC, OVL_EW_SCALE, OVL_DTYPE_FLOAT32, a, a,
+                       NULL, 2, 0, 16, E)); /* 6 */
+  CK_OK(B->elementwise(v.br, CALC, OVL_EW_SCALE, OVL_DTYPE_FLOAT32, a, a,
+                       NULL, 1, 3, 16, E)); /* 9 */
+  CK_OK(B->elementwise(v.br, CALC, OVL_EW_MUL, OVL_DTYPE_FLOAT32, a, a, a,
+                       0, 0, 16, E)); /* 81 */
+  CK_OK(B->elementwise(v.br, CALC, OVL_EW_SUB, OVL_DTYPE_FLOAT32, a, a, x,
+                       0, 0, 16, E)); /* 78 */
+  CK_OK(B->stream_sync(v.br, CALC, E));
+  for (int i = 0; i < 16; i++)
+    ck_assert_float_eq(f32_at(v.br, a, (size_t)i), 78.0f);
+  B->mem_free(v.br, x);
+  B->mem_free(v.br, a);
+  env_close(&v);
+}
+END_TEST
+
+/* A later record replaces the earlier one: the wait is for op2. */
+START_TEST(test_event_record_replaces) {
+  env v;
+  env_open(&v, 1, 0);
+  float *one = f32_buf(v.br, 4, 1.0f), *two = f32_buf(v.br, 4, 2.0f);
+  float *x = f32_buf(v.br, 4, 0.0f), *y = f32_buf(v.br, 4, 0.0f);
+  CK_OK(B->delay(v.br, CALC, 30e3, E));
+  CK_OK(B->elementwise(v.br, CALC, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, x, one,
+                       NULL, 0, 0, 4, E)); /* op1 */
+  CK_OK(B->event_record(v.br, EV_COMPUTE0, CALC, E));
+  CK_OK(B->delay(v.br, CALC, 150e3, E));
+  CK_OK(B->elementwise(v.br, CALC, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, x, two,
+                       NULL, 0, 0, 4, E)); /* op2 */
+  CK_OK(B->event_record(v.br, EV_COMPUTE0, CALC, E));
+  CK_OK(B->stream_wait_event(v.br, COMM0, EV_COMPUTE0, E));
+  CK_OK(B->elementwise(v.br, COMM0, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, y, x,
+                       NULL, 0, 0, 4, E));
+  CK_OK(B->stream_sync(v.br, COMM0, E));
+  ck_assert_float_eq(f32_at(v.br, y, 0), 2.0f);
+  CK_OK(B->stream_sync(v.br, CALC, E));
+  B->mem_free(v.br, one);
+  B->mem_free(v.br, two);
+  B->mem_free(v.br, x);
+  B->mem_free(v.br, y);
+  env_close(&v);
+}
+END_TEST
+
+/* The record is a snapshot taken when it is called: work queued after it
+ * is not waited for, even though it is queued before the wait. */
+START_TEST(test_event_snapshot) {
+  env v;
+  env_open(&v, 1, 0);
+  float *one = f32_buf(v.br, 4, 1.0f), *two = f32_buf(v.br, 4, 2.0f);
+  float *x = f32_buf(v.br, 4, 0.0f), *y = f32_buf(v.br, 4, 0.0f);
+  double t0 = ovl__now();
+  CK_OK(B->delay(v.br, CALC, 30e3, E));
+  CK_OK(B->elementwise(v.br, CALC, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, x, one,
+                       NULL, 0, 0, 4, E));
+  CK_OK(B->event_record(v.br, EV_COMPUTE0, CALC, E));
+  CK_OK(B->delay(v.br, CALC, 300e3, E));
+  CK_OK(B->elementwise(v.br, CALC, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, x, two,
+                       NULL, 0, 0, 4, E));
+  CK_OK(B->stream_wait_event(v.br, COMM0, EV_COMPUTE0, E));
+  CK_OK(B->elementwise(v.br, COMM0, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, y, x,
+                       NULL, 0, 0, 4, E));
+  CK_OK(B->stream_sync(v.br, COMM0, E));
+  double t = ovl__now() - t0;
+  ck_assert_float_eq(f32_at(v.br, y, 0), 1.0f);
+  ck_assert_msg(t >= 0.029 && t < 0.2, "comm finished after %.3f s", t);
+  CK_OK(B->stream_sync(v.br, CALC, E));
+  ck_assert_float_eq(f32_at(v.br, x, 0), 2.0f);
+  B->mem_free(v.br, one);
+  B->mem_free(v.br, two);
+  B->mem_free(v.br, x);
+  B->mem_free(v.br, y);
+  env_close(&v);
+}
+END_TEST
+
+START_TEST(test_wait_never_recorded) {
+  env v;
+  env_open(&v, 1, 0);
+  float *x = f32_buf(v.br, 4, 4.0f), *y = f32_buf(v.br, 4, 0.0f);
+  double t0 = ovl__now();
+  CK_OK(B->delay(v.br, CALC, 300e3, E));
+  /* A record of another event changes nothing for this one. */
+  CK_OK(B->event_record(v.br, EV_COMM0, CALC, E));
+  CK_OK(B->stream_wait_event(v.br, COMM0, EV_COMPUTE0, E));
+  CK_OK(B->elementwise(v.br, COMM0, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, y, x,
+                       NULL, 0, 0, 4, E));
+  CK_OK(B->stream_sync(v.br, COMM0, E));
+  double t = ovl__now() - t0;
+  ck_assert_msg(t < 0.15, "comm blocked %.3f s on a never-recorded event", t);
+  ck_assert_float_eq(f32_at(v.br, y, 0), 4.0f);
+  CK_OK(B->stream_sync(v.br, CALC, E));
+  B->mem_free(v.br, x);
+  B->mem_free(v.br, y);
+  env_close(&v);
+}
+END_TEST
+
+/* calc: delay, x = 7; comm reads x with or without waiting for calc. */
+static float producer_consumer(bool wait, bool upload_x) {
+  env v;
+  env_open(&v, 1, 0);
+  float *seven = f32_buf(v.br, 4, 7.0f);
+  float *x = f32_buf(v.br, 4, upload_x ? 0.0f : NAN);
+  float *y = f32_buf(v.br, 4, -1.0f);
+  CK_OK(B->delay(v.br, CALC, 50e3, E));
+  CK_OK(B->elementwise(v.br, CALC, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, x, seven,
+                       NULL, 0, 0, 4, E));
+  if (wait) {
+    CK_OK(B->event_record(v.br, EV_COMPUTE0, CALC, E));
+    CK_OK(B->stream_wait_event(v.br, COMM0, EV_COMPUTE0, E));
+  }
+  CK_OK(B->elementwise(v.br, COMM0, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, y, x,
+                       NULL, 0, 0, 4, E));
+  CK_OK(B->stream_sync(v.br, COMM0, E));
+  float got = f32_at(v.br, y, 3);
+  CK_OK(B->stream_sync(v.br, CALC, E));
+  ck_assert_float_eq(f32_at(v.br, x, 3), 7.0f);
+  B->mem_free(v.br, seven);
+  B->mem_free(v.br, x);
+  B->mem_free(v.br, y);
+  env_close(&v);
+  return got;
+}
+
+START_TEST(test_wait_orders) { ck_assert_float_eq(producer_consumer(true, true), 7.0f); }
+END_TEST
+
+START_TEST(test_missing_wait_races) {
+  ck_assert_float_eq(producer_consumer(false, true), 0.0f);
+  ck_assert(isnan(producer_consumer(false, false)));
+}
+END_TEST
+
+START_TEST(test_sync_blocks) {
+  env v;
+  env_open(&v, 1, 0);
+  float *seven = f32_buf(v.br, 4, 7.0f), *x = f32_buf(v.br, 4, 0.0f);
+  double t0 = ovl__now();
+  CK_OK(B->delay(v.br, CALC, 100e3, E));
+  CK_OK(B->elementwise(v.br, CALC, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, x, seven,
+                       NULL, 0, 0, 4, E));
+  CK_OK(B->stream_sync(v.br, CALC, E));
+  double t = ovl__now() - t0;
+  ck_assert_msg(t >= 0.099, "sync returned after %.3f s", t);
+  ck_assert_float_eq(f32_at(v.br, x, 0), 7.0f);
+  /* A sync of an idle stream returns at once. */
+  t0 = ovl__now();
+  CK_OK(B->stream_sync(v.br, CALC, E));
+  CK_OK(B->stream_sync(v.br, COMM0, E));
+  ck_assert(ovl__now() - t0 < 0.05);
+  B->mem_free(v.br, seven);
+  B->mem_free(v.br, x);
+  env_close(&v);
+}
+END_TEST
+
+/* A wait whose source spends a timeout in one command (here a delay) fails
+ * its stream; a host sync of such a stream fails too. The host sync of the
+ * waiting stream does not time out itself: it reports the wait's error. */
+START_TEST(test_wait_and_sync_timeout) {
+  env v;
+  ovl_error err;
+  env_open(&v, 1, 0.2);
+  double t0 = ovl__now();
+  CK_OK(B->delay(v.br, CALC, 1.0e6, E));
+  CK_OK(B->event_record(v.br, EV_COMPUTE0, CALC, E));
+  CK_OK(B->stream_wait_event(v.br, COMM0, EV_COMPUTE0, E));
+  ck_assert_int_eq(B->stream_sync(v.br, COMM0, &err), OVL_ETIMEDOUT);
+  double t = ovl__now() - t0;
+  ck_assert_msg(t > 0.15 && t < 0.5, "wait failed after %.3f s", t);
+  ck_assert_msg(strstr(err.msg, "rank 0: comm[0] stream: waited") != NULL &&
+                    strstr(err.msg, "of calc stream") != NULL,
+                "%s", err.msg);
+  ck_assert_int_eq(B->stream_sync(v.br, CALC, &err), OVL_ETIMEDOUT);
+  ck_assert_msg(strstr(err.msg, "rank 0: calc stream: sync timed out") != NULL,
+                "%s", err.msg);
+  t = ovl__now() - t0;
+  ck_assert_msg(t < 0.99, "sync failed after %.3f s", t);
+  env_close(&v); /* joins the worker once its delay is over */
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Elementwise kernels                                                 */
+/* ------------------------------------------------------------------ */
+
+#define EW_N 1000
+static const double EW_SCALE = 0.3, EW_BIAS = 1.7;
+
+static double ew_in(int which, int i) {
+  return (which ? -1.0 : 1.0) * (double)((i * 37 + which * 11) % 101) / 7.0 +
+         (double)i * 1e-3;
+}
+
+/* The expected result, computed in T. */
+#define DEFINE_EW_EXPECT(T, SUFFIX)                                           \
+  static void ew_expect_##SUFFIX(ovl__ew fn, T *out, const T *x, const T *y,  \
+                                 int n) {                                     \
+    for (int i = 0; i < n; i++) {                                             \
+      T r = 0, t;                                                             \
+      switch (fn) {                                                           \
+      case OVL_EW_ASSIGN: r = x[i]; break;                                    \
+      case OVL_EW_ADD: r = x[i] + y[i]; break;                                \
+      case OVL_EW_SUB: r = x[i] - y[i]; break;                                \
+      case OVL_EW_MUL: r = x[i] * y[i]; break;                                \
+      case OVL_EW_SCALE:                                                      \
+        t = (T)EW_SCALE * x[i];                                               \
+        r = t + (T)EW_BIAS;                                                   \
+        break;                                                                \
+      }                                                                       \
+      out[i] = r;                                                             \
+    }                                                                         \
+  }
+DEFINE_EW_EXPECT(float, f32)
+DEFINE_EW_EXPECT(double, f64)
+
+static void ew_case(env *v, ovl_dtype dtype, ovl__ew fn, int alias) {
+  size_t es = ovl_dtype_size(dtype), bytes = EW_N * es;
+  char hx[EW_N * 8], hy[EW_N * 8], want[EW_N * 8], got[EW_N * 8];
+  void *x, *y, *out;
+  for (int i = 0; i < EW_N; i++) {
+    if (dtype == OVL_DTYPE_FLOAT32) {
+      ((float *)hx)[i] = (float)ew_in(0, i);
+      ((float *)hy)[i] = (float)ew_in(1, i);
+    } else {
+      ((double *)hx)[i] = ew_in(0, i);
+      ((double *)hy)[i] = ew_in(1, i);
+    }
+  }
+  CK_OK(B->mem_alloc(v->br, bytes, &x, E));
+  CK_OK(B->mem_alloc(v->br, bytes, &y, E));
+  CK_OK(B->mem_alloc(v->br, bytes, &out, E));
+  CK_OK(B->mem_upload(v->br, x, hx, bytes, E));
+  CK_OK(B->mem_upload(v->br, y, hy, bytes, E));
+  /* alias 0: out apart; 1: out == x; 2: out == y; 3: out == x == y. */
+  const void *ex = hx, *ey = hy;
+  void *dx = x, *dy = y, *dout = out;
+  if (alias == 1)
+    dout = dx;
+  if (alias == 2)
+    dout = dy;
+  if (alias == 3) {
+    dout = dy = dx;
+    ey = hx;
+  }
+  if (dtype == OVL_DTYPE_FLOAT32)
+    ew_expect_f32(fn, (float *)want, ex, ey, EW_N);
+  else
+    ew_expect_f64(fn, (double *)want, ex, ey, EW_N);
+  CK_OK(B->elementwise(v->br, CALC, fn, dtype, dout, dx, dy, EW_SCALE,
+                       EW_BIAS, EW_N, E));
+  CK_OK(B->stream_sync(v->br, CALC, E));
+  CK_OK(B->mem_download(v->br, got, dout, bytes, E));
+  ck_assert_msg(memcmp(got, want, bytes) == 0, "%s fn %d alias %d differs",
+                ovl_dtype_name(dtype), (int)fn, alias);
+  B->mem_free(v->br, x);
+  B->mem_free(v->br, y);
+  B->mem_free(v->br, out);
+}
+
+START_TEST(test_elementwise) {
+  env v;
+  env_open(&v, 1, 0);
+  for (int d = 0; d < 2; d++)
+    for (int fn = OVL_EW_ASSIGN; fn <= OVL_EW_SCALE; fn++)
+      for (int alias = 0; alias < 4; alias++)
+        ew_case(&v, d ? OVL_DTYPE_FLOAT64 : OVL_DTYPE_FLOAT32, (ovl__ew)fn,
+                alias);
+  env_close(&v);
+}
+END_TEST
+
+/* The data can tell float32 from float64 arithmetic in SCALE, so the
+ * elementwise test would catch a kernel that computes in double. */
+START_TEST(test_elementwise_data_discriminates) {
+  int differs = 0;
+  for (int i = 0; i < EW_N; i++) {
+    float x = (float)ew_in(0, i), t = (float)EW_SCALE * x;
+    float f = t + (float)EW_BIAS;
+    float d = (float)(EW_SCALE * (double)x + EW_BIAS);
+    differs += memcmp(&f, &d, sizeof f) != 0;
+  }
+  ck_assert_int_gt(differs, 0);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Collectives                                                         */
+/* ------------------------------------------------------------------ */
+
+#define COLL_N 2500 /* more than one reduction block, and not a multiple */
+
+/* Rank r's send value at index i: mixed signs and magnitudes, so that
+ * float32 sums depend on the order of the ranks. */
+static double coll_in(int r, size_t i) {
+  uint64_t h = (uint64_t)r * 0x9e3779b97f4a7c15ull + i * 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 29;
+  h *= 0x94d049bb133111ebull;
+  h ^= h >> 32;
+  double m = (double)(int)(h % 2001) - 1000.0;
+  return m / 7.0 * ldexp(1.0, (int)((h >> 16) % 25) - 12);
+}
+
+typedef struct coll_case {
+  ovl__coll coll;
+  ovl__redop redop;
+  bool inplace;
+} coll_case;
+
+static const coll_case coll_cases[] = {
+    {OVL_COLL_ALLREDUCE, OVL_RED_SUM, false},
+    {OVL_COLL_ALLREDUCE, OVL_RED_SUM, true},
+    {OVL_COLL_ALLREDUCE, OVL_RED_MAX, false},
+    {OVL_COLL_ALLREDUCE, OVL_RED_MIN, true},
+    {OVL_COLL_ALLREDUCE, OVL_RED_PROD, false},
+    {OVL_COLL_ALLREDUCE, OVL_RED_PROD, true},
+    {OVL_COLL_BROADCAST, OVL_RED_SUM, false},
+    {OVL_COLL_BROADCAST, OVL_RED_SUM, true},
+    {OVL_COLL_ALLGATHER, OVL_RED_SUM, false},
+    {OVL_COLL_ALLGATHER, OVL_RED_SUM, true},
+    {OVL_COLL_REDUCESCATTER, OVL_RED_SUM, false},
+    {OVL_COLL_REDUCESCATTER, OVL_RED_MAX, true},
+};
+#define NCASES (sizeof coll_cases / sizeof coll_cases[0])
+
+/* acc = op(acc, v) as the backend must do it, in T. */
+#define DEFINE_RED(T, SUFFIX)                                                 \
+  static T red_##SUFFIX(ovl__redop op, T acc, T v) {                          \
+    switch (op) {                                                             \
+    case OVL_RED_SUM: return acc + v;                                         \
+    case OVL_RED_PROD: return acc * v;                                        \
+    case OVL_RED_MAX: return v > acc ? v : acc;                               \
+    case OVL_RED_MIN: return v < acc ? v : acc;                               \
+    }                                                                         \
+    return acc;                                                               \
+  }
+DEFINE_RED(float, f32)
+DEFINE_RED(double, f64)
+
+/* What rank r's recv must hold at index i, reducing in the given rank
+ * order (1: 0..n-1, -1: n-1..0). */
+static double coll_expect(const coll_case *c, ovl_dtype dt, int n, int r,
+                          size_t i, int order) {
+  int root = n - 1;
+  size_t src = i;
+  switch (c->coll) {
+  case OVL_COLL_BROADCAST:
+    return dt == OVL_DTYPE_FLOAT32 ? (double)(float)coll_in(root, i)
+                                   : coll_in(root, i);
+  case OVL_COLL_ALLGATHER:
+    return dt == OVL_DTYPE_FLOAT32
+               ? (double)(float)coll_in((int)(i / COLL_N), i % COLL_N)
+               : coll_in((int)(i / COLL_N), i % COLL_N);
+  case OVL_COLL_REDUCESCATTER:
+    src = (size_t)r * COLL_N + i;
+    break;
+  case OVL_COLL_ALLREDUCE:
+    break;
+  }
+  int q0 = order > 0 ? 0 : n - 1;
+  if (dt == OVL_DTYPE_FLOAT32) {
+    float acc = (float)coll_in(q0, src);
+    for (int k = 1; k < n; k++)
+      acc = red_f32(c->redop, acc, (float)coll_in(q0 + order * k, src));
+    return acc;
+  }
+  double acc = coll_in(q0, src);
+  for (int k = 1; k < n; k++)
+    acc = red_f64(c->redop, acc, coll_in(q0 + order * k, src));
+  return acc;
+}
+
+typedef struct coll_ctx {
+  ovl_dtype dtype;
+} coll_ctx;
+
+static void coll_rank(rank_arg *a) {
+  coll_ctx *cx = a->ctx;
+  ovl__brank *br;
+  const int n = a->nranks, r = a->rank;
+  const ovl_dtype dt = cx->dtype;
+  const size_t es = ovl_dtype_size(dt);
+  const size_t big = (size_t)n * COLL_N;
+
+  ROK(a, B->rank_init(a->bw, r, 1, &br, E));
+  if (a->fail[0])
+    return;
+  void *hbuf = malloc(big * es);
+  for (size_t ci = 0; ci < NCASES && !a->fail[0]; ci++) {
+    const coll_case *c = &coll_cases[ci];
+    size_t send_n = COLL_N, recv_n = COLL_N;
+    if (c->coll == OVL_COLL_ALLGATHER)
+      recv_n = big;
+    if (c->coll == OVL_COLL_REDUCESCATTER)
+      send_n = big;
+    void *sendbuf, *recvbuf, *send, *recv;
+    ROK(a, B->mem_alloc(br, send_n * es, &sendbuf, E));
+    ROK(a, B->mem_alloc(br, recv_n * es, &recvbuf, E));
+    send = sendbuf;
+    recv = recvbuf;
+    /* NCCL's in-place layouts. */
+    if (c->inplace) {
+      if (c->coll == OVL_COLL_ALLGATHER)
+        send = (char *)recvbuf + (size_t)r * COLL_N * es;
+      else if (c->coll == OVL_COLL_REDUCESCATTER)
+        recv = (char *)sendbuf + (size_t)r * COLL_N * es;
+      else
+        recv = send;
+    }
+    for (size_t i = 0; i < send_n; i++) {
+      if (dt == OVL_DTYPE_FLOAT32)
+        ((float *)hbuf)[i] = (float)coll_in(r, i);
+      else
+        ((double *)hbuf)[i] = coll_in(r, i);
+    }
+    ROK(a, B->mem_upload(br, send, hbuf, send_n * es, E));
+    /* Alternate the streams: the ring does not care which one. */
+    int stream = (int)(ci + (size_t)r) % 2 ? CALC : COMM0;
+    ROK(a, B->collective(br, stream, 0, c->coll, c->redop, dt, send, recv,
+                         c->coll == OVL_COLL_REDUCESCATTER ? recv_n : send_n,
+                         n - 1, E));
+    ROK(a, B->stream_sync(br, stream, E));
+    ROK(a, B->mem_download(br, hbuf, recv, recv_n * es, E));
+    for (size_t i = 0; i < recv_n; i++) {
+      double want = coll_expect(c, dt, n, r, i, 1);
+      double got = dt == OVL_DTYPE_FLOAT32 ? (double)((float *)hbuf)[i]
+                                            : ((double *)hbuf)[i];
+      if (memcmp(&got, &want, sizeof got) != 0) {
+        static const char *const colls[] = {"allreduce", "broadcast",
+                                            "allgather", "reducescatter"};
+        static const char *const ops[] = {"sum", "max", "min", "prod"};
+        rfail(a, "%s %s %s%s, %d ranks: recv[%zu] = %.9g, want %.9g",
+              colls[c->coll], ops[c->redop], ovl_dtype_name(dt),
+              c->inplace ? " in place" : "", n, i, got, want);
+        break;
+      }
+    }
+    B->mem_free(br, sendbuf);
+    B->mem_free(br, recvbuf);
+  }
+  free(hbuf);
+  B->rank_fini(br);
+}
+
+static void collectives_for(int n) {
+  ovl__bworld *bw;
+  rank_arg args[OVL_MAX_RANKS];
+  for (int d = 0; d < 2; d++) {
+    coll_ctx cx = {d ? OVL_DTYPE_FLOAT64 : OVL_DTYPE_FLOAT32};
+    CK_OK(B->world_init(n, 5.0, &bw, E));
+    CK_OK(B->world_rings(bw, 1, E));
+    run_ranks(bw, n, coll_rank, &cx, args);
+    B->world_fini(bw);
+  }
+}
+
+START_TEST(test_collectives_1) { collectives_for(1); }
+END_TEST
+START_TEST(test_collectives_2) { collectives_for(2); }
+END_TEST
+START_TEST(test_collectives_3) { collectives_for(3); }
+END_TEST
+START_TEST(test_collectives_4) { collectives_for(4); }
+END_TEST
+
+/* The test data makes the float32 sum depend on the rank order, so the
+ * collective tests would catch a reduction in another order. */
+START_TEST(test_collective_data_discriminates) {
+  for (int n = 3; n <= 4; n++) {
+    int differs = 0;
+    for (size_t i = 0; i < COLL_N; i++)
+      differs += coll_expect(&coll_cases[0], OVL_DTYPE_FLOAT32, n, 0, i, 1) !=
+                 coll_expect(&coll_cases[0], OVL_DTYPE_FLOAT32, n, 0, i, -1);
+    ck_assert_msg(differs > 0, "n=%d: order never matters", n);
+  }
+}
+END_TEST
+
+/* ---- errors ---- */
+
+typedef struct err_ctx {
+  int variant;
+} err_ctx;
+
+/* Two good allreduces, then #2: ranks 0 and 2 allreduce, rank 1
+ * broadcasts (variant 0) or allreduces one element more (variant 1). */
+static void mismatch_rank(rank_arg *a) {
+  err_ctx *cx = a->ctx;
+  ovl__brank *br;
+  void *p;
+  ovl_error err;
+  ROK(a, B->rank_init(a->bw, a->rank, 1, &br, E));
+  ROK(a, B->mem_alloc(br, 64 * sizeof(float), &p, E));
+  for (int k = 0; k < 2; k++)
+    ROK(a, B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
+                         OVL_DTYPE_FLOAT32, p, p, 10, 0, E));
+  if (a->rank == 1 && cx->variant == 0)
+    ROK(a, B->collective(br, COMM0, 0, OVL_COLL_BROADCAST, OVL_RED_SUM,
+                         OVL_DTYPE_FLOAT32, p, p, 10, 0, E));
+  else
+    ROK(a, B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
+                         OVL_DTYPE_FLOAT32, p, p,
+                         a->rank == 1 ? 11 : 10, 0, E));
+  a->st[0] = B->stream_sync(br, COMM0, &err);
+  memcpy(a->msg[0], err.msg, sizeof err.msg);
+  B->mem_free(br, p);
+  B->rank_fini(br);
+}
+
+START_TEST(test_mismatch) {
+  ovl__bworld *bw;
+  rank_arg args[3];
+  for (int variant = 0; variant < 2; variant++) {
+    err_ctx cx = {variant};
+    CK_OK(B->world_init(3, 5.0, &bw, E));
+    CK_OK(B->world_rings(bw, 1, E));
+    run_ranks(bw, 3, mismatch_rank, &cx, args);
+    for (int r = 0; r < 3; r++) {
+      const char *m = args[r].msg[0];
+      char prefix[64];
+      ck_assert_msg(args[r].st[0] == OVL_EMISMATCH, "rank %d: %s: %s", r,
+                    ovl_err_name(args[r].st[0]), m);
+      snprintf(prefix, sizeof prefix, "rank %d: comm[0] stream: ", r);
+      ck_assert_msg(strstr(m, prefix) == m, "%s", m);
+      ck_assert_msg(strstr(m, "ring 0 collective #2") != NULL, "%s", m);
+      if (variant == 0)
+        ck_assert_msg(
+            strstr(m, "ranks 0,2 issued allreduce sum float32 count=10") &&
+                strstr(m, "rank 1 issued broadcast root=0 float32 count=10"),
+            "%s", m);
+      else
+        ck_assert_msg(strstr(m, "ranks 0,2 issued allreduce sum float32 "
+                                "count=10") &&
+                          strstr(m, "rank 1 issued allreduce sum float32 "
+                                    "count=11"),
+                      "%s", m);
+    }
+    B->world_fini(bw);
+  }
+}
+END_TEST
+
+/* Rank 2 never comes to collective #0 in time: 0 and 1 time out; when 2
+ * comes late it fails at once. */
+static void timeout_rank(rank_arg *a) {
+  pthread_barrier_t *bar = a->ctx;
+  ovl__brank *br;
+  void *p;
+  ovl_error err;
+  ROK(a, B->rank_init(a->bw, a->rank, 1, &br, E));
+  ROK(a, B->mem_alloc(br, 16 * sizeof(float), &p, E));
+  if (a->rank == 2)
+    pthread_barrier_wait(bar); /* until the others have failed */
+  double t0 = ovl__now();
+  ROK(a, B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
+                       OVL_DTYPE_FLOAT32, p, p, 16, 0, E));
+  a->st[0] = B->stream_sync(br, COMM0, &err);
+  a->t[0] = ovl__now() - t0;
+  memcpy(a->msg[0], err.msg, sizeof err.msg);
+  if (a->rank != 2)
+    pthread_barrier_wait(bar);
+  B->mem_free(br, p);
+  B->rank_fini(br);
+}
+
+START_TEST(test_timeout) {
+  ovl__bworld *bw;
+  rank_arg args[3];
+  pthread_barrier_t bar;
+  pthread_barrier_init(&bar, NULL, 3);
+  CK_OK(B->world_init(3, 0.3, &bw, E));
+  CK_OK(B->world_rings(bw, 1, E));
+  run_ranks(bw, 3, timeout_rank, &bar, args);
+  for (int r = 0; r < 2; r++) {
+    const char *m = args[r].msg[0];
+    ck_assert_msg(args[r].st[0] == OVL_ETIMEDOUT, "rank %d: %s: %s", r,
+                  ovl_err_name(args[r].st[0]), m);
+    ck_assert_msg(args[r].t[0] >= 0.25 && args[r].t[0] < 0.6,
+                  "rank %d failed after %.3f s", r, args[r].t[0]);
+    ck_assert_msg(strstr(m, "ring 0 collective #0 (allreduce sum): timed out "
+                            "after 0.3 s waiting for rank 2") != NULL,
+                  "%s", m);
+  }
+  ck_assert_msg(args[2].st[0] == OVL_ETIMEDOUT, "rank 2: %s",
+                ovl_err_name(args[2].st[0]));
+  ck_assert_msg(args[2].t[0] < 0.2, "latecomer failed after %.3f s",
+                args[2].t[0]);
+  ck_assert_msg(strstr(args[2].msg[0], "rank 2: comm[0] stream: ring 0 "
+                                       "collective #0") != NULL,
+                "%s", args[2].msg[0]);
+  B->world_fini(bw);
+  pthread_barrier_destroy(&bar);
+}
+END_TEST
+
+typedef struct abort_ctx {
+  ovl__bworld *bw;
+  double delay_s;
+} abort_ctx;
+
+static void *abort_later(void *p) {
+  abort_ctx *cx = p;
+  sleep_s(cx->delay_s);
+  B->world_abort(cx->bw);
+  return NULL;
+}
+
+static void abort_rank(rank_arg *a) {
+  ovl__brank *br;
+  void *p;
+  ovl_error err;
+  ROK(a, B->rank_init(a->bw, a->rank, 1, &br, E));
+  ROK(a, B->mem_alloc(br, 16 * sizeof(float), &p, E));
+  if (a->rank == 0) {
+    double t0 = ovl__now();
+    ROK(a, B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
+                         OVL_DTYPE_FLOAT32, p, p, 16, 0, E));
+    a->st[0] = B->stream_sync(br, COMM0, &err);
+    a->t[0] = ovl__now() - t0;
+    memcpy(a->msg[0], err.msg, sizeof err.msg);
+    /* After the abort, a new collective fails at once. */
+    t0 = ovl__now();
+    ROK(a, B->collective(br, CALC, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
+                         OVL_DTYPE_FLOAT32, p, p, 16, 0, E));
+    a->st[1] = B->stream_sync(br, CALC, &err);
+    a->t[1] = ovl__now() - t0;
+  }
+  B->mem_free(br, p);
+  B->rank_fini(br);
+}
+
+START_TEST(test_abort_collective) {
+  ovl__bworld *bw;
+  rank_arg args[2];
+  pthread_t th;
+  CK_OK(B->world_init(2, 10.0, &bw, E));
+  CK_OK(B->world_rings(bw, 1, E));
+  abort_ctx cx = {bw, 0.1};
+  pthread_create(&th, NULL, abort_later, &cx);
+  run_ranks(bw, 2, abort_rank, NULL, args);
+  pthread_join(th, NULL);
+  ck_assert_msg(args[0].st[0] == OVL_EABORTED, "%s: %s",
+                ovl_err_name(args[0].st[0]), args[0].msg[0]);
+  ck_assert_msg(args[0].t[0] < 1.0, "abort took %.3f s", args[0].t[0]);
+  ck_assert_msg(strstr(args[0].msg[0], "rank 0: comm[0] stream: ring 0 "
+                                       "collective #0") != NULL,
+                "%s", args[0].msg[0]);
+  ck_assert_int_eq(args[0].st[1], OVL_EABORTED);
+  ck_assert_msg(args[0].t[1] < 0.5, "after abort: %.3f s", args[0].t[1]);
+  B->world_fini(bw);
+}
+END_TEST
+
+START_TEST(test_abort_wait) {
+  env v;
+  ovl_error err;
+  pthread_t th;
+  env_open(&v, 1, 10.0);
+  abort_ctx cx = {v.bw, 0.1};
+  double t0 = ovl__now();
+  CK_OK(B->delay(v.br, CALC, 600e3, E));
+  CK_OK(B->event_record(v.br, EV_COMPUTE0, CALC, E));
+  CK_OK(B->stream_wait_event(v.br, COMM0, EV_COMPUTE0, E));
+  pthread_create(&th, NULL, abort_later, &cx);
+  ck_assert_int_eq(B->stream_sync(v.br, COMM0, &err), OVL_EABORTED);
+  double t = ovl__now() - t0;
+  pthread_join(th, NULL);
+  ck_assert_msg(t < 0.4, "the wait ended after %.3f s", t);
+  ck_assert_msg(strstr(err.msg, "rank 0: comm[0] stream:") == err.msg &&
+                    strstr(err.msg, "calc") != NULL,
+                "%s", err.msg);
+  /* The host sync of calc still waits for its work, then succeeds. */
+  CK_OK(B->stream_sync(v.br, CALC, E));
+  ck_assert(ovl__now() - t0 >= 0.599);
+  env_close(&v);
+}
+END_TEST
+
+/* A mismatch fails the calc stream of both ranks: later kernels there are
+ * skipped, the error is sticky, a wait on it does not hang, and a
+ * collective queued on the failed stream makes the other rank fail at once
+ * instead of at the timeout. */
+static void sticky_rank(rank_arg *a) {
+  ovl__brank *br;
+  ovl_error err;
+  float *p = NULL, *y = NULL, *z = NULL, *one = NULL;
+  ROK(a, B->rank_init(a->bw, a->rank, 1, &br, E));
+  ROK(a, B->mem_alloc(br, 16 * sizeof(float), (void **)&p, E));
+  ROK(a, B->mem_alloc(br, 16 * sizeof(float), (void **)&y, E));
+  ROK(a, B->mem_alloc(br, 16 * sizeof(float), (void **)&z, E));
+  ROK(a, B->mem_alloc(br, 16 * sizeof(float), (void **)&one, E));
+  float h[16];
+  for (int i = 0; i < 16; i++)
+    h[i] = 1.0f;
+  ROK(a, B->mem_upload(br, one, h, sizeof h, E));
+  /* #0 mismatches (counts 16 and 8) on calc. */
+  ROK(a, B->collective(br, CALC, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
+                       OVL_DTYPE_FLOAT32, p, p, a->rank ? 8 : 16, 0, E));
+  ROK(a, B->elementwise(br, CALC, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, y, one,
+                        NULL, 0, 0, 16, E));
+  ROK(a, B->event_record(br, EV_COMPUTE0, CALC, E));
+  ROK(a, B->stream_wait_event(br, COMM0, EV_COMPUTE0, E));
+  ROK(a, B->elementwise(br, COMM0, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, z, one,
+                        NULL, 0, 0, 16, E));
+  ROK(a, B->stream_sync(br, COMM0, E));
+  float v;
+  ROK(a, B->mem_download(br, &v, z, sizeof v, E));
+  RCHECK(a, v == 1.0f, "comm after the failed calc: z = %g", v);
+  for (int k = 0; k < 2; k++) {
+    a->st[k] = B->stream_sync(br, CALC, &err);
+    memcpy(a->msg[k], err.msg, sizeof err.msg);
+  }
+  ROK(a, B->mem_download(br, &v, y, sizeof v, E));
+  RCHECK(a, isnan(v), "a kernel after the failure ran: y = %g", v);
+  /* #1: rank 0 on its failed calc stream, rank 1 on its healthy comm. */
+  double t0 = ovl__now();
+  ROK(a, B->collective(br, a->rank ? COMM0 : CALC, 0, OVL_COLL_ALLREDUCE,
+                       OVL_RED_SUM, OVL_DTYPE_FLOAT32, p, p, 16, 0, E));
+  a->st[2] = B->stream_sync(br, a->rank ? COMM0 : CALC, &err);
+  a->t[2] = ovl__now() - t0;
+  memcpy(a->msg[2], err.msg, sizeof err.msg);
+  B->mem_free(br, p);
+  B->mem_free(br, y);
+  B->mem_free(br, z);
+  B->mem_free(br, one);
+  B->rank_fini(br);
+}
+
+START_TEST(test_sticky_error) {
+  ovl__bworld *bw;
+  rank_arg args[2];
+  CK_OK(B->world_init(2, 5.0, &bw, E));
+  CK_OK(B->world_rings(bw, 1, E));
+  run_ranks(bw, 2, sticky_rank, NULL, args);
+  for (int r = 0; r < 2; r++)
+    for (int k = 0; k < 2; k++) {
+      ck_assert_msg(args[r].st[k] == OVL_EMISMATCH, "rank %d sync %d: %s", r,
+                    k, ovl_err_name(args[r].st[k]));
+      ck_assert_msg(strstr(args[r].msg[k], "calc stream: ring 0 collective "
+                                           "#0") != NULL,
+                    "%s", args[r].msg[k]);
+    }
+  /* Rank 0's calc still reports its first error; rank 1 learns at once
+   * that rank 0 will not come. */
+  ck_assert_int_eq(args[0].st[2], OVL_EMISMATCH);
+  ck_assert_msg(args[1].st[2] == OVL_EABORTED, "%s: %s",
+                ovl_err_name(args[1].st[2]), args[1].msg[2]);
+  ck_assert_msg(strstr(args[1].msg[2], "collective #1") != NULL &&
+                    strstr(args[1].msg[2], "rank 0 did not take part") !=
+                        NULL,
+                "%s", args[1].msg[2]);
+  ck_assert_msg(args[1].t[2] < 1.0, "took %.3f s", args[1].t[2]);
+  B->world_fini(bw);
+}
+END_TEST
+
+/* 1000 collectives per rank over two rings: y += allreduce_sum(one). */
+static void many_rank(rank_arg *a) {
+  ovl__brank *br;
+  float *one, *t, *y;
+  const int K = 1000;
+  ROK(a, B->rank_init(a->bw, a->rank, 2, &br, E));
+  ROK(a, B->mem_alloc(br, 4 * sizeof(float), (void **)&one, E));
+  ROK(a, B->mem_alloc(br, 4 * sizeof(float), (void **)&t, E));
+  ROK(a, B->mem_alloc(br, 4 * sizeof(float), (void **)&y, E));
+  float h[4] = {1, 1, 1, 1}, z[4] = {0, 0, 0, 0};
+  ROK(a, B->mem_upload(br, one, h, sizeof h, E));
+  ROK(a, B->mem_upload(br, y, z, sizeof z, E));
+  for (int k = 0; k < K; k++) {
+    ROK(a, B->collective(br, CALC, k % 2, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
+                         OVL_DTYPE_FLOAT32, one, t, 4, 0, E));
+    ROK(a, B->elementwise(br, CALC, OVL_EW_ADD, OVL_DTYPE_FLOAT32, y, y, t, 0,
+                          0, 4, E));
+  }
+  ROK(a, B->stream_sync(br, CALC, E));
+  ROK(a, B->mem_download(br, h, y, sizeof h, E));
+  RCHECK(a, h[0] == (float)(K * a->nranks) && h[3] == h[0], "y = %g", h[0]);
+  B->mem_free(br, one);
+  B->mem_free(br, t);
+  B->mem_free(br, y);
+  B->rank_fini(br);
+}
+
+START_TEST(test_many_collectives) {
+  ovl__bworld *bw;
+  rank_arg args[4];
+  CK_OK(B->world_init(4, 5.0, &bw, E));
+  CK_OK(B->world_rings(bw, 2, E));
+  run_ranks(bw, 4, many_rank, NULL, args);
+  B->world_fini(bw);
+}
+END_TEST
+
+/* Sequence numbers come from the order of enqueue, not of execution: rank 0
+ * queues #0 on a delayed comm stream and #1 on calc, so its #1 arrives
+ * first; rank 1 queues both on calc. #0 and #1 differ in size, so a
+ * pairing by arrival would mismatch. */
+static void seq_rank(rank_arg *a) {
+  ovl__brank *br;
+  float *p0, *p1;
+  float h[8];
+  ROK(a, B->rank_init(a->bw, a->rank, 1, &br, E));
+  ROK(a, B->mem_alloc(br, 8 * sizeof(float), (void **)&p0, E));
+  ROK(a, B->mem_alloc(br, 8 * sizeof(float), (void **)&p1, E));
+  for (int i = 0; i < 8; i++)
+    h[i] = (float)(a->rank + 1);
+  ROK(a, B->mem_upload(br, p0, h, sizeof h, E));
+  ROK(a, B->mem_upload(br, p1, h, sizeof h, E));
+  int s0 = a->rank == 0 ? COMM0 : CALC;
+  if (a->rank == 0)
+    ROK(a, B->delay(br, COMM0, 100e3, E));
+  ROK(a, B->collective(br, s0, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
+                       OVL_DTYPE_FLOAT32, p0, p0, 8, 0, E));
+  ROK(a, B->collective(br, CALC, 0, OVL_COLL_ALLREDUCE, OVL_RED_MAX,
+                       OVL_DTYPE_FLOAT32, p1, p1, 4, 0, E));
+  ROK(a, B->stream_sync(br, s0, E));
+  ROK(a, B->stream_sync(br, CALC, E));
+  ROK(a, B->mem_download(br, h, p0, sizeof h, E));
+  RCHECK(a, h[7] == 3.0f, "#0 gave %g", h[7]);
+  ROK(a, B->mem_download(br, h, p1, sizeof h, E));
+  RCHECK(a, h[3] == 2.0f && h[4] == (float)(a->rank + 1), "#1 gave %g %g",
+         h[3], h[4]);
+  B->mem_free(br, p0);
+  B->mem_free(br, p1);
+  B->rank_fini(br);
+}
+
+START_TEST(test_seq_by_enqueue) {
+  ovl__bworld *bw;
+  rank_arg args[2];
+  CK_OK(B->world_init(2, 5.0, &bw, E));
+  CK_OK(B->world_rings(bw, 1, E));
+  run_ranks(bw, 2, seq_rank, NULL, args);
+  B->world_fini(bw);
+}
+END_TEST
+
+static Suite *backend_cpu_suite(void) {
+  Suite *s = suite_create("backend_cpu");
+  TCase *tc;
+
+  tc = tcase_create("streams");
+  tcase_set_timeout(tc, 30);
+  tcase_add_test(tc, test_basics);
+  tcase_add_test(tc, test_alloc_poison);
+  tcase_add_test(tc, test_streams_concurrent);
+  tcase_add_test(tc, test_fifo);
+  tcase_add_test(tc, test_event_record_replaces);
+  tcase_add_test(tc, test_event_snapshot);
+  tcase_add_test(tc, test_wait_never_recorded);
+  tcase_add_test(tc, test_wait_orders);
+  tcase_add_test(tc, test_missing_wait_races);
+  tcase_add_test(tc, test_sync_blocks);
+  tcase_add_test(tc, test_wait_and_sync_timeout);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("kernels");
+  tcase_set_timeout(tc, 30);
+  tcase_add_test(tc, test_elementwise);
+  tcase_add_test(tc, test_elementwise_data_discriminates);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("collectives");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, test_collective_data_discriminates);
+  tcase_add_test(tc, test_collectives_1);
+  tcase_add_test(tc, test_collectives_2);
+  tcase_add_test(tc, test_collectives_3);
+  tcase_add_test(tc, test_collectives_4);
+  tcase_add_test(tc, test_seq_by_enqueue);
+  tcase_add_test(tc, test_many_collectives);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("failures");
+  tcase_set_timeout(tc, 30);
+  tcase_add_test(tc, test_mismatch);
+  tcase_add_test(tc, test_timeout);
+  tcase_add_test(tc, test_abort_collective);
+  tcase_add_test(tc, test_abort_wait);
+  tcase_add_test(tc, test_sticky_error);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(backend_cpu_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? 0 : 1;
+}
