@@ -1,0 +1,1359 @@
+/* Tests of the schedule parser (src/parse.c). */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static const char seed_sched[] =
+    "param rows = 1000\n"
+    "param cols = 10000, cpu = 100\n"
+    "a = data(shape=[rows, cols], dtype=float32, init=uniform, seed=0)\n"
+    "b = assign(a)\n"
+    "c = elementwise_add(a, b)\n"
+    "d = elementwise_add(a, b)\n"
+    "c_wait_compute(c, ring_id=0)\n"
+    "repeat 64 {\n"
+    "  c_allreduce_sum(c, ring_id=0, use_calc_stream=false)\n"
+    "  repeat 10 {\n"
+    "    e = scale(d, scale=2.0)\n"
+    "  }\n"
+    "  d = assign(e)\n"
+    "}\n"
+    "c_wait_comm(c, ring_id=0)\n"
+    "out = elementwise_sub(c, d)\n"
+    "fetch(out)\n";
+
+/* A data() line most tests start from. */
+#define A10 "a = data(shape=[10], dtype=float32)\n"
+
+/* ------------------------------------------------------------------ */
+/* Helpers                                                             */
+/* ------------------------------------------------------------------ */
+
+static ovl_error last_err;
+static int sentinel;
+#define SENTINEL ((ovl_program *)&sentinel)
+
+static ovl_status try_parse(const char *src, size_t len,
+                            const ovl_parse_opts *opts, ovl_program **out) {
+  memset(&last_err, 0, sizeof last_err);
+  return ovl_program_parse(src, len, NULL, opts, out, &last_err);
+}
+
+static ovl_program *parse_with(const char *src, const ovl_parse_opts *opts) {
+  ovl_program *p = NULL;
+  ovl_status st = try_parse(src, strlen(src), opts, &p);
+  ck_assert_msg(st == OVL_OK, "parse failed: %s: %s", ovl_err_name(st),
+                last_err.msg);
+  ck_assert_ptr_nonnull(p);
+  return p;
+}
+#define PARSE_OK(src) parse_with((src), NULL)
+
+/* The parse fails with `want_st_`, leaves *out alone, and the message starts
+ * with `prefix` and contains `needle`. */
+#define EXPECT_STATUS(src, len, opts, want_st_, prefix, needle)                 \
+  do {                                                                        \
+    ovl_program *p_ = SENTINEL;                                               \
+    ovl_status st_ = try_parse((src), (len), (opts), &p_);                    \
+    ck_assert_msg(st_ == (want_st_), "want %s, got %s (%s)",                    \
+                  ovl_err_name(want_st_), ovl_err_name(st_), last_err.msg);     \
+    ck_assert_msg(p_ == SENTINEL, "*out was written on error");               \
+    ck_assert_int_eq(last_err.status, (want_st_));                              \
+    ck_assert_msg(strncmp(last_err.msg, (prefix), strlen(prefix)) == 0,       \
+                  "want prefix \"%s\" in \"%s\"", (prefix), last_err.msg);    \
+    ck_assert_msg(strstr(last_err.msg, (needle)) != NULL,                     \
+                  "want \"%s\" in \"%s\"", (needle), last_err.msg);           \
+  } while (0)
+#define EXPECT_ERR_OPTS(src, opts, prefix, needle)                            \
+  EXPECT_STATUS(src, strlen(src), opts, OVL_EPARSE, prefix, needle)
+#define EXPECT_ERR(src, prefix, needle)                                       \
+  EXPECT_ERR_OPTS(src, NULL, prefix, needle)
+
+static int var_index(const ovl_program *p, const char *name) {
+  for (size_t i = 0; i < p->nvars; i++)
+    if (strcmp(p->vars[i].name, name) == 0)
+      return (int)i;
+  return -1;
+}
+
+static const ovl__var *var(const ovl_program *p, const char *name) {
+  int i = var_index(p, name);
+  ck_assert_msg(i >= 0, "no variable '%s'", name);
+  return &p->vars[i];
+}
+
+static const char *opname(const ovl_program *p, size_t i) {
+  return p->ops[i].def->name;
+}
+
+/* ------------------------------------------------------------------ */
+/* Programs that parse                                                 */
+/* ------------------------------------------------------------------ */
+
+START_TEST(test_seed_program) {
+  ovl_program *p = PARSE_OK(seed_sched);
+  ck_assert_uint_eq(p->nops, 1 + 1 + 1 + 1 + 64 * (1 + 10 + 1) + 1 + 1 + 1);
+  ck_assert_int_eq(p->nrings, 1);
+  ck_assert_int_eq(p->nranks, 2);
+  ck_assert_str_eq(p->filename, "<string>");
+  ck_assert_uint_eq(p->nvars, 6);
+  ck_assert_int_eq(var(p, "a")->init, OVL_INIT_UNIFORM);
+  ck_assert_int_eq(var(p, "a")->ndim, 2);
+  ck_assert_int_eq(var(p, "a")->dims[0], 1000);
+  ck_assert_int_eq(var(p, "a")->dims[1], 10000);
+  ck_assert_int_eq(var(p, "a")->numel, 10000000);
+  ck_assert_int_eq(var(p, "a")->line, 3);
+  ck_assert_int_eq(var(p, "a")->col, 1);
+  ck_assert_int_eq(var(p, "e")->init, OVL_INIT_NONE);
+  ck_assert_int_eq(var(p, "e")->numel, 10000000);
+
+  ck_assert_str_eq(opname(p, 0), "assign");
+  ck_assert_str_eq(opname(p, 3), "c_wait_compute");
+  ck_assert_int_eq(p->ops[3].stream, OVL_STREAM_COMM(0));
+  /* First iteration: allreduce, 10 x scale, assign. */
+  ck_assert_str_eq(opname(p, 4), "c_allreduce_sum");
+  ck_assert_int_eq(p->ops[4].out, var_index(p, "c"));
+  ck_assert_int_eq(p->ops[4].in[0], var_index(p, "c"));
+  ck_assert_int_eq(p->ops[4].stream, OVL_STREAM_COMM(0));
+  ck_assert_int_eq(p->ops[4].line, 9);
+  ck_assert_int_eq(p->ops[4].col, 3);
+  for (int i = 5; i < 15; i++) {
+    ck_assert_str_eq(opname(p, (size_t)i), "scale");
+    ck_assert_double_eq(p->ops[i].scale, 2.0);
+    ck_assert_double_eq(p->ops[i].bias, 0.0);
+    ck_assert_int_eq(p->ops[i].line, 11);
+    ck_assert_int_eq(p->ops[i].stream, OVL_STREAM_CALC);
+  }
+  ck_assert_str_eq(opname(p, 15), "assign");
+  ck_assert_str_eq(opname(p, 16), "c_allreduce_sum");
+  ck_assert_str_eq(opname(p, 4 + 64 * 12 - 1), "assign");
+  ck_assert_str_eq(opname(p, 772), "c_wait_comm");
+  ck_assert_int_eq(p->ops[772].stream, OVL_STREAM_CALC);
+  ck_assert_str_eq(opname(p, 773), "elementwise_sub");
+  ck_assert_str_eq(opname(p, 774), "fetch");
+  ck_assert_int_eq(p->ops[774].line, 17);
+
+  ck_assert_uint_eq(ovl_program_fetch_count(p), 1);
+  ovl_var_info info;
+  ovl_program_fetch_info(p, 0, &info);
+  ck_assert_str_eq(info.name, "out");
+  ck_assert_int_eq(info.numel, 10000000);
+
+  ck_assert_uint_eq(ovl_program_param_count(p), 2);
+  const char *name, *value, *plain;
+  ovl_param_origin origin;
+  ovl_program_param(p, 1, &name, &value, &plain, &origin);
+  ck_assert_str_eq(name, "cols");
+  ck_assert_str_eq(value, "10000");
+  ck_assert_str_eq(plain, "10000");
+  ck_assert_int_eq(origin, OVL_PARAM_DEFAULT);
+  ovl_program_free(p);
+}
+END_TEST
+
+START_TEST(test_cpu_defaults) {
+  ovl_parse_opts o = {.nranks = 2, .cpu_defaults = 1};
+  ovl_program *p = parse_with(seed_sched, &o);
+  const char *name, *value, *plain;
+  ovl_param_origin origin;
+  ovl_program_param(p, 0, &name, &value, &plain, &origin);
+  ck_assert_str_eq(value, "1000");
+  ck_assert_int_eq(origin, OVL_PARAM_DEFAULT);
+  ovl_program_param(p, 1, &name, &value, &plain, &origin);
+  ck_assert_str_eq(value, "100");
+  ck_assert_str_eq(plain, "10000");
+  ck_assert_int_eq(origin, OVL_PARAM_CPU_DEFAULT);
+  ck_assert_int_eq(var(p, "a")->dims[1], 100);
+  ovl_program_free(p);
+}
+END_TEST
+
+START_TEST(test_defines_override) {
+  const char *defs[] = {"cols=500", "rows=7"};
+  ovl_parse_opts o = {.defines = defs, .ndefines = 2, .nranks = 4,
+                      .cpu_defaults = 1};
+  ovl_program *p = parse_with(seed_sched, &o);
+  const char *value;
+  ovl_param_origin origin;
+  ovl_program_param(p, 1, NULL, &value, NULL, &origin);
+  ck_assert_str_eq(value, "500");
+  ck_assert_int_eq(origin, OVL_PARAM_DEFINED);
+  ck_assert_int_eq(var(p, "a")->dims[0], 7);
+  ck_assert_int_eq(var(p, "a")->dims[1], 500);
+  ck_assert_int_eq(p->nranks, 4);
+  ovl_program_free(p);
+}
+END_TEST
+
+START_TEST(test_define_changes_type) {
+  const char *defs[] = {"s=2.5", "s=0.25"}; /* the last one wins */
+  ovl_parse_opts o = {.defines = defs, .ndefines = 2, .nranks = 2};
+  ovl_program *p = parse_with("param s = 2\n" A10 "b = scale(a, scale=s)\n", &o);
+  const char *value;
+  ovl_program_param(p, 0, NULL, &value, NULL, NULL);
+  ck_assert_str_eq(value, "0.25");
+  ck_assert_double_eq(p->ops[0].scale, 0.25);
+  ovl_program_free(p);
+}
+END_TEST
+
+START_TEST(test_param_values_as_text) {
+  ovl_program *p = PARSE_OK("param i = -3\n"
+                            "param f = 1e-3\n"
+                            "param g = 2.\n"
+                            "param b = true\n"
+                            "param s = comm\n"
+                            "param j = i\n");
+  static const char *want[][2] = {{"-3", "-3"},   {"0.001", "1e-3"},
+                                  {"2.0", "2."},  {"true", "true"},
+                                  {"comm", "comm"}, {"-3", "i"}};
+  ck_assert_uint_eq(p->nparams, 6);
+  for (size_t i = 0; i < 6; i++) {
+    ck_assert_str_eq(p->params[i].value, want[i][0]);
+    ck_assert_str_eq(p->params[i].plain_default, want[i][1]);
+  }
+  ovl_program_free(p);
+}
+END_TEST
+
+START_TEST(test_empty_programs) {
+  static const char *srcs[] = {"", "\n\n\n", "# only a comment",
+                               "  # comment\n\t\r\n", A10};
+  for (size_t i = 0; i < sizeof srcs / sizeof srcs[0]; i++) {
+    ovl_program *p = PARSE_OK(srcs[i]);
+    ck_assert_uint_eq(p->nops, 0);
+    ck_assert_ptr_null(p->ops);
+    ck_assert_uint_eq(p->nfetch, 0);
+    ck_assert_int_eq(p->nrings, 0);
+    ovl_program_free(p);
+  }
+  /* NULL text with length 0 is the empty program too. */
+  ovl_program *p = NULL;
+  ck_assert_int_eq(ovl_program_parse(NULL, 0, "x", NULL, &p, NULL), OVL_OK);
+  ck_assert_str_eq(p->filename, "x");
+  ovl_program_free(p);
+}
+END_TEST
+
+START_TEST(test_data_attributes) {
+  ovl_program *p = PARSE_OK(
+      "a = data(shape=[2, 3, 4])\n"
+      "b = data(shape=[5], dtype=float64, init=fill, value=1.5)\n"
+      "c = data(shape=[5], init=uniform, seed=42, per_rank=true)\n"
+      "d = data(shape=[1], init=fill)\n"
+      "e = data(dtype=float64, shape=[1], init=fill, value=-2)\n");
+  const ovl__var *a = var(p, "a"), *b = var(p, "b"), *c = var(p, "c");
+  ck_assert_int_eq(a->dtype, OVL_DTYPE_FLOAT32);
+  ck_assert_int_eq(a->init, OVL_INIT_UNIFORM);
+  ck_assert_int_eq(a->ndim, 3);
+  ck_assert_int_eq(a->numel, 24);
+  ck_assert_uint_eq(a->seed, 0);
+  ck_assert(!a->per_rank);
+  ck_assert_int_eq(b->dtype, OVL_DTYPE_FLOAT64);
+  ck_assert_int_eq(b->init, OVL_INIT_FILL);
+  ck_assert_double_eq(b->fill, 1.5);
+  ck_assert_uint_eq(c->seed, 42);
+  ck_assert(c->per_rank);
+  ck_assert_double_eq(var(p, "d")->fill, 0.0);
+  ck_assert_double_eq(var(p, "e")->fill, -2.0);
+  ck_assert_uint_eq(ovl_program_bytes_per_rank(p), 24 * 4 + 5 * 8 + 5 * 4 +
+                                                       4 + 8);
+  ovl_program_free(p);
+}
+END_TEST
+
+START_TEST(test_multiline_and_comments) {
+  ovl_program *p = PARSE_OK("# header\n"
+                            "a = data(  # the input\n"
+                            "  shape=[\n"
+                            "    4,   # rows\n"
+                            "    8,\n"
+                            "  ],\n"
+                            ")\n"
+                            "\n"
+                            "b = scale(a,\n"
+                            "          scale=.5, bias=-1e-3)   # trailing\n"
+                            "fetch(b)");
+  ck_assert_int_eq(var(p, "a")->dims[1], 8);
+  ck_assert_uint_eq(p->nops, 2);
+  ck_assert_int_eq(p->ops[0].line, 9);
+  ck_assert_double_eq(p->ops[0].scale, 0.5);
+  ck_assert_double_eq(p->ops[0].bias, -1e-3);
+  ovl_program_free(p);
+}
+END_TEST
+
+START_TEST(test_collective_shapes) {
+  ovl_parse_opts o = {.nranks = 4};
+  ovl_program *p = parse_with(
+      "x = data(shape=[8, 3])\n"
+      "g = c_allgather(x, ring_id=2)\n"
+      "r = c_reducescatter(x, ring_id=1, use_calc_stream=true)\n"
+      "c_broadcast(x, root=3)\n"
+      "m = c_allreduce_max(x)\n",
+      &o);
+  ck_assert_int_eq(var(p, "g")->dims[0], 32);
+  ck_assert_int_eq(var(p, "g")->dims[1], 3);
+  ck_assert_int_eq(var(p, "r")->dims[0], 2);
+  ck_assert_int_eq(p->ops[0].stream, OVL_STREAM_COMM(2));
+  ck_assert_int_eq(p->ops[1].stream, OVL_STREAM_CALC);
+  ck_assert(p->ops[1].use_calc_stream);
+  ck_assert_int_eq(p->ops[2].root, 3);
+  ck_assert_int_eq(p->ops[2].out, p->ops[2].in[0]); /* in place */
+  ck_assert_int_eq(p->ops[3].out, var_index(p, "m"));
+  ck_assert_int_eq(p->nrings, 3);
+  ovl_program_free(p);
+}
+END_TEST
+
+START_TEST(test_inplace_allgather_one_rank) {
+  ovl_parse_opts o = {.nranks = 1};
+  ovl_program *p = parse_with(A10 "c_allgather(a)\nc_reducescatter(a)\n", &o);
+  ck_assert_int_eq(p->ops[0].out, 0);
+  ck_assert_int_eq(p->ops[1].out, 0);
+  ovl_program_free(p);
+}
+END_TEST
+
+START_TEST(test_op_streams) {
+  ovl_program *p = PARSE_OK(A10 "c_allreduce_sum(a, ring_id=1)\n"
+                                "c_wait_compute(a, ring_id=1)\n"
+                                "c_wait_comm(ring_id=1)\n"
+                                "c_sync_comm_stream(a, ring_id=1)\n"
+                                "c_sync_calc_stream(a)\n"
+                                "delay(us=5, stream=comm, ring_id=1)\n"
+                                "delay(us=2.5)\n"
+                                "delay(us=0, stream=calc, ring_id=1)\n");
+  static const int want[] = {OVL_STREAM_COMM(1), OVL_STREAM_COMM(1),
+                             OVL_STREAM_CALC,    OVL_STREAM_COMM(1),
+                             OVL_STREAM_CALC,    OVL_STREAM_COMM(1),
+                             OVL_STREAM_CALC,    OVL_STREAM_CALC};
+  ck_assert_uint_eq(p->nops, 8);
+  for (size_t i = 0; i < p->nops; i++) {
+    ck_assert_int_eq(p->ops[i].stream, want[i]);
+    ck_assert_int_eq(p->ops[i].stream, ovl__op_stream(&p->ops[i]));
+  }
+  ck_assert_int_eq(p->ops[2].nin, 0);
+  ck_assert_double_eq(p->ops[5].us, 5.0);
+  ck_assert_double_eq(p->ops[6].us, 2.5);
+  ck_assert_int_eq(p->nrings, 2);
+  ovl_program_free(p);
+}
+END_TEST
+
+START_TEST(test_fetch_order) {
+  ovl_program *p = PARSE_OK(A10 "b = assign(a)\nc = assign(a)\n"
+                                "fetch(c, a)\nfetch(b, c, b)\nfetch(a)\n");
+  ck_assert_uint_eq(p->nfetch, 3);
+  ck_assert_int_eq(p->fetch[0], var_index(p, "c"));
+  ck_assert_int_eq(p->fetch[1], var_index(p, "a"));
+  ck_assert_int_eq(p->fetch[2], var_index(p, "b"));
+  ck_assert_int_eq(p->ops[3].nin, 3);
+  ck_assert_int_eq(p->ops[3].def->kind, OVL_KIND_FETCH);
+  ovl_program_free(p);
+}
+END_TEST
+
+START_TEST(test_repeat_expansion_order) {
+  ovl_program *p = PARSE_OK(A10 "repeat 2 {\n"
+                                "  x = assign(a)\n"
+                                "  repeat 3 {\n"
+                                "    y = scale(a)\n"
+                                "  }\n"
+                                "  repeat 5 {\n" /* empty blocks vanish */
+                                "    repeat 2 {\n"
+                                "    }\n"
+                                "  }\n"
+                                "  z = elementwise_mul(x, y)\n"
+                                "}\n"
+                                "fetch(z)\n");
+  static const char *want[] = {"assign", "scale", "scale", "scale",
+                               "elementwise_mul"};
+  ck_assert_uint_eq(p->nops, 11);
+  for (size_t i = 0; i < 10; i++)
+    ck_assert_str_eq(opname(p, i), want[i % 5]);
+  ck_assert_str_eq(opname(p, 10), "fetch");
+  ck_assert_int_eq(p->ops[6].line, 5);
+  ovl_program_free(p);
+}
+END_TEST
+
+START_TEST(test_repeat_count_param) {
+  const char *defs[] = {"n=7"};
+  ovl_parse_opts o = {.defines = defs, .ndefines = 1, .nranks = 2};
+  const char *src = "param n = 3\n" A10 "repeat n {\n b = assign(a)\n}\n";
+  ovl_program *p = PARSE_OK(src);
+  ck_assert_uint_eq(p->nops, 3);
+  ovl_program_free(p);
+  p = parse_with(src, &o);
+  ck_assert_uint_eq(p->nops, 7);
+  ovl_program_free(p);
+}
+END_TEST
+
+START_TEST(test_large_repeat_ok) {
+  ovl_program *p = PARSE_OK(A10 "repeat 1000 {\n repeat 100 {\n"
+                                "  b = assign(a)\n }\n}\n");
+  ck_assert_uint_eq(p->nops, 100000);
+  ck_assert_str_eq(opname(p, 99999), "assign");
+  ck_assert_int_eq(p->ops[99999].line, 4);
+  ovl_program_free(p);
+}
+END_TEST
+
+START_TEST(test_write_to_data_var) {
+  ovl_program *p = PARSE_OK(A10 "b = data(shape=[10], init=fill)\n"
+                                "b = elementwise_add(a, b)\n"
+                                "a = c_allreduce_sum(b)\n");
+  ck_assert_int_eq(p->ops[0].out, var_index(p, "b"));
+  ck_assert_int_eq(p->ops[1].out, var_index(p, "a"));
+  ovl_program_free(p);
+}
+END_TEST
+
+START_TEST(test_param_name_values) {
+  ovl_program *p =
+      PARSE_OK("param st = comm\nparam dt = float64\nparam n = 4\n"
+               "param k = n\n"
+               "a = data(shape=[n, k], dtype=dt)\n"
+               "c_allreduce_sum(a)\n"
+               "delay(us=1, stream=st)\n");
+  ck_assert_int_eq(var(p, "a")->dtype, OVL_DTYPE_FLOAT64);
+  ck_assert_int_eq(var(p, "a")->dims[1], 4);
+  ck_assert_int_eq(p->ops[1].stream, OVL_STREAM_COMM(0));
+  ovl_program_free(p);
+}
+END_TEST
+
+START_TEST(test_many_variables) {
+  /* The variable table is hashed: 100k names stay fast. */
+  size_t n = 100000, cap = n * 40 + 100, k = 0;
+  char *src = malloc(cap);
+  ck_assert_ptr_nonnull(src);
+  k += (size_t)snprintf(src + k, cap - k, "v0 = data(shape=[1])\n");
+  for (size_t i = 1; i < n; i++)
+    k += (size_t)snprintf(src + k, cap - k, "v%zu = assign(v%zu)\n", i, i - 1);
+  ovl_program *p = PARSE_OK(src);
+  ck_assert_uint_eq(p->nvars, n);
+  ck_assert_uint_eq(p->nops, n - 1);
+  ovl_program_free(p);
+  free(src);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Lexical errors                                                      */
+/* ------------------------------------------------------------------ */
+
+START_TEST(test_err_unexpected_character) {
+  EXPECT_ERR(A10 "b = assign(a) @\n", "<string>:2:15: ",
+             "unexpected character '@'");
+  EXPECT_ERR("b = assign(a;)\n", "<string>:1:13: ", "unexpected character ';'");
+  EXPECT_ERR("x = \xc3\xa9(a)\n", "<string>:1:5: ", "unexpected byte 0xc3");
+  EXPECT_ERR("-x = assign(a)\n", "<string>:1:1: ", "unexpected character '-'");
+}
+END_TEST
+
+START_TEST(test_err_nul_byte) {
+  static const char src[] = "a = data(shape=[1])\nb =\0 assign(a)\n";
+  EXPECT_STATUS(src, sizeof src - 1, NULL, OVL_EPARSE, "<string>:2:4: ",
+                "binary data (NUL byte)");
+  /* Even inside a comment. */
+  static const char src2[] = "# x\0y\n";
+  EXPECT_STATUS(src2, sizeof src2 - 1, NULL, OVL_EPARSE, "<string>:1:4: ",
+                "NUL byte");
+}
+END_TEST
+
+START_TEST(test_err_numbers) {
+  EXPECT_ERR("param n = 9223372036854775808\n", "<string>:1:11: ",
+             "out of range (int64)");
+  EXPECT_ERR("param n = -9223372036854775809\n", "<string>:1:11: ",
+             "out of range (int64)");
+  EXPECT_ERR("param f = 1e999\n", "<string>:1:11: ", "out of range (float64)");
+  EXPECT_ERR("param f = 12abc\n", "<string>:1:11: ", "malformed number '12abc'");
+  EXPECT_ERR("param f = 1.2.3\n", "<string>:1:11: ", "malformed number '1.2.3'");
+  EXPECT_ERR("param f = 1e+\n", "<string>:1:11: ", "malformed number");
+  /* The extreme int64 values themselves are fine. */
+  ovl_program *p = PARSE_OK("param a = -9223372036854775808\n"
+                            "param b = 9223372036854775807\n");
+  ck_assert_str_eq(p->params[0].value, "-9223372036854775808");
+  ck_assert_str_eq(p->params[1].value, "9223372036854775807");
+  ovl_program_free(p);
+}
+END_TEST
+
+START_TEST(test_err_identifier_too_long) {
+  char src[700];
+  memset(src, 'x', 256);
+  strcpy(src + 256, " = assign(a)\n");
+  EXPECT_ERR(src, "<string>:1:1: ", "identifier too long (256 chars; max 255)");
+  /* 255 is the limit. */
+  memcpy(src, "a = data(shape=[1])\n", 20);
+  memset(src + 20, 'y', 255);
+  strcpy(src + 275, " = assign(a)\n");
+  ovl_program *p = PARSE_OK(src);
+  ck_assert_uint_eq(strlen(p->vars[1].name), 255);
+  ovl_program_free(p);
+  memset(src, '1', 300);
+  strcpy(src + 300, "\n");
+  EXPECT_ERR(src, "<string>:1:1: ", "number too long");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Syntax errors                                                       */
+/* ------------------------------------------------------------------ */
+
+START_TEST(test_err_unterminated_paren) {
+  EXPECT_ERR(A10 "b = assign(a", "<string>:2:11: ",
+             "unterminated argument list: '(' has no matching ')'");
+  EXPECT_ERR(A10 "b = assign(a,\n\n", "<string>:2:11: ", "unterminated");
+}
+END_TEST
+
+START_TEST(test_err_missing_paren) {
+  EXPECT_ERR(A10 "b = assign(a\nc = assign(b)\n", "<string>:3:1: ",
+             "expected ',' or ')' in the arguments of assign (opened at 2:11),"
+             " got 'c'");
+}
+END_TEST
+
+START_TEST(test_err_unterminated_list) {
+  EXPECT_ERR("a = data(shape=[10, 20", "<string>:1:16: ",
+             "unterminated list: '[' has no matching ']'");
+  EXPECT_ERR("a = data(shape=[10, 20)\n", "<string>:1:23: ",
+             "expected ',' or ']' in the list opened at 1:16, got ')'");
+  EXPECT_ERR("a = data(shape=[[1]])\n", "<string>:1:17: ",
+             "nested lists are not supported");
+  EXPECT_ERR("a = data(shape=[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1])\n",
+             "<string>:1:49: ", "list has more than 16 elements");
+}
+END_TEST
+
+START_TEST(test_err_junk_after_statement) {
+  EXPECT_ERR(A10 "b = assign(a) c\n", "<string>:2:15: ",
+             "unexpected 'c' after statement");
+  EXPECT_ERR(A10 "repeat 2 { b = assign(a)\n}\n", "<string>:2:12: ",
+             "after statement");
+  EXPECT_ERR(A10 "repeat 2 {\n b = assign(a)\n} }\n", "<string>:4:3: ",
+             "after statement");
+  EXPECT_ERR("param n = 3 4\n", "<string>:1:13: ", "after statement");
+}
+END_TEST
+
+START_TEST(test_err_bad_statement_start) {
+  EXPECT_ERR("= assign(a)\n", "<string>:1:1: ",
+             "expected a statement, got '='");
+  EXPECT_ERR("b assign(a)\n", "<string>:1:3: ",
+             "expected '(' or '=' after 'b', got 'assign'");
+  EXPECT_ERR("b, = assign(a)\n", "<string>:1:4: ",
+             "expected an output name after ','");
+  EXPECT_ERR("b = 3\n", "<string>:1:5: ", "expected an op name after '='");
+  EXPECT_ERR("b = assign\n", "<string>:1:11: ",
+             "expected '(' after 'assign', got end of line");
+  EXPECT_ERR(A10 "b = assign(3)\n", "<string>:2:12: ",
+             "expected a variable name or key=value, got '3'");
+  EXPECT_ERR(A10 "b = scale(a, scale=)\n", "<string>:2:20: ",
+             "expected a value, got ')'");
+  EXPECT_ERR(A10 "b = scale(a,,)\n", "<string>:2:13: ",
+             "expected a variable name or key=value, got ','");
+  EXPECT_ERR("a = data(shape=[1,,2])\n", "<string>:1:19: ",
+             "expected a value, got ','");
+  EXPECT_ERR("a = data(shape=[,])\n", "<string>:1:17: ",
+             "expected a value, got ','");
+}
+END_TEST
+
+START_TEST(test_err_positional_after_keyword) {
+  EXPECT_ERR(A10 "b = data(shape=[10])\nc = elementwise_add(a, b)\n"
+                 "c_wait_compute(ring_id=0, c)\n",
+             "<string>:4:27: ",
+             "positional argument 'c' after keyword arguments");
+}
+END_TEST
+
+START_TEST(test_err_too_many_attributes) {
+  EXPECT_ERR(A10 "delay(us=1, us=1, us=1, us=1, us=1, us=1, us=1, us=1, us=1, "
+                 "us=1, us=1, us=1, us=1, us=1, us=1, us=1, us=1)\n",
+             "<string>:2:", "too many attributes");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Ops, arity, variables                                               */
+/* ------------------------------------------------------------------ */
+
+START_TEST(test_err_unknown_op) {
+  EXPECT_ERR(A10 "c_allreduce_summ(a)\n", "<string>:2:1: ",
+             "unknown op 'c_allreduce_summ' (did you mean 'c_allreduce_sum'?)");
+  EXPECT_ERR(A10 "b = asign(a)\n", "<string>:2:5: ",
+             "unknown op 'asign' (did you mean 'assign'?)");
+  EXPECT_ERR(A10 "b = frobnicate(a)\n", "<string>:2:5: ",
+             "unknown op 'frobnicate'");
+  EXPECT_ERR("a = dta(shape=[1])\n", "<string>:1:5: ", "did you mean 'data'?");
+  /* No suggestion when nothing is close. */
+  ovl_program *p = SENTINEL;
+  try_parse("b = zz(a)\n", 10, NULL, &p);
+  ck_assert_ptr_null(strstr(last_err.msg, "did you mean"));
+}
+END_TEST
+
+START_TEST(test_err_arity) {
+  EXPECT_ERR(A10 "c = elementwise_add(a)\n", "<string>:2:5: ",
+             "elementwise_add takes 2 inputs, got 1");
+  EXPECT_ERR(A10 "b = assign(a, a)\n", "<string>:2:5: ",
+             "assign takes 1 input, got 2");
+  EXPECT_ERR(A10 "fetch()\n", "<string>:2:1: ",
+             "fetch takes at least 1 input, got 0");
+  EXPECT_ERR(A10 "c_allreduce_sum()\n", "<string>:2:1: ",
+             "c_allreduce_sum takes 1 input, got 0");
+  EXPECT_ERR(A10 "c_wait_comm(a,a,a,a,a,a,a,a,a,a,a,a,a,a,a,a,a)\n",
+             "<string>:2:1: ", "c_wait_comm takes at most 16 inputs, got 17");
+  EXPECT_ERR(A10 "delay(a, us=1)\n", "<string>:2:1: ",
+             "delay takes 0 inputs, got 1");
+}
+END_TEST
+
+START_TEST(test_err_output_count) {
+  EXPECT_ERR(A10 "c_allreduce_sum(a)\nx = c_wait_comm(a)\n", "<string>:3:1: ",
+             "c_wait_comm has no output");
+  EXPECT_ERR(A10 "x = fetch(a)\n", "<string>:2:1: ", "fetch has no output");
+  EXPECT_ERR(A10 "x, y = assign(a)\n", "<string>:2:4: ",
+             "assign has 1 output, got 2");
+  EXPECT_ERR(A10 "assign(a)\n", "<string>:2:1: ",
+             "assign needs an output variable");
+}
+END_TEST
+
+START_TEST(test_err_undefined_variable) {
+  EXPECT_ERR(A10 "b = elementwise_add(a, q)\n", "<string>:2:24: ",
+             "undefined variable 'q'");
+  EXPECT_ERR("fetch(x)\n", "<string>:1:7: ", "undefined variable 'x'");
+  /* Inside a repeat, a variable written later in the body is not yet
+   * declared on the first iteration. */
+  EXPECT_ERR(A10 "repeat 2 {\n b = assign(c)\n c = assign(a)\n}\n",
+             "<string>:3:13: ", "undefined variable 'c'");
+}
+END_TEST
+
+START_TEST(test_err_redeclared_variable) {
+  EXPECT_ERR("\n\n" A10 "b = assign(a)\na = data(shape=[10])\n",
+             "<string>:5:1: ", "variable 'a' re-declared (first declared at 3:1)");
+  EXPECT_ERR(A10 "b = assign(a)\nb = data(shape=[10])\n", "<string>:3:1: ",
+             "variable 'b' re-declared (first declared at 2:1)");
+}
+END_TEST
+
+START_TEST(test_err_reserved_names) {
+  EXPECT_ERR(A10 "true = assign(a)\n", "<string>:2:1: ",
+             "'true' is reserved");
+  EXPECT_ERR("param false = 1\n", "<string>:1:7: ", "'false' is reserved");
+  EXPECT_ERR(A10 "b = assign(true)\n", "<string>:2:12: ",
+             "undefined variable 'true'");
+}
+END_TEST
+
+START_TEST(test_err_param_as_variable) {
+  EXPECT_ERR("param cols = 3\n" A10 "b = assign(cols)\n", "<string>:3:12: ",
+             "'cols' is a param, not a variable");
+  EXPECT_ERR("param cols = 3\n" A10 "cols = assign(a)\n", "<string>:3:1: ",
+             "'cols' is a param, not a variable");
+  EXPECT_ERR("param cols = 3\ncols = data(shape=[1])\n", "<string>:2:1: ",
+             "'cols' is a param, not a variable");
+  EXPECT_ERR(A10 "param a = 3\n", "<string>:2:7: ",
+             "'a' is already a variable (declared at 1:1)");
+}
+END_TEST
+
+START_TEST(test_err_shape_mismatch_output) {
+  EXPECT_ERR("a = data(shape=[1000, 10000])\nd = data(shape=[10])\n"
+             "d = assign(a)\n",
+             "<string>:3:1: ",
+             "shape mismatch: 'd' is [10] float32 but assign gives "
+             "[1000,10000] float32");
+  EXPECT_ERR(A10 "d = data(shape=[1000, 10000])\nd = scale(a)\n",
+             "<string>:3:1: ",
+             "shape mismatch: 'd' is [1000,10000] float32 but scale gives [10]"
+             " float32");
+}
+END_TEST
+
+START_TEST(test_err_dtype_mismatch_output) {
+  EXPECT_ERR(A10 "d = data(shape=[10], dtype=float64)\nd = assign(a)\n",
+             "<string>:3:1: ",
+             "dtype mismatch: 'd' is [10] float64 but assign gives [10] "
+             "float32");
+}
+END_TEST
+
+START_TEST(test_err_elementwise_mismatch) {
+  EXPECT_ERR(A10 "b = data(shape=[20])\nc = elementwise_add(a, b)\n",
+             "<string>:3:5: ",
+             "shape mismatch: elementwise_add of 'a' [10] float32 and 'b' [20]"
+             " float32");
+  EXPECT_ERR(A10 "b = data(shape=[10], dtype=float64)\n"
+                 "c = elementwise_mul(a, b)\n",
+             "<string>:3:5: ", "dtype mismatch: elementwise_mul of 'a'");
+  EXPECT_ERR(A10 "b = data(shape=[10, 1])\nc = elementwise_sub(b, a)\n",
+             "<string>:3:5: ", "shape mismatch");
+}
+END_TEST
+
+START_TEST(test_err_collective_shapes) {
+  ovl_parse_opts o3 = {.nranks = 3};
+  EXPECT_ERR_OPTS(A10 "r = c_reducescatter(a)\n", &o3, "<string>:2:5: ",
+                  "c_reducescatter: dim 0 of 'a' (10) is not divisible by 3 "
+                  "ranks");
+  EXPECT_ERR(A10 "c_allgather(a)\n", "<string>:2:1: ",
+             "c_allgather needs an output variable: its output is nranks "
+             "times larger");
+  EXPECT_ERR(A10 "c_reducescatter(a)\n", "<string>:2:1: ",
+             "c_reducescatter needs an output variable");
+  EXPECT_ERR(A10 "a = c_allgather(a)\n", "<string>:2:1: ",
+             "shape mismatch: 'a' is [10] float32 but c_allgather gives [20]");
+  EXPECT_ERR("a = data(shape=[576460752303423488])\nb = c_allgather(a)\n",
+             "<string>:2:5: ", "too many elements");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Attributes                                                          */
+/* ------------------------------------------------------------------ */
+
+START_TEST(test_err_bad_attribute_name) {
+  EXPECT_ERR(A10 "c_allreduce_sum(a, ring=0)\n", "<string>:2:20: ",
+             "c_allreduce_sum has no attribute 'ring' (allowed: ring_id, "
+             "use_calc_stream)");
+  EXPECT_ERR(A10 "b = scale(a, ring_id=0)\n", "<string>:2:14: ",
+             "scale has no attribute 'ring_id' (allowed: scale, bias)");
+  EXPECT_ERR(A10 "b = assign(a, scale=2)\n", "<string>:2:15: ",
+             "assign has no attribute 'scale' (it takes none)");
+  EXPECT_ERR(A10 "c_broadcast(a, root=0, us=1)\n", "<string>:2:24: ",
+             "(allowed: ring_id, use_calc_stream, root)");
+}
+END_TEST
+
+START_TEST(test_err_duplicate_attribute) {
+  EXPECT_ERR(A10 "c_allreduce_sum(a, ring_id=0, ring_id=1)\n",
+             "<string>:2:31: ",
+             "duplicate attribute 'ring_id' (first given at 2:20)");
+  EXPECT_ERR("a = data(shape=[1], shape=[2])\n", "<string>:1:21: ",
+             "duplicate attribute 'shape'");
+}
+END_TEST
+
+START_TEST(test_err_attribute_type) {
+  EXPECT_ERR(A10 "c_allreduce_sum(a, ring_id=2.5)\n", "<string>:2:28: ",
+             "attribute 'ring_id' of c_allreduce_sum wants an int, got 2.5");
+  EXPECT_ERR(A10 "c_allreduce_sum(a, use_calc_stream=1)\n", "<string>:2:36: ",
+             "attribute 'use_calc_stream' of c_allreduce_sum wants true or "
+             "false, got 1");
+  EXPECT_ERR(A10 "b = scale(a, scale=yes)\n", "<string>:2:20: ",
+             "attribute 'scale' of scale wants a number, got 'yes'");
+  EXPECT_ERR(A10 "b = scale(a, bias=[1])\n", "<string>:2:19: ",
+             "wants a number, got a list");
+  EXPECT_ERR(A10 "delay(us=1, stream=gpu)\n", "<string>:2:20: ",
+             "attribute 'stream' of delay wants calc or comm, got 'gpu'");
+  EXPECT_ERR("param r = 1.5\n" A10 "c_allreduce_sum(a, ring_id=r)\n",
+             "<string>:3:28: ", "wants an int, got 1.5");
+}
+END_TEST
+
+START_TEST(test_err_attribute_range) {
+  EXPECT_ERR(A10 "c_allreduce_sum(a, ring_id=99)\n", "<string>:2:28: ",
+             "ring_id 99 out of range (0..15)");
+  EXPECT_ERR(A10 "c_allreduce_sum(a, ring_id=-1)\n", "<string>:2:28: ",
+             "ring_id -1 out of range");
+  EXPECT_ERR(A10 "c_broadcast(a, root=2)\n", "<string>:2:21: ",
+             "root 2 out of range for 2 ranks (0..1)");
+  EXPECT_ERR(A10 "c_broadcast(a, root=-1)\n", "<string>:2:21: ",
+             "root -1 out of range");
+  EXPECT_ERR(A10 "delay(us=-5)\n", "<string>:2:10: ", "us must be >= 0, got -5");
+  EXPECT_ERR(A10 "delay(stream=calc)\n", "<string>:2:1: ",
+             "delay needs us=N");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Blocks                                                              */
+/* ------------------------------------------------------------------ */
+
+START_TEST(test_err_unbalanced_close) {
+  EXPECT_ERR(A10 "b = assign(a)\n  }\n", "<string>:3:3: ",
+             "'}' without a matching repeat");
+}
+END_TEST
+
+START_TEST(test_err_unbalanced_open) {
+  EXPECT_ERR(A10 "repeat 2 {\n  b = assign(a)\n", "<string>:2:1: ",
+             "repeat block is not closed (missing '}')");
+  /* The innermost block still open is the one reported. */
+  EXPECT_ERR(A10 "repeat 2 {\n  repeat 3 {\n    b = assign(a)\n  }\n"
+                 "  repeat 4 {\n",
+             "<string>:6:3: ", "repeat block is not closed");
+}
+END_TEST
+
+START_TEST(test_err_repeat_count) {
+  EXPECT_ERR(A10 "repeat 0 {\n}\n", "<string>:2:8: ",
+             "repeat count must be >= 1, got 0");
+  EXPECT_ERR(A10 "repeat -1 {\n}\n", "<string>:2:8: ",
+             "repeat count must be >= 1, got -1");
+  EXPECT_ERR(A10 "repeat 2.5 {\n}\n", "<string>:2:8: ",
+             "repeat count must be an int or an int param, got 2.5");
+  EXPECT_ERR(A10 "repeat n {\n}\n", "<string>:2:8: ",
+             "repeat count must be an int or an int param, got 'n'");
+  EXPECT_ERR("param n = 1.5\nrepeat n {\n}\n", "<string>:2:8: ",
+             "got 1.5");
+  EXPECT_ERR(A10 "repeat 99999999999999999999 {\n}\n", "<string>:2:8: ",
+             "out of range (int64)");
+  EXPECT_ERR(A10 "repeat {\n}\n", "<string>:2:8: ",
+             "expected a repeat count after 'repeat', got '{'");
+  EXPECT_ERR(A10 "repeat 3\n}\n", "<string>:2:9: ",
+             "expected '{' after the repeat count, got end of line");
+}
+END_TEST
+
+START_TEST(test_err_repeat_too_large) {
+  EXPECT_ERR(A10 "repeat 100000 {\n  repeat 1000 {\n    b = assign(a)\n"
+                 "  }\n}\n",
+             "<string>:2:1: ", "repeat makes the program longer than 16777216 ops");
+  EXPECT_ERR(A10 "repeat 9223372036854775807 {\n b = assign(a)\n}\n",
+             "<string>:2:1: ", "longer than");
+  /* Two siblings that fit alone but not together. */
+  EXPECT_ERR(A10 "repeat 10000000 {\n b = assign(a)\n}\n"
+                 "repeat 10000000 {\n b = assign(a)\n}\n",
+             "<string>:5:1: ", "longer than");
+  /* A huge count over an empty body expands to nothing. */
+  ovl_program *p = PARSE_OK("repeat 9223372036854775807 {\n}\n");
+  ck_assert_uint_eq(p->nops, 0);
+  ovl_program_free(p);
+}
+END_TEST
+
+START_TEST(test_err_nesting_too_deep) {
+  char src[2000] = "";
+  for (int i = 0; i < 65; i++)
+    strcat(src, "repeat 1 {\n");
+  EXPECT_ERR(src, "<string>:65:1: ", "repeat blocks nested deeper than 64");
+}
+END_TEST
+
+START_TEST(test_err_declarations_in_repeat) {
+  EXPECT_ERR(A10 "repeat 2 {\n  b = data(shape=[1])\n}\n", "<string>:3:7: ",
+             "data() inside repeat");
+  EXPECT_ERR(A10 "repeat 2 {\n  param n = 1\n}\n", "<string>:3:3: ",
+             "param inside repeat");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Params                                                              */
+/* ------------------------------------------------------------------ */
+
+START_TEST(test_err_param_redeclared) {
+  EXPECT_ERR("param n = 1\n\nparam n = 2\n", "<string>:3:7: ",
+             "param 'n' re-declared (first declared at 1:7)");
+}
+END_TEST
+
+START_TEST(test_err_param_before_declaration) {
+  EXPECT_ERR("a = data(shape=[rows])\nparam rows = 4\n", "<string>:1:17: ",
+             "param 'rows' used before its declaration at 2:7");
+  EXPECT_ERR("repeat n {\n}\nparam n = 4\n", "<string>:1:8: ",
+             "param 'n' used before its declaration at 3:7");
+  EXPECT_ERR("b = assign(n)\nparam n = 4\n", "<string>:1:12: ",
+             "param 'n' used before its declaration");
+}
+END_TEST
+
+START_TEST(test_err_param_syntax) {
+  EXPECT_ERR("param = 3\n", "<string>:1:7: ",
+             "expected a param name after 'param', got '='");
+  EXPECT_ERR("param n 3\n", "<string>:1:9: ", "expected '=' after param 'n'");
+  EXPECT_ERR("param n = [1, 2]\n", "<string>:1:11: ", "not a list");
+  EXPECT_ERR("param n = 1, gpu = 2\n", "<string>:1:14: ",
+             "expected 'cpu = VALUE' after ','");
+  EXPECT_ERR("param n = 1, cpu 2\n", "<string>:1:18: ", "expected '=' after cpu");
+  EXPECT_ERR("param n =\n", "<string>:1:10: ", "expected a value, got end of line");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* data()                                                              */
+/* ------------------------------------------------------------------ */
+
+START_TEST(test_err_data_shape) {
+  EXPECT_ERR("a = data(dtype=float32)\n", "<string>:1:5: ",
+             "data() needs shape=[...]");
+  EXPECT_ERR("a = data(shape=10)\n", "<string>:1:16: ",
+             "shape wants a list of dims");
+  EXPECT_ERR("a = data(shape=[])\n", "<string>:1:16: ",
+             "shape has 0 dims; it needs 1..8");
+  EXPECT_ERR("a = data(shape=[1,1,1,1,1,1,1,1,1])\n", "<string>:1:16: ",
+             "shape has 9 dims");
+  EXPECT_ERR("a = data(shape=[4, 0])\n", "<string>:1:20: ",
+             "shape dims must be >= 1, got 0");
+  EXPECT_ERR("a = data(shape=[4, 2.0])\n", "<string>:1:20: ",
+             "shape dims must be ints, got 2.0");
+  EXPECT_ERR("a = data(shape=[4, n])\n", "<string>:1:20: ",
+             "shape dims must be ints, got 'n'");
+  EXPECT_ERR("a = data(shape=[4294967296, 4294967296])\n", "<string>:1:16: ",
+             "shape has too many elements");
+}
+END_TEST
+
+START_TEST(test_err_data_attributes) {
+  EXPECT_ERR("a = data(shape=[1], dtype=float16)\n", "<string>:1:27: ",
+             "bad dtype 'float16' (float32 or float64)");
+  EXPECT_ERR("a = data(shape=[1], init=zeros)\n", "<string>:1:26: ",
+             "bad init 'zeros' (uniform or fill)");
+  EXPECT_ERR("a = data(shape=[1], value=2)\n", "<string>:1:21: ",
+             "value= needs init=fill");
+  EXPECT_ERR("a = data(shape=[1], init=fill, per_rank=true)\n",
+             "<string>:1:32: ", "per_rank= needs init=uniform");
+  EXPECT_ERR("a = data(shape=[1], seed=-1)\n", "<string>:1:26: ",
+             "seed must be >= 0");
+  EXPECT_ERR("a = data(shape=[1], seed=1.5)\n", "<string>:1:26: ",
+             "attribute 'seed' of data wants an int, got 1.5");
+  EXPECT_ERR("a = data(shape=[1], per_rank=1)\n", "<string>:1:30: ",
+             "wants true or false");
+  EXPECT_ERR("a = data(shape=[1], size=3)\n", "<string>:1:21: ",
+             "data has no attribute 'size'");
+}
+END_TEST
+
+START_TEST(test_err_data_form) {
+  EXPECT_ERR("data(shape=[1])\n", "<string>:1:1: ",
+             "data() needs a variable to declare");
+  EXPECT_ERR("a, b = data(shape=[1])\n", "<string>:1:4: ",
+             "data() declares one variable, got 2");
+  EXPECT_ERR(A10 "b = data(a, shape=[1])\n", "<string>:2:10: ",
+             "data() takes no positional arguments, got 'a'");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Rings                                                               */
+/* ------------------------------------------------------------------ */
+
+START_TEST(test_err_missing_ring) {
+  EXPECT_ERR(A10 "c_allreduce_sum(a, ring_id=0)\nc_wait_comm(a, ring_id=1)\n",
+             "<string>:3:1: ",
+             "ring 1 has no collective: c_wait_comm(ring_id=1) has no comm "
+             "stream to order");
+  EXPECT_ERR(A10 "c_wait_compute(a)\n", "<string>:2:1: ",
+             "ring 0 has no collective: c_wait_compute(ring_id=0)");
+  EXPECT_ERR(A10 "c_sync_comm_stream(a, ring_id=3)\n", "<string>:2:1: ",
+             "ring 3 has no collective");
+  EXPECT_ERR(A10 "delay(us=1, stream=comm, ring_id=2)\n", "<string>:2:1: ",
+             "ring 2 has no collective: delay(stream=comm, ring_id=2)");
+  /* The first such op in the file is reported. */
+  EXPECT_ERR(A10 "c_wait_comm(ring_id=5)\nc_wait_comm(ring_id=4)\n",
+             "<string>:2:1: ", "ring 5 has no collective");
+}
+END_TEST
+
+START_TEST(test_ring_collective_later_is_fine) {
+  ovl_program *p = PARSE_OK(A10 "c_wait_compute(a, ring_id=1)\n"
+                                "delay(us=1, stream=calc, ring_id=7)\n"
+                                "c_sync_calc_stream()\n"
+                                "c_allreduce_sum(a, ring_id=1)\n"
+                                "c_wait_comm(a, ring_id=1)\n");
+  ck_assert_uint_eq(p->nops, 5);
+  ck_assert_int_eq(p->nrings, 2);
+  ovl_program_free(p);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Options and -D                                                      */
+/* ------------------------------------------------------------------ */
+
+START_TEST(test_err_define_unknown) {
+  const char *defs[] = {"rows=10", "foo=3"};
+  ovl_parse_opts o = {.defines = defs, .ndefines = 2, .nranks = 2};
+  ovl_program *p = SENTINEL;
+  ovl_status st = ovl_program_parse(seed_sched, strlen(seed_sched),
+                                    "schedule.sched", &o, &p, &last_err);
+  ck_assert_int_eq(st, OVL_EPARSE);
+  ck_assert_ptr_eq(p, SENTINEL);
+  ck_assert_str_eq(last_err.msg, "-D foo=3: no such param in schedule.sched "
+                                 "(params: rows, cols)");
+  const char *defs2[] = {"x=1"};
+  ovl_parse_opts o2 = {.defines = defs2, .ndefines = 1, .nranks = 2};
+  EXPECT_ERR_OPTS(A10, &o2, "-D x=1: ", "(it declares no params)");
+}
+END_TEST
+
+START_TEST(test_err_define_malformed) {
+  static const char *bad[][2] = {
+      {"rows", "-D rows: expected NAME=VALUE"},
+      {"=3", "-D =3: bad param name ''"},
+      {"1x=3", "-D 1x=3: bad param name '1x'"},
+      {"rows=", "-D rows=: expected a value after '='"},
+      {"rows=1 2", "-D rows=1 2: the value must be one number, bool or name"},
+      {"rows=[1]", "-D rows=[1]: the value must be one number"},
+      {"rows=1x", "-D rows=1x: malformed number '1x'"},
+      {"rows=@", "-D rows=@: unexpected character '@'"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    const char *defs[] = {bad[i][0]};
+    ovl_parse_opts o = {.defines = defs, .ndefines = 1, .nranks = 2};
+    EXPECT_ERR_OPTS(seed_sched, &o, bad[i][1], "");
+  }
+}
+END_TEST
+
+START_TEST(test_define_bool_and_name) {
+  const char *defs[] = {"calc=true", "st=comm"};
+  ovl_parse_opts o = {.defines = defs, .ndefines = 2, .nranks = 2};
+  ovl_program *p =
+      parse_with("param calc = false\nparam st = calc\n" A10
+                 "c_allreduce_sum(a, use_calc_stream=calc)\n"
+                 "delay(us=1, stream=st)\n",
+                 &o);
+  ck_assert(p->ops[0].use_calc_stream);
+  ck_assert_int_eq(p->ops[1].stream, OVL_STREAM_COMM(0));
+  ovl_program_free(p);
+}
+END_TEST
+
+START_TEST(test_err_nranks) {
+  ovl_parse_opts o = {.nranks = 0};
+  EXPECT_STATUS("", 0, &o, OVL_EINVAL, "nranks must be 1..64", "got 0");
+  o.nranks = 65;
+  EXPECT_STATUS("", 0, &o, OVL_EINVAL, "nranks must be 1..64", "got 65");
+  ovl_program *p = NULL;
+  ck_assert_int_eq(ovl_program_parse("", 0, NULL, NULL, NULL, &last_err),
+                   OVL_EINVAL);
+  ck_assert_int_eq(ovl_program_parse(NULL, 3, NULL, NULL, &p, NULL),
+                   OVL_EINVAL);
+  const char *defs[] = {NULL};
+  ovl_parse_opts o2 = {.defines = defs, .ndefines = 1, .nranks = 2};
+  EXPECT_STATUS("", 0, &o2, OVL_EINVAL, "define 0 is NULL", "");
+}
+END_TEST
+
+START_TEST(test_filename_in_messages) {
+  ovl_program *p = SENTINEL;
+  ovl_status st = ovl_program_parse("b = assign(x)\n", 14, "my.sched", NULL,
+                                    &p, &last_err);
+  ck_assert_int_eq(st, OVL_EPARSE);
+  ck_assert_str_eq(last_err.msg, "my.sched:1:12: undefined variable 'x'");
+  /* A NULL error pointer is allowed. */
+  ck_assert_int_eq(ovl_program_parse("b = assign(x)\n", 14, "my.sched", NULL,
+                                     &p, NULL),
+                   OVL_EPARSE);
+  ck_assert_ptr_eq(p, SENTINEL);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* ovl_program_load                                                    */
+/* ------------------------------------------------------------------ */
+
+static char tmp_path[64];
+
+static void write_tmp(const void *data, size_t len) {
+  strcpy(tmp_path, "/tmp/test_parse_XXXXXX");
+  int fd = mkstemp(tmp_path);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
+  close(fd);
+}
+
+START_TEST(test_load_ok) {
+  ovl_program *p = NULL;
+  write_tmp(seed_sched, strlen(seed_sched));
+  ck_assert_int_eq(ovl_program_load(tmp_path, NULL, &p, &last_err), OVL_OK);
+  ck_assert_str_eq(p->filename, tmp_path);
+  ck_assert_uint_eq(p->nops, 775);
+  ovl_program_free(p);
+  unlink(tmp_path);
+}
+END_TEST
+
+START_TEST(test_load_errors_name_file) {
+  ovl_program *p = SENTINEL;
+  char want[128];
+  write_tmp("a = data(shape=[2])\nb = assign(q)\n", 34);
+  ck_assert_int_eq(ovl_program_load(tmp_path, NULL, &p, &last_err),
+                   OVL_EPARSE);
+  snprintf(want, sizeof want, "%s:2:12: undefined variable 'q'", tmp_path);
+  ck_assert_str_eq(last_err.msg, want);
+  unlink(tmp_path);
+  ck_assert_ptr_eq(p, SENTINEL);
+}
+END_TEST
+
+START_TEST(test_load_missing_file) {
+  ovl_program *p = SENTINEL;
+  ck_assert_int_eq(
+      ovl_program_load("/nonexistent/x.sched", NULL, &p, &last_err), OVL_EIO);
+  ck_assert_str_eq(last_err.msg,
+                   "/nonexistent/x.sched: No such file or directory");
+  ck_assert_int_eq(ovl_program_load("/tmp", NULL, &p, &last_err), OVL_EIO);
+  ck_assert_str_eq(last_err.msg, "/tmp: Is a directory");
+  ck_assert_ptr_eq(p, SENTINEL);
+  ck_assert_int_eq(ovl_program_load(NULL, NULL, &p, &last_err), OVL_EINVAL);
+}
+END_TEST
+
+START_TEST(test_load_binary) {
+  ovl_program *p = SENTINEL;
+  char want[128];
+  write_tmp("a = 1\nabcd\0efgh", 15);
+  ck_assert_int_eq(ovl_program_load(tmp_path, NULL, &p, &last_err),
+                   OVL_EPARSE);
+  snprintf(want, sizeof want, "%s:2:5: binary data (NUL byte)", tmp_path);
+  ck_assert_str_eq(last_err.msg, want);
+  unlink(tmp_path);
+  ck_assert_ptr_eq(p, SENTINEL);
+}
+END_TEST
+
+START_TEST(test_load_too_large) {
+  ovl_program *p = SENTINEL;
+  write_tmp("#", 1);
+  ck_assert_int_eq(truncate(tmp_path, (off_t)(64 << 20) + 1), 0);
+  ck_assert_int_eq(ovl_program_load(tmp_path, NULL, &p, &last_err),
+                   OVL_EPARSE);
+  ck_assert_ptr_nonnull(strstr(last_err.msg, "file too large"));
+  unlink(tmp_path);
+  ck_assert_ptr_eq(p, SENTINEL);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Robustness                                                          */
+/* ------------------------------------------------------------------ */
+
+static uint64_t rng_state;
+static uint64_t rng(void) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return rng_state;
+}
+
+/* Parsing must answer OK or a schedule error, never crash or leak. */
+static void parse_any(const char *buf, size_t len) {
+  ovl_program *p = NULL;
+  ovl_status st = try_parse(buf, len, NULL, &p);
+  ck_assert_msg(st == OVL_OK || st == OVL_EPARSE, "status %s: %s",
+                ovl_err_name(st), last_err.msg);
+  if (st == OVL_OK)
+    ovl_program_free(p);
+  else
+    ck_assert_msg(strncmp(last_err.msg, "<string>:", 9) == 0, "%s",
+                  last_err.msg);
+}
+
+START_TEST(test_random_bytes) {
+  char buf[256];
+  rng_state = 0x9e3779b97f4a7c15ull;
+  for (int it = 0; it < 3000; it++) {
+    size_t len = rng() % sizeof buf;
+    for (size_t i = 0; i < len; i++)
+      buf[i] = (char)rng();
+    parse_any(buf, len);
+  }
+}
+END_TEST
+
+START_TEST(test_mutated_seed) {
+  static const char alphabet[] = "()[]{},=#\n -.e0123456789abc_ \t";
+  size_t n = strlen(seed_sched);
+  char *buf = malloc(n + 64);
+  ck_assert_ptr_nonnull(buf);
+  rng_state = 12345;
+  for (int it = 0; it < 4000; it++) {
+    size_t len = n;
+    memcpy(buf, seed_sched, n);
+    int edits = 1 + (int)(rng() % 4);
+    for (int e = 0; e < edits; e++) {
+      size_t at = rng() % len;
+      switch (rng() % 3) {
+      case 0: /* replace */
+        buf[at] = alphabet[rng() % (sizeof alphabet - 1)];
+        break;
+      case 1: /* delete */
+        memmove(buf + at, buf + at + 1, len - at - 1);
+        len--;
+        break;
+      default: /* insert */
+        memmove(buf + at + 1, buf + at, len - at);
+        buf[at] = alphabet[rng() % (sizeof alphabet - 1)];
+        len++;
+        break;
+      }
+    }
+    parse_any(buf, len);
+    parse_any(buf, rng() % (len + 1)); /* truncated too */
+  }
+  free(buf);
+}
+END_TEST
+
+static char *repeat_str(const char *unit, size_t times, const char *tail) {
+  size_t u = strlen(unit), t = strlen(tail);
+  char *s = malloc(u * times + t + 1);
+  ck_assert_ptr_nonnull(s);
+  for (size_t i = 0; i < times; i++)
+    memcpy(s + i * u, unit, u);
+  memcpy(s + u * times, tail, t + 1);
+  return s;
+}
+
+START_TEST(test_deep_nesting) {
+  char *s = repeat_str("(", 200000, "");
+  EXPECT_ERR(s, "<string>:1:1: ", "expected a statement");
+  free(s);
+  s = repeat_str("[", 200000, "");
+  EXPECT_ERR(s, "<string>:1:1: ", "expected a statement");
+  free(s);
+  s = repeat_str("(", 200000, "");
+  memcpy(s, "a=b(c", 5);
+  EXPECT_ERR(s, "<string>:1:6: ", "expected ',' or ')'");
+  free(s);
+  s = repeat_str("[", 200000, "");
+  memcpy(s, "a=b(c=", 6);
+  EXPECT_ERR(s, "<string>:1:8: ", "nested lists are not supported");
+  free(s);
+  s = repeat_str("repeat 1 {\n", 100000, "");
+  EXPECT_ERR(s, "<string>:65:1: ", "nested deeper than 64");
+  free(s);
+  s = repeat_str("}\n", 100000, "");
+  EXPECT_ERR(s, "<string>:1:1: ", "'}' without a matching repeat");
+  free(s);
+}
+END_TEST
+
+START_TEST(test_long_lines) {
+  char *s = repeat_str(" ", 1 << 20, "a = data(shape=[3])\n");
+  ovl_program *p = PARSE_OK(s);
+  ck_assert_int_eq(p->vars[0].col, (1 << 20) + 1);
+  ovl_program_free(p);
+  free(s);
+  s = repeat_str("x", 1 << 20, " = assign(a)\n");
+  EXPECT_ERR(s, "<string>:1:1: ", "identifier too long (1048576 chars");
+  free(s);
+  s = repeat_str("9", 1 << 20, "\n");
+  EXPECT_ERR(s, "<string>:1:1: ", "number too long");
+  free(s);
+  s = repeat_str("# comment comment comment\n", 100000, "b = assign(a)\n");
+  EXPECT_ERR(s, "<string>:100001:12: ", "undefined variable 'a'");
+  free(s);
+  s = repeat_str("a, ", 100000, "a)\n");
+  memcpy(s, "fetch(", 6);
+  EXPECT_ERR(s, "<string>:1:1: ", "fetch takes at most 16 inputs, got 99999");
+  free(s);
+}
+END_TEST
+
+static Suite *parse_suite(void) {
+  Suite *s = suite_create("parse");
+  TCase *tc = tcase_create("ok");
+  tcase_add_test(tc, test_seed_program);
+  tcase_add_test(tc, test_cpu_defaults);
+  tcase_add_test(tc, test_defines_override);
+  tcase_add_test(tc, test_define_changes_type);
+  tcase_add_test(tc, test_define_bool_and_name);
+  tcase_add_test(tc, test_param_values_as_text);
+  tcase_add_test(tc, test_empty_programs);
+  tcase_add_test(tc, test_data_attributes);
+  tcase_add_test(tc, test_multiline_and_comments);
+  tcase_add_test(tc, test_collective_shapes);
+  tcase_add_test(tc, test_inplace_allgather_one_rank);
+  tcase_add_test(tc, test_op_streams);
+  tcase_add_test(tc, test_fetch_order);
+  tcase_add_test(tc, test_repeat_expansion_order);
+  tcase_add_test(tc, test_repeat_count_param);
+  tcase_add_test(tc, test_large_repeat_ok);
+  tcase_add_test(tc, test_write_to_data_var);
+  tcase_add_test(tc, test_param_name_values);
+  tcase_add_test(tc, test_ring_collective_later_is_fine);
+  tcase_add_test(tc, test_many_variables);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("errors");
+  tcase_add_test(tc, test_err_unexpected_character);
+  tcase_add_test(tc, test_err_nul_byte);
+  tcase_add_test(tc, test_err_numbers);
+  tcase_add_test(tc, test_err_identifier_too_long);
+  tcase_add_test(tc, test_err_unterminated_paren);
+  tcase_add_test(tc, test_err_missing_paren);
+  tcase_add_test(tc, test_err_unterminated_list);
+  tcase_add_test(tc, test_err_junk_after_statement);
+  tcase_add_test(tc, test_err_bad_statement_start);
+  tcase_add_test(tc, test_err_positional_after_keyword);
+  tcase_add_test(tc, test_err_too_many_attributes);
+  tcase_add_test(tc, test_err_unknown_op);
+  tcase_add_test(tc, test_err_arity);
+  tcase_add_test(tc, test_err_output_count);
+  tcase_add_test(tc, test_err_undefined_variable);
+  tcase_add_test(tc, test_err_redeclared_variable);
+  tcase_add_test(tc, test_err_reserved_names);
+  tcase_add_test(tc, test_err_param_as_variable);
+  tcase_add_test(tc, test_err_shape_mismatch_output);
+  tcase_add_test(tc, test_err_dtype_mismatch_output);
+  tcase_add_test(tc, test_err_elementwise_mismatch);
+  tcase_add_test(tc, test_err_collective_shapes);
+  tcase_add_test(tc, test_err_bad_attribute_name);
+  tcase_add_test(tc, test_err_duplicate_attribute);
+  tcase_add_test(tc, test_err_attribute_type);
+  tcase_add_test(tc, test_err_attribute_range);
+  tcase_add_test(tc, test_err_unbalanced_close);
+  tcase_add_test(tc, test_err_unbalanced_open);
+  tcase_add_test(tc, test_err_repeat_count);
+  tcase_add_test(tc, test_err_repeat_too_large);
+  tcase_add_test(tc, test_err_nesting_too_deep);
+  tcase_add_test(tc, test_err_declarations_in_repeat);
+  tcase_add_test(tc, test_err_param_redeclared);
+  tcase_add_test(tc, test_err_param_before_declaration);
+  tcase_add_test(tc, test_err_param_syntax);
+  tcase_add_test(tc, test_err_data_shape);
+  tcase_add_test(tc, test_err_data_attributes);
+  tcase_add_test(tc, test_err_data_form);
+  tcase_add_test(tc, test_err_missing_ring);
+  tcase_add_test(tc, test_err_define_unknown);
+  tcase_add_test(tc, test_err_define_malformed);
+  tcase_add_test(tc, test_err_nranks);
+  tcase_add_test(tc, test_filename_in_messages);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("load");
+  tcase_add_test(tc, test_load_ok);
+  tcase_add_test(tc, test_load_errors_name_file);
+  tcase_add_test(tc, test_load_missing_file);
+  tcase_add_test(tc, test_load_binary);
+  tcase_add_test(tc, test_load_too_large);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("robustness");
+  tcase_add_test(tc, test_random_bytes);
+  tcase_add_test(tc, test_mutated_seed);
+  tcase_add_test(tc, test_deep_nesting);
+  tcase_add_test(tc, test_long_lines);
+  /* Sanitizer builds are slower; the default 4 s is tight for them. */
+  tcase_set_timeout(tc, 30);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(parse_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed != 0;
+}
