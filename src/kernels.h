@@ -1,0 +1,74 @@
+/*
+ * The CUDA kernels of the cuda backend, behind small C-callable launchers.
+ *
+ * kernels.cu is the only CUDA C++ file; everything that calls it is C. The
+ * launchers only queue work: they return the launch status
+ * (cudaGetLastError() right after the launch) and never synchronize. Errors
+ * of the running kernel show up at the next sync of the stream, as usual in
+ * CUDA.
+ */
+#ifndef OVL_KERNELS_H
+#define OVL_KERNELS_H
+
+#include <stddef.h>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Elementwise functions. The numbering is the launcher's own, so that this
+ * header does not depend on internal.h; backend_cuda.c maps ovl__ew onto
+ * it. */
+enum {
+  OVL__KERNEL_EW_ASSIGN = 0, /* out = x */
+  OVL__KERNEL_EW_ADD = 1,    /* out = x + y */
+  OVL__KERNEL_EW_SUB = 2,    /* out = x - y */
+  OVL__KERNEL_EW_MUL = 3,    /* out = x * y */
+  OVL__KERNEL_EW_SCALE = 4   /* out = fma((T)scale, x, (T)bias) */
+};
+
+/* Element types. */
+enum { OVL__KERNEL_FLOAT32 = 0, OVL__KERNEL_FLOAT64 = 1 };
+
+/*
+ * Queue out[i] = fn(x[i], y[i]) for i in [0, n) on `stream`.
+ *
+ * y is read only by ADD, SUB and MUL (it may be NULL otherwise). out may be
+ * the same buffer as x or y: every element is read and written by one
+ * thread, reads first. SCALE computes scale * x + bias with one rounding
+ * (a fused multiply-add in the element type), so a host check can reproduce
+ * it bit for bit with fmaf()/fma().
+ *
+ * When out, x and y sit at the same offset from a 16-byte boundary (all
+ * cudaMalloc'd buffers do: offset 0), the kernel moves 16 bytes per access
+ * (float4 / double2) and does the few elements before the first and after
+ * the last boundary one by one; otherwise it runs a scalar loop, which is
+ * slower (about half the bandwidth for float32). sm_count is the device's
+ * multiprocessor count: the grid is sized from it (see kernels.cu). n == 0
+ * queues nothing.
+ *
+ * Returns cudaErrorInvalidValue for an unknown fn or dtype, else the launch
+ * status.
+ */
+cudaError_t ovl__kernel_elementwise_launch(cudaStream_t stream, int sm_count,
+                                           int fn, int dtype, void *out,
+                                           const void *x, const void *y,
+                                           double scale, double bias,
+                                           size_t n);
+
+/* Queue a kernel of one thread that spins on the GPU's global timer for
+ * `ns` nanoseconds, keeping `stream` busy for that long. It ends early once
+ * *abort_flag is non-zero: abort_flag (or NULL for none) points to
+ * host-mapped memory (cudaHostAllocMapped) that the host may set while the
+ * kernel runs. */
+cudaError_t ovl__kernel_delay_launch(cudaStream_t stream,
+                                     unsigned long long ns,
+                                     const volatile int *abort_flag);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OVL_KERNELS_H */

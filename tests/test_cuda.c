@@ -1,0 +1,996 @@
+/*
+ * Tests of the cuda backend on real GPUs: elementwise kernels against the
+ * host, every collective on one GPU and on all of them, the wait-op event
+ * semantics (a missing wait really reads stale data), NaN poison, the delay
+ * kernel, and the sync timeout that turns a stuck collective into an error.
+ *
+ * Skips (exit 77) where no GPU is visible. CUDA is never initialised in this
+ * process: main() counts devices in a forked child, and Check forks every
+ * test, so each test initialises CUDA (and NCCL) in a child of its own.
+ *
+ * The backend is driven directly, as the executor drives it: world_init with
+ * the GPUs, world_rings, then one thread per rank doing rank_init, the
+ * test's body, rank_fini. Rank threads never call ck_assert (Check's failure
+ * path is not meant for other threads): they note their first failure, abort
+ * the world so that no other rank waits for them, and the test's own thread
+ * asserts after joining them.
+ */
+#include <check.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+
+#include "internal.h"
+
+static const ovl__backend_ops *const B = &ovl__backend_cuda;
+
+/* Visible GPUs, counted by main() before any test runs. */
+static int ngpus;
+
+#define CALC OVL_STREAM_CALC
+#define COMM0 OVL_STREAM_COMM(0)
+#define COMM1 OVL_STREAM_COMM(1)
+#define EV_COMPUTE0 OVL_EVENT_COMPUTE(0)
+#define EV_COMM0 OVL_EVENT_COMM(0)
+
+/* The delay that makes a missing wait show: long against the microseconds
+ * the host needs to queue the rest of the schedule. */
+#define WAIT_DELAY_US 20000.0
+
+static int all_ranks(void) {
+  return ngpus < OVL_MAX_RANKS ? ngpus : OVL_MAX_RANKS;
+}
+
+/* ------------------------------------------------------------------ */
+/* Counting GPUs without initialising CUDA here                        */
+/* ------------------------------------------------------------------ */
+
+static int probe_gpus(void) {
+  pid_t pid;
+  int status;
+
+  fflush(stdout);
+  fflush(stderr);
+  pid = fork();
+  if (pid < 0)
+    return 0;
+  if (pid == 0) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n < 0)
+      n = 0;
+    _exit(n > 255 ? 255 : n);
+  }
+  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+    return 0;
+  return WEXITSTATUS(status);
+}
+
+/* ------------------------------------------------------------------ */
+/* A world run: one thread per rank                                    */
+/* ------------------------------------------------------------------ */
+
+typedef struct world_run world_run;
+typedef void (*rank_body)(world_run *w, int rank, ovl__brank *br);
+
+struct world_run {
+  ovl__bworld *bw;
+  int nranks;
+  int stream_rings; /* rings passed to rank_init */
+  rank_body body;
+  /* A barrier that a failing rank breaks. */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int waiting;
+  unsigned long generation;
+  bool broken;
+  char fail[OVL_MAX_RANKS][OVL_ERROR_MSG_MAX + 64];
+};
+
+typedef struct rank_arg {
+  world_run *w;
+  int rank;
+} rank_arg;
+
+static void rank_fail(world_run *w, int rank, int line, const char *fmt,
+                      ...) __attribute__((format(printf, 4, 5)));
+static void rank_fail(world_run *w, int rank, int line, const char *fmt,
+                      ...) {
+  va_list ap;
+  int n;
+  if (w->fail[rank][0] == '\0') {
+    n = snprintf(w->fail[rank], sizeof w->fail[rank], "line %d: ", line);
+    va_start(ap, fmt);
+    vsnprintf(w->fail[rank] + n, sizeof w->fail[rank] - (size_t)n, fmt, ap);
+    va_end(ap);
+  }
+  pthread_mutex_lock(&w->mu);
+  w->broken = true;
+  pthread_cond_broadcast(&w->cv);
+  pthread_mutex_unlock(&w->mu);
+  B->world_abort(w->bw);
+}
+
+/* All ranks meet; false if some rank failed (the caller gives up). */
+static bool rank_barrier(world_run *w) {
+  bool ok;
+  pthread_mutex_lock(&w->mu);
+  if (w->broken) {
+    pthread_mutex_unlock(&w->mu);
+    return false;
+  }
+  unsigned long gen = w->generation;
+  if (++w->waiting == w->nranks) {
+    w->waiting = 0;
+    w->generation++;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    return true;
+  }
+  while (gen == w->generation && !w->broken)
+    pthread_cond_wait(&w->cv, &w->mu);
+  ok = gen != w->generation;
+  pthread_mutex_unlock(&w->mu);
+  return ok;
+}
+
+/* In rank bodies (functions returning void, with `w` and `rank` in scope):
+ * record the first failure and leave. RK_OK's call passes E as its error. */
+#define RK_CHECK(cond, ...)                                                    \
+  do {                                                                        \
+    if (!(cond)) {                                                            \
+      rank_fail(w, rank, __LINE__, __VA_ARGS__);                              \
+      return;                                                                 \
+    }                                                                         \
+  } while (0)
+#define RK_OK(call)                                                            \
+  do {                                                                        \
+    ovl_error e_;                                                             \
+    ovl_status s_ = (call);                                                   \
+    RK_CHECK(s_ == OVL_OK, "%s: %s: %s", #call, ovl_err_name(s_), e_.msg);    \
+  } while (0)
+#define E (&e_)
+#define RK_BARRIER()                                                           \
+  do {                                                                        \
+    if (!rank_barrier(w))                                                     \
+      return;                                                                 \
+  } while (0)
+
+static void *rank_main(void *p) {
+  rank_arg *a = p;
+  world_run *w = a->w;
+  ovl__brank *br = NULL;
+  ovl_error err;
+  ovl_status st = B->rank_init(w->bw, a->rank, w->stream_rings, &br, &err);
+  if (st != OVL_OK) {
+    rank_fail(w, a->rank, __LINE__, "rank_init: %s: %s", ovl_err_name(st),
+              err.msg);
+    return NULL;
+  }
+  w->body(w, a->rank, br);
+  B->rank_fini(br);
+  return NULL;
+}
+
+#define CK_OK(call)                                                           \
+  do {                                                                        \
+    ovl_error e_;                                                             \
+    ovl_status s_ = (call);                                                   \
+    ck_assert_msg(s_ == OVL_OK, "%s: %s: %s", #call, ovl_err_name(s_),       \
+                  s_ == OVL_OK ? "" : e_.msg);                                \
+  } while (0)
+
+/* Run `body` on nranks rank threads. Rings [0, comm_rings) get
+ * communicators (made in two world_rings calls when there are several, to
+ * exercise adding rings); every rank gets stream_rings comm streams. */
+static void run_world(int nranks, int comm_rings, int stream_rings,
+                      double timeout_s, rank_body body) {
+  world_run *w = calloc(1, sizeof *w);
+  pthread_t th[OVL_MAX_RANKS];
+  rank_arg args[OVL_MAX_RANKS];
+  char report[8192];
+  size_t len = 0;
+
+  ck_assert_ptr_nonnull(w);
+  w->nranks = nranks;
+  w->stream_rings = stream_rings;
+  w->body = body;
+  pthread_mutex_init(&w->mu, NULL);
+  pthread_cond_init(&w->cv, NULL);
+  CK_OK(B->world_init(nranks, timeout_s, &w->bw, E));
+  if (comm_rings > 1)
+    CK_OK(B->world_rings(w->bw, 1, E));
+  CK_OK(B->world_rings(w->bw, comm_rings, E));
+  for (int r = 0; r < nranks; r++) {
+    args[r].w = w;
+    args[r].rank = r;
+    ck_assert_int_eq(pthread_create(&th[r], NULL, rank_main, &args[r]), 0);
+  }
+  for (int r = 0; r < nranks; r++)
+    pthread_join(th[r], NULL);
+  B->world_fini(w->bw);
+
+  report[0] = '\0';
+  for (int r = 0; r < nranks; r++)
+    if (w->fail[r][0] != '\0' && len < sizeof report) {
+      int n = snprintf(report + len, sizeof report - len, "\n  rank %d: %s",
+                       r, w->fail[r]);
+      if (n > 0)
+        len += (size_t)n;
+    }
+  pthread_mutex_destroy(&w->mu);
+  pthread_cond_destroy(&w->cv);
+  free(w);
+  ck_assert_msg(len == 0, "%d rank(s) failed:%s", nranks, report);
+}
+
+/* ------------------------------------------------------------------ */
+/* Host helpers                                                        */
+/* ------------------------------------------------------------------ */
+
+static size_t dsize(ovl_dtype dt) { return ovl_dtype_size(dt); }
+
+/* Upload n doubles as dtype `dt` (exactly representable values only). */
+static ovl_status upload(ovl__brank *br, void *dev, const double *h,
+                         size_t n, ovl_dtype dt, ovl_error *err) {
+  void *tmp = malloc(n * dsize(dt) + 1);
+  ovl_status st;
+  if (tmp == NULL)
+    return ovl__err(err, OVL_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n; i++) {
+    if (dt == OVL_DTYPE_FLOAT32)
+      ((float *)tmp)[i] = (float)h[i];
+    else
+      ((double *)tmp)[i] = h[i];
+  }
+  st = B->mem_upload(br, dev, tmp, n * dsize(dt), err);
+  free(tmp);
+  return st;
+}
+
+static ovl_status download(ovl__brank *br, double *h, const void *dev,
+                           size_t n, ovl_dtype dt, ovl_error *err) {
+  void *tmp = malloc(n * dsize(dt) + 1);
+  ovl_status st;
+  if (tmp == NULL)
+    return ovl__err(err, OVL_ENOMEM, "out of memory");
+  st = B->mem_download(br, tmp, dev, n * dsize(dt), err);
+  for (size_t i = 0; st == OVL_OK && i < n; i++)
+    h[i] = dt == OVL_DTYPE_FLOAT32 ? (double)((float *)tmp)[i]
+                                   : ((double *)tmp)[i];
+  free(tmp);
+  return st;
+}
+
+/* Fill device memory with all-ones bytes (NaN), as mem_alloc does. */
+static ovl_status poison(ovl__brank *br, void *dev, size_t bytes,
+                         ovl_error *err) {
+  void *tmp = malloc(bytes + 1);
+  ovl_status st;
+  if (tmp == NULL)
+    return ovl__err(err, OVL_ENOMEM, "out of memory");
+  memset(tmp, 0xFF, bytes);
+  st = B->mem_upload(br, dev, tmp, bytes, err);
+  free(tmp);
+  return st;
+}
+
+/* Index of the first element where got != want (NaN never equal), or -1. */
+static int64_t first_mismatch(const double *got, const double *want,
+                              size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!(got[i] == want[i]))
+      return (int64_t)i;
+  return -1;
+}
+
+#define RK_SAME(what, got, want, n)                                            \
+  do {                                                                        \
+    int64_t at_ = first_mismatch((got), (want), (n));                         \
+    RK_CHECK(at_ < 0, "%s: element %lld of %zu is %.17g, expected %.17g",      \
+            (what), (long long)at_, (size_t)(n),                              \
+            at_ < 0 ? 0.0 : (got)[at_], at_ < 0 ? 0.0 : (want)[at_]);         \
+  } while (0)
+
+static uint64_t mix(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* Odd multiples of 1/128 in (-16, 16): exact in float32, never zero. */
+static double sample(uint64_t seed, size_t i) {
+  double v = (double)(int)(mix(seed * 0x100000001b3ull + i) % 2048) / 64.0;
+  return v - 16.0 + 1.0 / 128.0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Devices                                                             */
+/* ------------------------------------------------------------------ */
+
+START_TEST(test_devices) {
+  ovl__bworld *bw = NULL;
+  ovl_error err;
+  struct cudaDeviceProp prop;
+  char want[300];
+
+  ck_assert_int_eq(B->device_count(), ngpus);
+  ck_assert_int_eq(B->default_ranks(), all_ranks());
+
+  if (ngpus < OVL_MAX_RANKS) {
+    ck_assert_int_eq(B->world_init(ngpus + 1, 0, &bw, &err), OVL_ENODEV);
+    ck_assert_ptr_null(bw);
+    ck_assert_msg(strstr(err.msg, "asked for") != NULL &&
+                      strstr(err.msg, "visible") != NULL,
+                  "%s", err.msg);
+  }
+  ck_assert_int_eq(B->world_init(0, 0, &bw, &err), OVL_EINVAL);
+  ck_assert_int_eq(B->world_init(1, -1.0, &bw, &err), OVL_EINVAL);
+
+  CK_OK(B->world_init(all_ranks(), 0, &bw, E));
+  ck_assert_int_eq(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
+  snprintf(want, sizeof want, " x %s", prop.name);
+  ck_assert_msg(strstr(B->world_devices(bw), want) != NULL,
+                "devices \"%s\" do not name \"%s\"", B->world_devices(bw),
+                prop.name);
+  B->world_fini(bw);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Memory                                                              */
+/* ------------------------------------------------------------------ */
+
+static void poison_body(world_run *w, int rank, ovl__brank *br) {
+  const size_t n = 1000003;
+  double *h = malloc(n * sizeof *h);
+  void *p = NULL;
+  RK_CHECK(h != NULL, "out of memory");
+  for (int dt = OVL_DTYPE_FLOAT32; dt <= OVL_DTYPE_FLOAT64; dt++) {
+    RK_OK(B->mem_alloc(br, n * dsize((ovl_dtype)dt), &p, E));
+    RK_CHECK(p != NULL, "mem_alloc gave NULL");
+    RK_OK(download(br, h, p, n, (ovl_dtype)dt, E));
+    for (size_t i = 0; i < n; i++)
+      RK_CHECK(isnan(h[i]), "%s element %zu of fresh memory is %g, not NaN",
+              ovl_dtype_name((ovl_dtype)dt), i, h[i]);
+    B->mem_free(br, p);
+  }
+  RK_OK(B->mem_alloc(br, 0, &p, E));
+  RK_CHECK(p != NULL, "mem_alloc(0) gave NULL");
+  B->mem_free(br, p);
+  free(h);
+}
+
+START_TEST(test_poison) { run_world(all_ranks(), 0, 0, 30, poison_body); }
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Elementwise kernels                                                 */
+/* ------------------------------------------------------------------ */
+
+static const double EW_SCALE = 0.1, EW_BIAS = 1.0 / 3.0;
+
+/* The host's result for one element, rounded as the device rounds: in the
+ * element type, SCALE as one fused multiply-add. */
+static double ew_host(ovl__ew fn, ovl_dtype dt, double x, double y) {
+  if (dt == OVL_DTYPE_FLOAT32) {
+    float a = (float)x, b = (float)y;
+    switch (fn) {
+    case OVL_EW_ASSIGN:
+      return a;
+    case OVL_EW_ADD:
+      return (float)(a + b);
+    case OVL_EW_SUB:
+      return (float)(a - b);
+    case OVL_EW_MUL:
+      return (float)(a * b);
+    case OVL_EW_SCALE:
+      return fmaf((float)EW_SCALE, a, (float)EW_BIAS);
+    }
+  } else {
+    switch (fn) {
+    case OVL_EW_ASSIGN:
+      return x;
+    case OVL_EW_ADD:
+      return x + y;
+    case OVL_EW_SUB:
+      return x - y;
+    case OVL_EW_MUL:
+      return x * y;
+    case OVL_EW_SCALE:
+      return fma(EW_SCALE, x, EW_BIAS);
+    }
+  }
+  return NAN;
+}
+
+static const char *const EW_NAMES[] = {"assign", "add", "sub", "mul",
+                                       "scale"};
+
+enum {
+  V_PLAIN,      /* separate, aligned buffers, calc stream */
+  V_OUT_IS_X,   /* out = f(out, y) */
+  V_OUT_IS_Y,   /* out = f(x, out) (binary functions only) */
+  V_MISALIGNED, /* every pointer one element past a 16-byte boundary */
+  V_MIXED,      /* out aligned, x and y one element past (scalar path) */
+  V_COMM,       /* like V_PLAIN, on the comm stream of ring 0 */
+  V_COUNT
+};
+static const char *const V_NAMES[] = {"plain",      "out=x", "out=y",
+                                      "misaligned", "mixed", "comm stream"};
+
+static void ew_body(world_run *w, int rank, ovl__brank *br) {
+  static const size_t sizes[] = {1, 3, 4, 1000003};
+  const size_t nmax = 1000003 + 1;
+  double *hx = malloc(nmax * sizeof *hx), *hy = malloc(nmax * sizeof *hy);
+  double *want = malloc(nmax * sizeof *want),
+         *got = malloc(nmax * sizeof *got);
+  RK_CHECK(hx && hy && want && got, "out of memory");
+
+  for (int dti = 0; dti < 2; dti++) {
+    const ovl_dtype dt = (ovl_dtype)dti;
+    const size_t es = dsize(dt);
+    void *x, *y, *o;
+    RK_OK(B->mem_alloc(br, nmax * es, &x, E));
+    RK_OK(B->mem_alloc(br, nmax * es, &y, E));
+    RK_OK(B->mem_alloc(br, nmax * es, &o, E));
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+      const size_t n = sizes[si];
+      for (size_t i = 0; i < n + 1; i++) {
+        hx[i] = sample(2 * (uint64_t)rank + 1, i);
+        hy[i] = sample(2 * (uint64_t)rank + 2, i);
+      }
+      for (int fn = OVL_EW_ASSIGN; fn <= OVL_EW_SCALE; fn++) {
+        const bool binary =
+            fn == OVL_EW_ADD || fn == OVL_EW_SUB || fn == OVL_EW_MUL;
+        for (int v = 0; v < V_COUNT; v++) {
+          char what[128];
+          const size_t off = v == V_MISALIGNED || v == V_MIXED ? es : 0;
+          const int stream = v == V_COMM ? COMM0 : CALC;
+          void *dx = (char *)x + off, *dy = (char *)y + off;
+          void *dout = (char *)o + (v == V_MIXED ? 0 : off);
+          if (v == V_OUT_IS_Y && !binary)
+            continue;
+          snprintf(what, sizeof what, "%s %s n=%zu %s", EW_NAMES[fn],
+                   ovl_dtype_name(dt), n, V_NAMES[v]);
+          RK_OK(upload(br, x, hx, n + 1, dt, E));
+          RK_OK(upload(br, y, hy, n + 1, dt, E));
+          RK_OK(poison(br, o, nmax * es, E));
+          if (v == V_OUT_IS_X)
+            dout = dx;
+          if (v == V_OUT_IS_Y)
+            dout = dy;
+          /* The host values the pointers see (offset 1 when misaligned). */
+          for (size_t i = 0; i < n; i++)
+            want[i] = ew_host((ovl__ew)fn, dt, hx[i + off / es],
+                              hy[i + off / es]);
+          RK_OK(B->elementwise(br, stream, (ovl__ew)fn, dt, dout, dx,
+                              binary ? dy : NULL, EW_SCALE, EW_BIAS, n, E));
+          RK_OK(B->stream_sync(br, stream, E));
+          RK_OK(download(br, got, dout, n, dt, E));
+          RK_SAME(what, got, want, n);
+          /* Nothing past the end was written. */
+          if (v == V_PLAIN) {
+            RK_OK(download(br, got, (char *)o + n * es, 1, dt, E));
+            RK_CHECK(isnan(got[0]), "%s: wrote past the end", what);
+          }
+        }
+      }
+    }
+    B->mem_free(br, x);
+    B->mem_free(br, y);
+    B->mem_free(br, o);
+  }
+  /* n == 0 queues nothing and accepts NULL buffers. */
+  RK_OK(B->elementwise(br, CALC, OVL_EW_ADD, OVL_DTYPE_FLOAT32, NULL, NULL,
+                      NULL, 1.0, 0.0, 0, E));
+  free(hx);
+  free(hy);
+  free(want);
+  free(got);
+}
+
+START_TEST(test_elementwise) { run_world(all_ranks(), 0, 1, 60, ew_body); }
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Collectives                                                         */
+/* ------------------------------------------------------------------ */
+
+/* Inputs whose reductions are exact in float32 in any order: small
+ * integers for sums, max and min; powers of two for products. */
+static double coll_value(ovl__redop op, int rank, size_t i) {
+  static const double pow2[] = {1.0, 2.0, 0.5, -1.0, -2.0, 0.25};
+  switch (op) {
+  case OVL_RED_PROD:
+    return pow2[(i + 3 * (size_t)rank) % 6];
+  case OVL_RED_MAX:
+  case OVL_RED_MIN:
+    return (double)(int)((i * 31 + (size_t)rank * 17) % 101) - 50.0;
+  case OVL_RED_SUM:
+  default:
+    return (double)(int)((i * 7 + (size_t)rank * 13) % 61) - 30.0;
+  }
+}
+
+static double reduce2(ovl__redop op, double a, double b) {
+  switch (op) {
+  case OVL_RED_PROD:
+    return a * b;
+  case OVL_RED_MAX:
+    return a > b ? a : b;
+  case OVL_RED_MIN:
+    return a < b ? a : b;
+  case OVL_RED_SUM:
+  default:
+    return a + b;
+  }
+}
+
+static const char *const RED_NAMES[] = {"sum", "max", "min", "prod"};
+
+static void coll_body(world_run *w, int rank, ovl__brank *br) {
+  static const size_t sizes[] = {1, 1000003};
+  const int R = w->nranks;
+  const int root = R > 1 ? 1 : 0;
+  const size_t nmax = 1000003 * (size_t)R;
+  double *h = malloc(nmax * sizeof *h), *want = malloc(nmax * sizeof *want),
+         *got = malloc(nmax * sizeof *got);
+  RK_CHECK(h && want && got, "out of memory");
+
+  for (int dti = 0; dti < 2; dti++) {
+    const ovl_dtype dt = (ovl_dtype)dti;
+    void *s, *d;
+    RK_OK(B->mem_alloc(br, nmax * dsize(dt), &s, E));
+    RK_OK(B->mem_alloc(br, nmax * dsize(dt), &d, E));
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+      const size_t n = sizes[si];
+      char what[128];
+
+      /* allreduce: out of place on the comm stream, in place on calc. */
+      for (int op = OVL_RED_SUM; op <= OVL_RED_PROD; op++) {
+        for (size_t i = 0; i < n; i++) {
+          h[i] = coll_value((ovl__redop)op, rank, i);
+          want[i] = coll_value((ovl__redop)op, 0, i);
+          for (int q = 1; q < R; q++)
+            want[i] = reduce2((ovl__redop)op, want[i],
+                              coll_value((ovl__redop)op, q, i));
+        }
+        snprintf(what, sizeof what, "allreduce %s %s n=%zu out of place",
+                 RED_NAMES[op], ovl_dtype_name(dt), n);
+        RK_OK(upload(br, s, h, n, dt, E));
+        RK_OK(poison(br, d, n * dsize(dt), E));
+        RK_OK(B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, (ovl__redop)op,
+                           dt, s, d, n, 0, E));
+        RK_OK(B->stream_sync(br, COMM0, E));
+        RK_OK(download(br, got, d, n, dt, E));
+        RK_SAME(what, got, want, n);
+
+        snprintf(what, sizeof what, "allreduce %s %s n=%zu in place",
+                 RED_NAMES[op], ovl_dtype_name(dt), n);
+        RK_OK(upload(br, d, h, n, dt, E));
+        RK_OK(B->collective(br, CALC, 0, OVL_COLL_ALLREDUCE, (ovl__redop)op,
+                           dt, d, d, n, 0, E));
+        RK_OK(B->stream_sync(br, CALC, E));
+        RK_OK(download(br, got, d, n, dt, E));
+        RK_SAME(what, got, want, n);
+      }
+
+      /* broadcast from `root`. */
+      for (size_t i = 0; i < n; i++) {
+        h[i] = coll_value(OVL_RED_SUM, rank, i);
+        want[i] = coll_value(OVL_RED_SUM, root, i);
+      }
+      snprintf(what, sizeof what, "broadcast root %d %s n=%zu out of place",
+               root, ovl_dtype_name(dt), n);
+      RK_OK(upload(br, s, h, n, dt, E));
+      RK_OK(poison(br, d, n * dsize(dt), E));
+      RK_OK(B->collective(br, COMM0, 0, OVL_COLL_BROADCAST, OVL_RED_SUM, dt,
+                         s, d, n, root, E));
+      RK_OK(B->stream_sync(br, COMM0, E));
+      RK_OK(download(br, got, d, n, dt, E));
+      RK_SAME(what, got, want, n);
+      snprintf(what, sizeof what, "broadcast root %d %s n=%zu in place", root,
+               ovl_dtype_name(dt), n);
+      RK_OK(upload(br, d, h, n, dt, E));
+      RK_OK(B->collective(br, CALC, 0, OVL_COLL_BROADCAST, OVL_RED_SUM, dt, d,
+                         d, n, root, E));
+      RK_OK(B->stream_sync(br, CALC, E));
+      RK_OK(download(br, got, d, n, dt, E));
+      RK_SAME(what, got, want, n);
+
+      /* allgather: n from each rank, in rank order. */
+      for (size_t i = 0; i < n; i++)
+        h[i] = coll_value(OVL_RED_SUM, rank, i);
+      for (int q = 0; q < R; q++)
+        for (size_t i = 0; i < n; i++)
+          want[(size_t)q * n + i] = coll_value(OVL_RED_SUM, q, i);
+      snprintf(what, sizeof what, "allgather %s n=%zu", ovl_dtype_name(dt),
+               n);
+      RK_OK(upload(br, s, h, n, dt, E));
+      RK_OK(poison(br, d, n * (size_t)R * dsize(dt), E));
+      RK_OK(B->collective(br, COMM0, 0, OVL_COLL_ALLGATHER, OVL_RED_SUM, dt, s,
+                         d, n, 0, E));
+      RK_OK(B->stream_sync(br, COMM0, E));
+      RK_OK(download(br, got, d, n * (size_t)R, dt, E));
+      RK_SAME(what, got, want, n * (size_t)R);
+
+      /* reducescatter: n * R in, block `rank` of the reduction out. */
+      for (int op = OVL_RED_SUM; op <= OVL_RED_MAX; op++) {
+        for (size_t j = 0; j < n * (size_t)R; j++)
+          h[j] = coll_value((ovl__redop)op, rank, j);
+        for (size_t i = 0; i < n; i++) {
+          size_t j = (size_t)rank * n + i;
+          want[i] = coll_value((ovl__redop)op, 0, j);
+          for (int q = 1; q < R; q++)
+            want[i] = reduce2((ovl__redop)op, want[i],
+                              coll_value((ovl__redop)op, q, j));
+        }
+        snprintf(what, sizeof what, "reducescatter %s %s n=%zu",
+                 RED_NAMES[op], ovl_dtype_name(dt), n);
+        RK_OK(upload(br, s, h, n * (size_t)R, dt, E));
+        RK_OK(poison(br, d, n * dsize(dt), E));
+        RK_OK(B->collective(br, CALC, 0, OVL_COLL_REDUCESCATTER,
+                           (ovl__redop)op, dt, s, d, n, 0, E));
+        RK_OK(B->stream_sync(br, CALC, E));
+        RK_OK(download(br, got, d, n, dt, E));
+        RK_SAME(what, got, want, n);
+      }
+    }
+    B->mem_free(br, s);
+    B->mem_free(br, d);
+  }
+  free(h);
+  free(want);
+  free(got);
+}
+
+START_TEST(test_collectives_one_gpu) { run_world(1, 1, 1, 60, coll_body); }
+END_TEST
+
+START_TEST(test_collectives_all_gpus) {
+  run_world(all_ranks(), 1, 1, 60, coll_body);
+}
+END_TEST
+
+/* Two rings: the second made by a later world_rings call; each ring's
+ * collective runs on its own comm stream. */
+static void two_rings_body(world_run *w, int rank, ovl__brank *br) {
+  const size_t n = 4096;
+  double h[4096], got[4096];
+  void *a, *b;
+  RK_OK(B->mem_alloc(br, n * sizeof(float), &a, E));
+  RK_OK(B->mem_alloc(br, n * sizeof(float), &b, E));
+  for (size_t i = 0; i < n; i++)
+    h[i] = (double)(rank + 1);
+  RK_OK(upload(br, a, h, n, OVL_DTYPE_FLOAT32, E));
+  RK_OK(upload(br, b, h, n, OVL_DTYPE_FLOAT32, E));
+  RK_OK(B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
+                     OVL_DTYPE_FLOAT32, a, a, n, 0, E));
+  RK_OK(B->stream_sync(br, COMM0, E));
+  RK_OK(B->collective(br, COMM1, 1, OVL_COLL_ALLREDUCE, OVL_RED_MAX,
+                     OVL_DTYPE_FLOAT32, b, b, n, 0, E));
+  RK_OK(B->stream_sync(br, COMM1, E));
+  RK_OK(download(br, got, a, n, OVL_DTYPE_FLOAT32, E));
+  RK_CHECK(got[0] == w->nranks * (w->nranks + 1) / 2.0 &&
+              got[n - 1] == got[0],
+          "ring 0 sum gave %g", got[0]);
+  RK_OK(download(br, got, b, n, OVL_DTYPE_FLOAT32, E));
+  RK_CHECK(got[0] == (double)w->nranks && got[n - 1] == got[0],
+          "ring 1 max gave %g", got[0]);
+  B->mem_free(br, a);
+  B->mem_free(br, b);
+}
+
+START_TEST(test_two_rings) {
+  run_world(all_ranks(), 2, 2, 60, two_rings_body);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Wait ops: event semantics on real streams                           */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Every case: X holds OLD; the calc stream is delayed, then writes NEW into
+ * X; an allreduce of X into R runs on the comm stream of ring 0. Whether R
+ * sees NEW depends only on how comm is ordered after calc.
+ */
+static const double OLD = 1.0, NEW = 2.0;
+
+static void wait_body(world_run *w, int rank, ovl__brank *br) {
+  const size_t n = 1 << 20;
+  const double R = w->nranks;
+  double *h = malloc(n * sizeof *h), *got = malloc(n * sizeof *got);
+  void *x, *newv, *res;
+  RK_CHECK(h && got, "out of memory");
+
+  RK_OK(B->mem_alloc(br, n * sizeof(float), &x, E));
+  RK_OK(B->mem_alloc(br, n * sizeof(float), &newv, E));
+  RK_OK(B->mem_alloc(br, n * sizeof(float), &res, E));
+  for (size_t i = 0; i < n; i++)
+    h[i] = NEW;
+  RK_OK(upload(br, newv, h, n, OVL_DTYPE_FLOAT32, E));
+  for (size_t i = 0; i < n; i++)
+    h[i] = OLD;
+  /* Warm up the ring so that the cases below time only themselves. */
+  RK_OK(upload(br, x, h, n, OVL_DTYPE_FLOAT32, E));
+  RK_OK(B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
+                     OVL_DTYPE_FLOAT32, x, res, n, 0, E));
+  RK_OK(B->stream_sync(br, COMM0, E));
+
+  /* (a) c_wait_compute: comm waits for the write, R = nranks * NEW. */
+  RK_OK(upload(br, x, h, n, OVL_DTYPE_FLOAT32, E));
+  RK_OK(poison(br, res, n * sizeof(float), E));
+  RK_BARRIER();
+  RK_OK(B->delay(br, CALC, WAIT_DELAY_US, E));
+  RK_OK(B->elementwise(br, CALC, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, x, newv,
+                      NULL, 1.0, 0.0, n, E));
+  RK_OK(B->event_record(br, EV_COMPUTE0, CALC, E));
+  RK_OK(B->stream_wait_event(br, COMM0, EV_COMPUTE0, E));
+  RK_OK(B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
+                     OVL_DTYPE_FLOAT32, x, res, n, 0, E));
+  RK_OK(B->stream_sync(br, COMM0, E));
+  RK_OK(B->stream_sync(br, CALC, E));
+  RK_OK(download(br, got, res, n, OVL_DTYPE_FLOAT32, E));
+  RK_CHECK(got[0] == R * NEW && got[n - 1] == R * NEW,
+          "with the wait: allreduce gave %g and %g, expected %g", got[0],
+          got[n - 1], R * NEW);
+  RK_BARRIER();
+
+  /* (b) No wait (and a wait on comm_event, which was never recorded and so
+   * orders nothing): the allreduce runs during the delay and reads OLD. */
+  RK_OK(upload(br, x, h, n, OVL_DTYPE_FLOAT32, E));
+  RK_OK(poison(br, res, n * sizeof(float), E));
+  RK_BARRIER();
+  RK_OK(B->delay(br, CALC, WAIT_DELAY_US, E));
+  RK_OK(B->elementwise(br, CALC, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, x, newv,
+                      NULL, 1.0, 0.0, n, E));
+  RK_OK(B->stream_wait_event(br, COMM0, EV_COMM0, E));
+  RK_OK(B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
+                     OVL_DTYPE_FLOAT32, x, res, n, 0, E));
+  RK_OK(B->stream_sync(br, COMM0, E));
+  RK_OK(download(br, got, res, n, OVL_DTYPE_FLOAT32, E));
+  RK_CHECK(got[0] == R * OLD && got[n - 1] == R * OLD,
+          "missing wait: allreduce gave %g and %g, expected the stale %g",
+          got[0], got[n - 1], R * OLD);
+  RK_OK(B->stream_sync(br, CALC, E));
+  RK_OK(download(br, got, x, n, OVL_DTYPE_FLOAT32, E));
+  RK_CHECK(got[0] == NEW && got[n - 1] == NEW,
+          "missing wait: X is %g after calc, expected %g", got[0], NEW);
+  RK_BARRIER();
+
+  /* (c) A record replaces the previous one: compute_event is recorded on
+   * calc after the write, then again on the idle comm stream of ring 1.
+   * The wait sees only the second record, so the allreduce reads OLD. */
+  RK_OK(upload(br, x, h, n, OVL_DTYPE_FLOAT32, E));
+  RK_OK(poison(br, res, n * sizeof(float), E));
+  RK_BARRIER();
+  RK_OK(B->delay(br, CALC, WAIT_DELAY_US, E));
+  RK_OK(B->elementwise(br, CALC, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, x, newv,
+                      NULL, 1.0, 0.0, n, E));
+  RK_OK(B->event_record(br, EV_COMPUTE0, CALC, E));
+  RK_OK(B->event_record(br, EV_COMPUTE0, COMM1, E));
+  RK_OK(B->stream_wait_event(br, COMM0, EV_COMPUTE0, E));
+  RK_OK(B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
+                     OVL_DTYPE_FLOAT32, x, res, n, 0, E));
+  RK_OK(B->stream_sync(br, COMM0, E));
+  RK_OK(download(br, got, res, n, OVL_DTYPE_FLOAT32, E));
+  RK_CHECK(got[0] == R * OLD && got[n - 1] == R * OLD,
+          "re-recorded event: allreduce gave %g and %g, expected %g (the "
+          "second record must replace the first)",
+          got[0], got[n - 1], R * OLD);
+  RK_OK(B->stream_sync(br, CALC, E));
+
+  /* (d) c_wait_comm: calc waits for the allreduce before reading R. */
+  RK_OK(upload(br, x, h, n, OVL_DTYPE_FLOAT32, E));
+  RK_OK(poison(br, res, n * sizeof(float), E));
+  RK_BARRIER();
+  RK_OK(B->delay(br, COMM0, WAIT_DELAY_US, E));
+  RK_OK(B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
+                     OVL_DTYPE_FLOAT32, x, res, n, 0, E));
+  RK_OK(B->event_record(br, EV_COMM0, COMM0, E));
+  RK_OK(B->stream_wait_event(br, CALC, EV_COMM0, E));
+  RK_OK(B->elementwise(br, CALC, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, x, res,
+                      NULL, 1.0, 0.0, n, E));
+  RK_OK(B->stream_sync(br, CALC, E));
+  RK_OK(download(br, got, x, n, OVL_DTYPE_FLOAT32, E));
+  RK_CHECK(got[0] == R * OLD && got[n - 1] == R * OLD,
+          "c_wait_comm: calc read %g and %g, expected %g", got[0], got[n - 1],
+          R * OLD);
+  RK_OK(B->stream_sync(br, COMM0, E));
+
+  B->mem_free(br, x);
+  B->mem_free(br, newv);
+  B->mem_free(br, res);
+  free(h);
+  free(got);
+}
+
+START_TEST(test_wait_semantics) {
+  run_world(all_ranks(), 1, 2, 60, wait_body);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Delay, timeouts, aborts, bad arguments                              */
+/* ------------------------------------------------------------------ */
+
+static void delay_body(world_run *w, int rank, ovl__brank *br) {
+  double t0, dt;
+  RK_OK(B->stream_sync(br, CALC, E)); /* nothing queued: returns at once */
+  t0 = ovl__now();
+  RK_OK(B->delay(br, CALC, 50000.0, E));
+  RK_OK(B->stream_sync(br, CALC, E));
+  dt = ovl__now() - t0;
+  RK_CHECK(dt >= 0.049 && dt < 1.0, "a 50 ms delay took %.4f s", dt);
+  RK_OK(B->delay(br, COMM0, 0.0, E));
+  RK_OK(B->stream_sync(br, COMM0, E));
+}
+
+START_TEST(test_delay) { run_world(1, 0, 1, 30, delay_body); }
+END_TEST
+
+/* A stream that stays busy past the timeout: the sync fails with
+ * OVL_ETIMEDOUT, aborts the world, and later syncs and collectives fail
+ * with OVL_EABORTED. */
+static void timeout_body(world_run *w, int rank, ovl__brank *br) {
+  ovl_error err;
+  ovl_status st;
+  double t0, dt;
+  void *p;
+  RK_OK(B->mem_alloc(br, 64, &p, E));
+  RK_OK(B->delay(br, CALC, 3e6, E));
+  t0 = ovl__now();
+  st = B->stream_sync(br, CALC, &err);
+  dt = ovl__now() - t0;
+  RK_CHECK(st == OVL_ETIMEDOUT, "sync: %s: %s", ovl_err_name(st),
+          st == OVL_OK ? "" : err.msg);
+  RK_CHECK(strstr(err.msg, "rank 0: sync of calc stream: timed out after "
+                          "0.5 s") != NULL,
+          "message: %s", err.msg);
+  RK_CHECK(dt >= 0.49 && dt < 2.5, "timed out after %.3f s", dt);
+  st = B->stream_sync(br, CALC, &err);
+  RK_CHECK(st == OVL_EABORTED, "second sync: %s", ovl_err_name(st));
+  st = B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
+                     OVL_DTYPE_FLOAT32, p, p, 16, 0, &err);
+  RK_CHECK(st == OVL_EABORTED, "collective after abort: %s",
+          ovl_err_name(st));
+  B->mem_free(br, p);
+}
+
+START_TEST(test_timeout) { run_world(1, 1, 1, 0.5, timeout_body); }
+END_TEST
+
+/* A collective only rank 0 calls never finishes: its sync times out and
+ * aborts the world, and rank 1's next sync fails with OVL_EABORTED instead
+ * of waiting. No rank may hang in the enqueue itself. */
+static void stuck_body(world_run *w, int rank, ovl__brank *br) {
+  ovl_error err;
+  ovl_status st;
+  void *p;
+  RK_OK(B->mem_alloc(br, 1024 * sizeof(float), &p, E));
+  if (rank == 0) {
+    RK_OK(B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
+                       OVL_DTYPE_FLOAT32, p, p, 1024, 0, E));
+    st = B->stream_sync(br, COMM0, &err);
+    RK_CHECK(st == OVL_ETIMEDOUT, "stuck sync: %s: %s", ovl_err_name(st),
+            st == OVL_OK ? "" : err.msg);
+    RK_CHECK(strstr(err.msg, "NCCL collective stuck?") != NULL, "message: %s",
+            err.msg);
+  }
+  if (!rank_barrier(w))
+    return;
+  if (rank != 0) {
+    st = B->stream_sync(br, CALC, &err);
+    RK_CHECK(st == OVL_EABORTED, "sync on rank %d: %s", rank,
+            ovl_err_name(st));
+  }
+  B->mem_free(br, p);
+}
+
+START_TEST(test_stuck_collective) {
+  if (ngpus < 2)
+    return; /* one rank cannot wait for another */
+  run_world(2, 1, 1, 2.0, stuck_body);
+}
+END_TEST
+
+static void invalid_body(world_run *w, int rank, ovl__brank *br) {
+  ovl_error err;
+  void *p;
+  RK_OK(B->mem_alloc(br, 64, &p, E));
+  /* One ring: streams 0 and 1, events 0 and 1, communicator of ring 0. */
+  RK_CHECK(B->stream_sync(br, 2, &err) == OVL_EINVAL, "sync of stream 2");
+  RK_CHECK(B->stream_sync(br, -1, &err) == OVL_EINVAL, "sync of stream -1");
+  RK_CHECK(B->event_record(br, 2, CALC, &err) == OVL_EINVAL, "event 2");
+  RK_CHECK(B->event_record(br, EV_COMPUTE0, 2, &err) == OVL_EINVAL,
+          "record on stream 2");
+  RK_CHECK(B->stream_wait_event(br, 2, EV_COMPUTE0, &err) == OVL_EINVAL,
+          "wait on stream 2");
+  RK_CHECK(B->stream_wait_event(br, CALC, -1, &err) == OVL_EINVAL,
+          "wait for event -1");
+  RK_CHECK(B->elementwise(br, 2, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, p, p, NULL,
+                         1, 0, 4, &err) == OVL_EINVAL,
+          "elementwise on stream 2");
+  RK_CHECK(B->elementwise(br, CALC, OVL_EW_ADD, OVL_DTYPE_FLOAT32, p, p, NULL,
+                         1, 0, 4, &err) == OVL_EINVAL,
+          "add without y");
+  RK_CHECK(B->delay(br, 2, 1.0, &err) == OVL_EINVAL, "delay on stream 2");
+  RK_CHECK(B->delay(br, CALC, -1.0, &err) == OVL_EINVAL, "negative delay");
+  RK_CHECK(B->collective(br, CALC, 1, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
+                        OVL_DTYPE_FLOAT32, p, p, 4, 0, &err) == OVL_EINVAL,
+          "collective on ring 1");
+  RK_CHECK(strstr(err.msg, "ring 1") != NULL, "message: %s", err.msg);
+  RK_CHECK(B->collective(br, CALC, 0, OVL_COLL_BROADCAST, OVL_RED_SUM,
+                        OVL_DTYPE_FLOAT32, p, p, 4, w->nranks,
+                        &err) == OVL_EINVAL,
+          "broadcast from a rank that does not exist");
+  /* The world still works after all that. */
+  RK_OK(B->event_record(br, EV_COMPUTE0, CALC, E));
+  RK_OK(B->stream_wait_event(br, COMM0, EV_COMPUTE0, E));
+  RK_OK(B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
+                     OVL_DTYPE_FLOAT32, p, p, 4, 0, E));
+  RK_OK(B->stream_sync(br, COMM0, E));
+  B->mem_free(br, p);
+}
+
+START_TEST(test_invalid) {
+  ovl__bworld *bw;
+  ovl__brank *br = NULL;
+  ovl_error err;
+  run_world(1, 1, 1, 30, invalid_body);
+  CK_OK(B->world_init(1, 0, &bw, E));
+  ck_assert_int_eq(B->rank_init(bw, 1, 0, &br, &err), OVL_EINVAL);
+  ck_assert_int_eq(B->rank_init(bw, 0, OVL_MAX_RINGS + 1, &br, &err),
+                   OVL_EINVAL);
+  ck_assert_int_eq(B->world_rings(bw, OVL_MAX_RINGS + 1, &err), OVL_EINVAL);
+  B->world_fini(bw);
+}
+END_TEST
+
+static Suite *cuda_suite(void) {
+  Suite *s = suite_create("cuda");
+  TCase *tc = tcase_create("cuda");
+  /* NCCL setup alone takes seconds; CK_TIMEOUT_MULTIPLIER still applies. */
+  tcase_set_timeout(tc, 180);
+  tcase_add_test(tc, test_devices);
+  tcase_add_test(tc, test_poison);
+  tcase_add_test(tc, test_elementwise);
+  tcase_add_test(tc, test_collectives_one_gpu);
+  tcase_add_test(tc, test_collectives_all_gpus);
+  tcase_add_test(tc, test_two_rings);
+  tcase_add_test(tc, test_wait_semantics);
+  tcase_add_test(tc, test_delay);
+  tcase_add_test(tc, test_timeout);
+  tcase_add_test(tc, test_stuck_collective);
+  tcase_add_test(tc, test_invalid);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr;
+  int failed;
+
+  ngpus = probe_gpus();
+  if (ngpus == 0) {
+    printf("test_cuda: no GPU visible, skipping\n");
+    return 77;
+  }
+  sr = srunner_create(cuda_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? 0 : 1;
+}
