@@ -1013,6 +1013,17 @@ static void cpu_mem_free(ovl__brank *br, void *ptr) {
   free(ptr);
 }
 
+/* Host buffers are plain memory: the emulated device copies with memcpy. */
+static ovl_status cpu_host_alloc(ovl__brank *br, size_t bytes, void **out,
+                                 ovl_error *err) {
+  *out = malloc(bytes ? bytes : 1);
+  if (*out == NULL)
+    return ovl__err(err, OVL_ENOMEM,
+                    "rank %d: cannot allocate %zu bytes of host memory",
+                    br->rank, bytes);
+  return OVL_OK;
+}
+
 static ovl_status cpu_mem_upload(ovl__brank *br, void *dst, const void *src,
                                  size_t bytes, ovl_error *err) {
   (void)br;
@@ -1242,6 +1253,8 @@ const ovl__backend_ops ovl__backend_cpu = {
     .rank_fini = cpu_rank_fini,
     .mem_alloc = cpu_mem_alloc,
     .mem_free = cpu_mem_free,
+    .host_alloc = cpu_host_alloc,
+    .host_free = cpu_mem_free,
     .mem_upload = cpu_mem_upload,
     .mem_download = cpu_mem_download,
     .event_record = cpu_event_record,

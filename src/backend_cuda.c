@@ -639,6 +639,24 @@ static void cuda_mem_free(ovl__brank *br, void *ptr) {
     (void)cudaGetLastError();
 }
 
+static ovl_status cuda_host_alloc(ovl__brank *br, size_t bytes, void **out,
+                                  ovl_error *err) {
+  void *p = NULL;
+  *out = NULL;
+  if (bytes == 0)
+    bytes = 1;
+  OVL__CUDACHECK(err, br->rank, NULL, cudaHostAlloc,
+                 (&p, bytes, cudaHostAllocPortable));
+  *out = p;
+  return OVL_OK;
+}
+
+static void cuda_host_free(ovl__brank *br, void *ptr) {
+  (void)br;
+  if (ptr != NULL && cudaFreeHost(ptr) != cudaSuccess)
+    (void)cudaGetLastError();
+}
+
 static ovl_status cuda_mem_upload(ovl__brank *br, void *dst, const void *src,
                                   size_t bytes, ovl_error *err) {
   if (bytes == 0)
@@ -988,6 +1006,8 @@ const ovl__backend_ops ovl__backend_cuda = {
     .rank_fini = cuda_rank_fini,
     .mem_alloc = cuda_mem_alloc,
     .mem_free = cuda_mem_free,
+    .host_alloc = cuda_host_alloc,
+    .host_free = cuda_host_free,
     .mem_upload = cuda_mem_upload,
     .mem_download = cuda_mem_download,
     .event_record = cuda_event_record,

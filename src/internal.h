@@ -242,6 +242,12 @@ typedef struct ovl__backend_ops {
   ovl_status (*mem_alloc)(ovl__brank *br, size_t bytes, void **out,
                           ovl_error *err);
   void (*mem_free)(ovl__brank *br, void *ptr);
+  /* Host memory for copies to and from the device: page-locked where the
+   * backend has such a thing (a fetch is timed, and a copy to pageable
+   * memory is several times slower). */
+  ovl_status (*host_alloc)(ovl__brank *br, size_t bytes, void **out,
+                           ovl_error *err);
+  void (*host_free)(ovl__brank *br, void *ptr);
   /* Synchronous copies between host and device memory. */
   ovl_status (*mem_upload)(ovl__brank *br, void *dst, const void *src,
                            size_t bytes, ovl_error *err);

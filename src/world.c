@@ -353,11 +353,11 @@ static ovl_status rank_setup(rank_t *rk, ovl_error *err) {
     }
     if (var->init == OVL_INIT_NONE)
       continue;
-    rk->host_in[v] = malloc(bytes);
-    if (rk->host_in[v] == NULL)
-      return ovl__err(err, OVL_ENOMEM,
-                      "rank %d: out of host memory for input '%s'", rk->rank,
-                      var->name);
+    st = be->host_alloc(rk->br, bytes, &rk->host_in[v], err);
+    if (st != OVL_OK) {
+      ovl__err_prefix(err, "host copy of input '%s': ", var->name);
+      return st;
+    }
     if (var->dtype == OVL_DTYPE_FLOAT32) {
       float *p = rk->host_in[v];
       for (int64_t i = 0; i < var->numel; i++)
@@ -370,11 +370,13 @@ static ovl_status rank_setup(rank_t *rk, ovl_error *err) {
   }
   for (size_t i = 0; i < prog->nfetch; i++) {
     const ovl__var *var = &prog->vars[prog->fetch[i]];
-    rk->host_out[i] = malloc((size_t)var->numel * ovl_dtype_size(var->dtype));
-    if (rk->host_out[i] == NULL)
-      return ovl__err(err, OVL_ENOMEM,
-                      "rank %d: out of host memory for fetched '%s'",
-                      rk->rank, var->name);
+    st = be->host_alloc(rk->br,
+                        (size_t)var->numel * ovl_dtype_size(var->dtype),
+                        &rk->host_out[i], err);
+    if (st != OVL_OK) {
+      ovl__err_prefix(err, "host buffer of fetched '%s': ", var->name);
+      return st;
+    }
   }
   return OVL_OK;
 }
@@ -473,12 +475,14 @@ static void rank_teardown(rank_t *rk) {
     for (size_t v = 0; rk->dev != NULL && v < prog->nvars; v++)
       if (rk->dev[v] != NULL)
         be->mem_free(rk->br, rk->dev[v]);
+    for (size_t v = 0; rk->host_in != NULL && v < prog->nvars; v++)
+      if (rk->host_in[v] != NULL)
+        be->host_free(rk->br, rk->host_in[v]);
+    for (size_t i = 0; rk->host_out != NULL && i < prog->nfetch; i++)
+      if (rk->host_out[i] != NULL)
+        be->host_free(rk->br, rk->host_out[i]);
     be->rank_fini(rk->br);
   }
-  for (size_t v = 0; rk->host_in != NULL && v < prog->nvars; v++)
-    free(rk->host_in[v]);
-  for (size_t i = 0; rk->host_out != NULL && i < prog->nfetch; i++)
-    free(rk->host_out[i]);
   free(rk->dev);
   free(rk->host_in);
   free(rk->host_out);
