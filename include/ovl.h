@@ -147,6 +147,14 @@ typedef struct ovl_world_opts_s {
   /* Seconds a collective or a stream may stay stuck before it is an error;
    * 0 means 60. */
   double timeout_s;
+  /* Tuning of the cuda backend (an error on backends without it):
+   * comm streams at the highest stream priority, so their NCCL kernels are
+   * scheduled before queued compute blocks; */
+  int comm_priority_high;
+  /* NCCL's CTA limits (ncclConfig_t minCTAs / maxCTAs); 0 = NCCL's choice.
+   * Either one makes the communicators with ncclCommInitRankConfig in one
+   * group instead of ncclCommInitAll. */
+  int nccl_min_ctas, nccl_max_ctas;
 } ovl_world_opts;
 
 ovl_status ovl_world_create(const ovl_world_opts *opts, ovl_world **out,
@@ -163,6 +171,9 @@ int ovl_backend_available(const char *name);
 typedef struct ovl_run_opts_s {
   int iters;  /* timed iterations */
   int warmup; /* untimed iterations before them */
+  /* Time every stream op on its stream (device timers around each op; off
+   * by default, so that it does not perturb what it measures). */
+  int op_times;
 } ovl_run_opts;
 
 typedef struct ovl_result_s ovl_result;
@@ -180,6 +191,16 @@ const double *ovl_result_times(const ovl_result *res);
 /* The last fetched value of fetched variable `i` on `rank`, converted to
  * double; NULL if it was never fetched. numel as in ovl_program_fetch_info. */
 const double *ovl_result_fetched(const ovl_result *res, int rank, size_t i);
+
+/* With op_times: the seconds op `i` of the run's program took on its
+ * stream on `rank`, summed over the timed iterations (0 for host ops);
+ * NULL when the run did not time its ops. */
+const double *ovl_result_op_times(const ovl_result *res, int rank);
+
+/* One op of a program: its name, source position and the stream it is
+ * enqueued on (0 = calc, 1 + R = comm stream of ring R; -1 for host ops). */
+void ovl_program_op(const ovl_program *prog, size_t i, const char **name,
+                    int *line, int *stream);
 
 /* ------------------------------------------------------------------ */
 /* Reference and numeric check.                                        */

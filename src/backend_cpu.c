@@ -18,6 +18,7 @@
  * nothing polls, and only the delay command sleeps.
  */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -49,7 +50,7 @@ typedef struct ring ring;
 /* Commands                                                            */
 /* ------------------------------------------------------------------ */
 
-typedef enum { CMD_KERNEL, CMD_COLL, CMD_WAIT, CMD_DELAY } cmd_kind;
+typedef enum { CMD_KERNEL, CMD_COLL, CMD_WAIT, CMD_DELAY, CMD_MARK } cmd_kind;
 
 /* What one rank brings to a collective. */
 typedef struct arrival {
@@ -90,6 +91,9 @@ typedef struct cmd {
     struct {
       double us;
     } delay;
+    struct {
+      size_t index;
+    } mark;
   } u;
 } cmd;
 
@@ -172,6 +176,10 @@ struct ovl__brank {
   event *events;   /* 2 * nrings; host thread only */
   ring *rings[OVL_MAX_RINGS];
   uint64_t seq[OVL_MAX_RINGS]; /* next collective number, per ring */
+  /* Timer marks (--op-times): host clock when a stream reached each one.
+   * Written by workers, read by the host after a sync of those streams. */
+  double *marks;
+  size_t nmarks;
 };
 
 /* ------------------------------------------------------------------ */
@@ -694,6 +702,9 @@ static ovl_status run_cmd(stream *s, cmd *c, bool failed, ovl_error *err) {
     if (!failed)
       run_delay(c->u.delay.us);
     return OVL_OK;
+  case CMD_MARK:
+    br->marks[c->u.mark.index] = ovl__now();
+    return OVL_OK;
   }
   return OVL_OK;
 }
@@ -908,6 +919,7 @@ static void rank_destroy(ovl__brank *br, int ncreated) {
     stream_destroy(&br->streams[i]);
   free(br->streams);
   free(br->events);
+  free(br->marks);
   free(br);
 }
 
@@ -1240,6 +1252,44 @@ static ovl_status cpu_delay(ovl__brank *br, int stream_idx, double us,
   return enqueue(s, &c, err);
 }
 
+static ovl_status cpu_timers_reserve(ovl__brank *br, size_t n,
+                                     ovl_error *err) {
+  double *m = realloc(br->marks, (n ? n : 1) * sizeof *m);
+  if (m == NULL)
+    return ovl__err(err, OVL_ENOMEM, "rank %d: no memory for %zu timers",
+                    br->rank, n);
+  for (size_t i = 0; i < n; i++)
+    m[i] = NAN;
+  br->marks = m;
+  br->nmarks = n;
+  return OVL_OK;
+}
+
+static ovl_status cpu_timer_mark(ovl__brank *br, size_t i, int stream_idx,
+                                 ovl_error *err) {
+  stream *s = get_stream(br, stream_idx, err);
+  cmd c;
+  if (s == NULL)
+    return OVL_EINVAL;
+  if (i >= br->nmarks)
+    return ovl__err(err, OVL_EINVAL, "rank %d: timer %zu of %zu", br->rank,
+                    i, br->nmarks);
+  memset(&c, 0, sizeof c);
+  c.kind = CMD_MARK;
+  c.u.mark.index = i;
+  return enqueue(s, &c, err);
+}
+
+static ovl_status cpu_timer_elapsed(ovl__brank *br, size_t a, size_t b,
+                                    double *seconds, ovl_error *err) {
+  if (a >= br->nmarks || b >= br->nmarks || isnan(br->marks[a]) ||
+      isnan(br->marks[b]))
+    return ovl__err(err, OVL_EINVAL, "rank %d: timers %zu, %zu not taken",
+                    br->rank, a, b);
+  *seconds = br->marks[b] - br->marks[a];
+  return OVL_OK;
+}
+
 const ovl__backend_ops ovl__backend_cpu = {
     .name = "cpu",
     .device_count = cpu_device_count,
@@ -1263,4 +1313,8 @@ const ovl__backend_ops ovl__backend_cpu = {
     .elementwise = cpu_elementwise,
     .collective = cpu_collective,
     .delay = cpu_delay,
+    .timers_reserve = cpu_timers_reserve,
+    .timer_mark = cpu_timer_mark,
+    .timer_elapsed = cpu_timer_elapsed,
+    .world_tune = NULL,
 };

@@ -77,6 +77,10 @@ struct ovl__bworld {
   bool comms_released;
   /* Held by rank r's thread around its NCCL calls, and by world_abort. */
   pthread_mutex_t nccl_lock[OVL_MAX_RANKS];
+  /* Tuning (world_tune): comm streams at the highest priority; NCCL CTA
+   * limits (0 = NCCL's choice). */
+  bool comm_priority_high;
+  int nccl_min_ctas, nccl_max_ctas;
 };
 
 struct ovl__brank {
@@ -95,6 +99,9 @@ struct ovl__brank {
   bool recorded[2 * OVL_MAX_RINGS];
   /* The world's abort_flag as this device addresses it. */
   const volatile int *abort_flag_dev;
+  /* Timing events for --op-times (created with timing enabled). */
+  size_t ntimers;
+  cudaEvent_t *timers;
 };
 
 /* ------------------------------------------------------------------ */
@@ -363,7 +370,34 @@ static ovl_status comms_create(ovl__bworld *bw, int ring, ovl_error *err) {
 
   for (int i = 0; i < bw->nranks; i++)
     devlist[i] = i;
-  r = ncclCommInitAll(bw->comms[ring], bw->nranks, devlist);
+  if (bw->nccl_min_ctas == 0 && bw->nccl_max_ctas == 0) {
+    r = ncclCommInitAll(bw->comms[ring], bw->nranks, devlist);
+  } else {
+    /* ncclCommInitAll takes no config: its documented equivalent, one
+     * ncclCommInitRankConfig per device inside one group. */
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    ncclUniqueId id;
+    if (bw->nccl_min_ctas > 0)
+      config.minCTAs = bw->nccl_min_ctas;
+    if (bw->nccl_max_ctas > 0)
+      config.maxCTAs = bw->nccl_max_ctas;
+    r = ncclGetUniqueId(&id);
+    if (r == ncclSuccess)
+      r = ncclGroupStart();
+    for (int i = 0; r == ncclSuccess && i < bw->nranks; i++) {
+      if (cudaSetDevice(devlist[i]) != cudaSuccess) {
+        r = ncclUnhandledCudaError;
+        break;
+      }
+      r = ncclCommInitRankConfig(&bw->comms[ring][i], bw->nranks, id, i,
+                                 &config);
+    }
+    {
+      ncclResult_t r2 = ncclGroupEnd();
+      if (r == ncclSuccess)
+        r = r2;
+    }
+  }
   if (r != ncclSuccess) {
     snprintf(where, sizeof where, "ring %d (%d rank%s)", ring, bw->nranks,
              bw->nranks == 1 ? "" : "s");
@@ -526,6 +560,9 @@ static void cuda_world_fini(ovl__bworld *bw) {
 /* ------------------------------------------------------------------ */
 
 static void rank_release(ovl__brank *br) {
+  for (size_t i = 0; i < br->ntimers; i++)
+    (void)cudaEventDestroy(br->timers[i]);
+  free(br->timers);
   for (int i = 0; i < br->nevents; i++)
     (void)cudaEventDestroy(br->events[i]);
   for (int i = 0; i < br->nstreams; i++)
@@ -561,11 +598,20 @@ static ovl_status cuda_rank_init(ovl__bworld *bw, int rank, int nrings,
                       (&br->sm_count, cudaDevAttrMultiProcessorCount,
                        br->device),
                       st, fail);
-  for (int s = 0; s < 1 + nrings; s++) {
-    OVL__CUDACHECK_GOTO(err, rank, stream_name(where, sizeof where, s),
-                        cudaStreamCreateWithFlags,
-                        (&br->streams[s], cudaStreamNonBlocking), st, fail);
-    br->nstreams++;
+  {
+    /* Lower numbers are higher priorities: greatest is the highest. */
+    int least = 0, greatest = 0;
+    OVL__CUDACHECK_GOTO(err, rank, NULL, cudaDeviceGetStreamPriorityRange,
+                        (&least, &greatest), st, fail);
+    for (int s = 0; s < 1 + nrings; s++) {
+      int prio = s != OVL_STREAM_CALC && bw->comm_priority_high ? greatest
+                                                                : least;
+      OVL__CUDACHECK_GOTO(err, rank, stream_name(where, sizeof where, s),
+                          cudaStreamCreateWithPriority,
+                          (&br->streams[s], cudaStreamNonBlocking, prio), st,
+                          fail);
+      br->nstreams++;
+    }
   }
   {
     void *flag = NULL;
@@ -993,6 +1039,70 @@ static ovl_status cuda_delay(ovl__brank *br, int stream, double us,
   return OVL_OK;
 }
 
+/* ------------------------------------------------------------------ */
+/* Tuning and op timers                                                */
+/* ------------------------------------------------------------------ */
+
+static ovl_status cuda_world_tune(ovl__bworld *bw, const ovl_world_opts *o,
+                                  ovl_error *err) {
+  if (bw->nrings > 0)
+    return ovl__err(err, OVL_EINVAL,
+                    "cuda backend: tuning must come before the first ring");
+  if (o->nccl_min_ctas < 0 || o->nccl_max_ctas < 0 ||
+      (o->nccl_min_ctas > 0 && o->nccl_max_ctas > 0 &&
+       o->nccl_min_ctas > o->nccl_max_ctas))
+    return ovl__err(err, OVL_EINVAL,
+                    "NCCL CTA limits: min %d, max %d: need 0 <= min <= max",
+                    o->nccl_min_ctas, o->nccl_max_ctas);
+  bw->comm_priority_high = o->comm_priority_high != 0;
+  bw->nccl_min_ctas = o->nccl_min_ctas;
+  bw->nccl_max_ctas = o->nccl_max_ctas;
+  return OVL_OK;
+}
+
+static ovl_status cuda_timers_reserve(ovl__brank *br, size_t n,
+                                      ovl_error *err) {
+  cudaEvent_t *t;
+  if (n <= br->ntimers)
+    return OVL_OK;
+  t = realloc(br->timers, n * sizeof *t);
+  if (t == NULL)
+    return ovl__err(err, OVL_ENOMEM, "rank %d: no memory for %zu timers",
+                    br->rank, n);
+  br->timers = t;
+  while (br->ntimers < n) {
+    OVL__CUDACHECK(err, br->rank, NULL, cudaEventCreate,
+                   (&br->timers[br->ntimers]));
+    br->ntimers++;
+  }
+  return OVL_OK;
+}
+
+static ovl_status cuda_timer_mark(ovl__brank *br, size_t i, int stream,
+                                  ovl_error *err) {
+  char where[48];
+  if (!stream_valid(br, stream))
+    return bad_stream(br, stream, err);
+  if (i >= br->ntimers)
+    return ovl__err(err, OVL_EINVAL, "rank %d: timer %zu of %zu", br->rank,
+                    i, br->ntimers);
+  OVL__CUDACHECK(err, br->rank, stream_name(where, sizeof where, stream),
+                 cudaEventRecord, (br->timers[i], br->streams[stream]));
+  return OVL_OK;
+}
+
+static ovl_status cuda_timer_elapsed(ovl__brank *br, size_t a, size_t b,
+                                     double *seconds, ovl_error *err) {
+  float ms = 0;
+  if (a >= br->ntimers || b >= br->ntimers)
+    return ovl__err(err, OVL_EINVAL, "rank %d: timers %zu, %zu of %zu",
+                    br->rank, a, b, br->ntimers);
+  OVL__CUDACHECK(err, br->rank, NULL, cudaEventElapsedTime,
+                 (&ms, br->timers[a], br->timers[b]));
+  *seconds = (double)ms * 1e-3;
+  return OVL_OK;
+}
+
 const ovl__backend_ops ovl__backend_cuda = {
     .name = "cuda",
     .device_count = cuda_device_count,
@@ -1016,4 +1126,8 @@ const ovl__backend_ops ovl__backend_cuda = {
     .elementwise = cuda_elementwise,
     .collective = cuda_collective,
     .delay = cuda_delay,
+    .timers_reserve = cuda_timers_reserve,
+    .timer_mark = cuda_timer_mark,
+    .timer_elapsed = cuda_timer_elapsed,
+    .world_tune = cuda_world_tune,
 };

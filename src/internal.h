@@ -279,6 +279,22 @@ typedef struct ovl__backend_ops {
                            int root, ovl_error *err);
   /* Keep `stream` busy for `us` microseconds. */
   ovl_status (*delay)(ovl__brank *br, int stream, double us, ovl_error *err);
+
+  /* Per-op device timing (--op-times). Room for n marks is reserved before
+   * the timed loop; mark i is taken when `stream` reaches that point of its
+   * queue; once the streams are drained, *seconds is the time from mark a
+   * to mark b. */
+  ovl_status (*timers_reserve)(ovl__brank *br, size_t n, ovl_error *err);
+  ovl_status (*timer_mark)(ovl__brank *br, size_t i, int stream,
+                           ovl_error *err);
+  ovl_status (*timer_elapsed)(ovl__brank *br, size_t a, size_t b,
+                              double *seconds, ovl_error *err);
+
+  /* (main, optional: NULL where the backend has no such knobs) Apply the
+   * tuning fields of `opts` (comm stream priority, NCCL CTA limits) before
+   * any ring or rank exists. */
+  ovl_status (*world_tune)(ovl__bworld *bw, const ovl_world_opts *opts,
+                           ovl_error *err);
 } ovl__backend_ops;
 
 extern const ovl__backend_ops ovl__backend_cpu;

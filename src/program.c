@@ -122,3 +122,18 @@ void ovl_program_fetch_info(const ovl_program *prog, size_t i,
   info->dims = v->dims;
   info->numel = v->numel;
 }
+
+void ovl_program_op(const ovl_program *prog, size_t i, const char **name,
+                    int *line, int *stream) {
+  const ovl__op *op = &prog->ops[i];
+  ovl__kind k = op->def->kind;
+  if (name != NULL)
+    *name = op->def->name;
+  if (line != NULL)
+    *line = op->line;
+  if (stream != NULL)
+    *stream = k == OVL_KIND_COMPUTE || k == OVL_KIND_COLLECTIVE ||
+                      k == OVL_KIND_DELAY
+                  ? ovl__op_stream(op)
+                  : -1;
+}

@@ -32,6 +32,8 @@ struct ovl_result_s {
   int iters;
   double *times;
   double **fetched; /* [rank * nfetch + i], NULL where never fetched */
+  size_t nops;
+  double *op_times; /* [rank * nops + op], summed; NULL unless asked for */
 };
 
 /* ------------------------------------------------------------------ */
@@ -104,6 +106,18 @@ ovl_status ovl_world_create(const ovl_world_opts *opts, ovl_world **out,
     free(w);
     return st;
   }
+  if (o.comm_priority_high || o.nccl_min_ctas || o.nccl_max_ctas) {
+    st = be->world_tune != NULL
+             ? be->world_tune(w->bw, &o, err)
+             : ovl__err(err, OVL_EINVAL,
+                        "backend '%s' has no comm stream priority or NCCL "
+                        "CTA limits (the cuda backend has)",
+                        be->name);
+    if (st != OVL_OK) {
+      ovl_world_free(w);
+      return st;
+    }
+  }
   *out = w;
   return OVL_OK;
 }
@@ -135,6 +149,7 @@ void ovl_result_free(ovl_result *res) {
       free(res->fetched[i]);
   free(res->fetched);
   free(res->times);
+  free(res->op_times);
   free(res);
 }
 
@@ -318,6 +333,38 @@ static ovl_status exec_op(rank_t *rk, const ovl__op *op, ovl_error *err) {
   return ovl__err(err, OVL_EINVAL, "unknown op kind");
 }
 
+const double *ovl_result_op_times(const ovl_result *res, int rank) {
+  if (res->op_times == NULL || rank < 0 || rank >= res->nranks)
+    return NULL;
+  return res->op_times + (size_t)rank * res->nops;
+}
+
+/* Ops that run on a stream, and so can be timed there. */
+static bool op_on_stream(const ovl__op *op) {
+  ovl__kind k = op->def->kind;
+  return k == OVL_KIND_COMPUTE || k == OVL_KIND_COLLECTIVE ||
+         k == OVL_KIND_DELAY;
+}
+
+/* After a drain: add each timed op's span (marks 2i and 2i + 1) to the
+ * result. */
+static ovl_status collect_op_times(rank_t *rk, ovl_error *err) {
+  const ovl_program *prog = rk->run->prog;
+  double *sum = rk->run->res->op_times + (size_t)rk->rank * prog->nops;
+  for (size_t i = 0; i < prog->nops; i++) {
+    double sec;
+    ovl_status st;
+    if (!op_on_stream(&prog->ops[i]))
+      continue;
+    st = rk->run->world->be->timer_elapsed(rk->br, 2 * i, 2 * i + 1, &sec,
+                                           err);
+    if (st != OVL_OK)
+      return st;
+    sum[i] += sec;
+  }
+  return OVL_OK;
+}
+
 static ovl_status drain(rank_t *rk, ovl_error *err) {
   const ovl__backend_ops *be = rk->run->world->be;
   ovl_status st = be->stream_sync(rk->br, OVL_STREAM_CALC, err);
@@ -367,6 +414,11 @@ static ovl_status rank_setup(rank_t *rk, ovl_error *err) {
       for (int64_t i = 0; i < var->numel; i++)
         p[i] = ovl__var_init_value(var, rk->rank, i);
     }
+  }
+  if (rk->run->opts.op_times) {
+    st = be->timers_reserve(rk->br, 2 * prog->nops, err);
+    if (st != OVL_OK)
+      return st;
   }
   for (size_t i = 0; i < prog->nfetch; i++) {
     const ovl__var *var = &prog->vars[prog->fetch[i]];
@@ -425,6 +477,7 @@ static ovl_status keep_fetched(rank_t *rk, ovl_error *err) {
 
 static ovl_status run_iterations(rank_t *rk, ovl_error *err) {
   run_t *run = rk->run;
+  const ovl__backend_ops *be = run->world->be;
   const ovl_program *prog = run->prog;
   int total = run->opts.warmup + run->opts.iters;
   ovl_status st;
@@ -441,7 +494,13 @@ static ovl_status run_iterations(rank_t *rk, ovl_error *err) {
       t0 = ovl__now();
     for (size_t i = 0; i < prog->nops; i++) {
       const ovl__op *op = &prog->ops[i];
-      st = exec_op(rk, op, err);
+      bool timed = run->opts.op_times && op_on_stream(op);
+      int stream = ovl__op_stream(op);
+      st = timed ? be->timer_mark(rk->br, 2 * i, stream, err) : OVL_OK;
+      if (st == OVL_OK)
+        st = exec_op(rk, op, err);
+      if (st == OVL_OK && timed)
+        st = be->timer_mark(rk->br, 2 * i + 1, stream, err);
       if (st != OVL_OK) {
         ovl__err_prefix(err, "%s:%d:%d: %s on %s stream: ", prog->filename,
                         op->line, op->col, op->def->name,
@@ -456,6 +515,11 @@ static ovl_status run_iterations(rank_t *rk, ovl_error *err) {
       return OVL_EABORTED;
     if (rk->rank == 0 && it >= run->opts.warmup)
       run->res->times[it - run->opts.warmup] = ovl__now() - t0;
+    if (run->opts.op_times && it >= run->opts.warmup) {
+      st = collect_op_times(rk, err);
+      if (st != OVL_OK)
+        return st;
+    }
   }
   return keep_fetched(rk, err);
 }
@@ -516,7 +580,8 @@ static void *rank_main(void *arg) {
 }
 
 static ovl_status result_new(const ovl_program *prog, int nranks, int iters,
-                             ovl_result **out, ovl_error *err) {
+                             bool op_times, ovl_result **out,
+                             ovl_error *err) {
   ovl_result *res = calloc(1, sizeof *res);
   if (res == NULL)
     return ovl__err(err, OVL_ENOMEM, "out of memory");
@@ -526,7 +591,12 @@ static ovl_status result_new(const ovl_program *prog, int nranks, int iters,
   res->times = calloc(iters > 0 ? (size_t)iters : 1, sizeof *res->times);
   res->fetched = calloc((size_t)nranks * prog->nfetch + 1,
                         sizeof *res->fetched);
-  if (res->times == NULL || res->fetched == NULL) {
+  res->nops = prog->nops;
+  if (op_times)
+    res->op_times = calloc((size_t)nranks * prog->nops + 1,
+                           sizeof *res->op_times);
+  if (res->times == NULL || res->fetched == NULL ||
+      (op_times && res->op_times == NULL)) {
     ovl_result_free(res);
     return ovl__err(err, OVL_ENOMEM, "out of memory");
   }
@@ -563,7 +633,8 @@ ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
   run.world = world;
   run.prog = prog;
   run.opts = *opts;
-  st = result_new(prog, world->nranks, opts->iters, &run.res, err);
+  st = result_new(prog, world->nranks, opts->iters, opts->op_times != 0,
+                  &run.res, err);
   if (st != OVL_OK)
     return st;
   ranks = calloc((size_t)world->nranks, sizeof *ranks);

@@ -203,6 +203,65 @@ START_TEST(sync_comm_stream_orders_fetch) {
 }
 END_TEST
 
+/* --op-times: every stream op gets its own device time; a delay of 20 ms
+ * takes at least 20 ms on its stream; host ops get none. */
+START_TEST(op_times_measure_stream_ops) {
+  static const char text[] =
+      "x = data(shape=[64], init=uniform)\n"
+      "delay(us=20000, stream=calc)\n"
+      "y = scale(x, scale=2.0)\n"
+      "c_wait_compute(y, ring_id=0)\n"
+      "c_allreduce_sum(y, ring_id=0)\n"
+      "c_wait_comm(y, ring_id=0)\n"
+      "fetch(y)\n";
+  ovl_parse_opts po = {.nranks = 2};
+  ovl_program *prog = NULL;
+  ovl_result *res = NULL;
+  ovl_error err = {0};
+  ovl_run_opts ro = {.iters = 2, .warmup = 1, .op_times = 1};
+  ck_assert_int_eq(ovl_program_parse(text, sizeof text - 1, "t.sched", &po,
+                                     &prog, &err),
+                   OVL_OK);
+  ovl_world *w = make_world(2);
+  ck_assert_msg(ovl_world_run(w, prog, &ro, &res, &err) == OVL_OK, "%s",
+                err.msg);
+  for (int r = 0; r < 2; r++) {
+    const double *t = ovl_result_op_times(res, r);
+    ck_assert_ptr_nonnull(t);
+    for (size_t i = 0; i < ovl_program_op_count(prog); i++) {
+      const char *name;
+      int line, stream;
+      ovl_program_op(prog, i, &name, &line, &stream);
+      if (strcmp(name, "delay") == 0)
+        ck_assert_msg(t[i] >= 2 * 0.020, "delay took %g s", t[i]);
+      else if (stream < 0)
+        ck_assert(t[i] == 0.0);
+      else
+        ck_assert_msg(t[i] > 0.0 && t[i] < 2 * 0.020, "%s: %g s", name,
+                      t[i]);
+    }
+  }
+  ovl_result_free(res);
+  /* Off by default. */
+  ro.op_times = 0;
+  ck_assert_int_eq(ovl_world_run(w, prog, &ro, &res, &err), OVL_OK);
+  ck_assert_ptr_null(ovl_result_op_times(res, 0));
+  ovl_result_free(res);
+  ovl_program_free(prog);
+  ovl_world_free(w);
+}
+END_TEST
+
+START_TEST(cpu_backend_refuses_cuda_tuning) {
+  ovl_world *w = NULL;
+  ovl_error err = {0};
+  ovl_world_opts wo = {.backend = "cpu", .nccl_max_ctas = 4};
+  ck_assert_int_eq(ovl_world_create(&wo, &w, &err), OVL_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "cuda backend"));
+  ck_assert_ptr_null(w);
+}
+END_TEST
+
 static Suite *world_suite(void) {
   Suite *s = suite_create("world");
   TCase *tc = tcase_create("cpu");
@@ -215,6 +274,8 @@ static Suite *world_suite(void) {
   tcase_add_test(tc, world_rejects_bad_options);
   tcase_add_test(tc, run_rejects_program_for_other_rank_count);
   tcase_add_test(tc, sync_comm_stream_orders_fetch);
+  tcase_add_test(tc, op_times_measure_stream_ops);
+  tcase_add_test(tc, cpu_backend_refuses_cuda_tuning);
   suite_add_tcase(s, tc);
   return s;
 }

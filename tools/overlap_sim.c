@@ -43,6 +43,9 @@ typedef struct {
   int show;
   double timeout_s;
   int quiet, verbose;
+  int op_times;
+  int comm_priority_high;
+  int nccl_min_ctas, nccl_max_ctas;
   const char *schedule;
 } options;
 
@@ -82,6 +85,16 @@ static void usage(FILE *f) {
           "      --timeout=SEC    a collective or stream stuck this long is "
           "an error\n"
           "                       (default 60)\n"
+          "      --op-times       time every op on its stream (device "
+          "timers around\n"
+          "                       each op; off by default: it perturbs what "
+          "it measures)\n"
+          "                       and print a table per source line\n"
+          "      --comm-priority=high|default\n"
+          "                       cuda: stream priority of the comm streams\n"
+          "      --nccl-min-ctas=N, --nccl-max-ctas=N\n"
+          "                       cuda: NCCL's CTA limits (ncclConfig_t); "
+          "0 = NCCL's choice\n"
           "  -q, --quiet          print only the verdict line and errors\n"
           "  -v, --verbose        also print every timed iteration\n"
           "  -h, --help           show this help and exit\n"
@@ -130,7 +143,16 @@ static bool parse_double(const char *s, double lo, double hi, double *out) {
 
 /* Returns -1 to go on, or an exit status. */
 static int parse_options(int argc, char **argv, options *o) {
-  enum { OPT_RTOL = 256, OPT_ATOL, OPT_SHOW, OPT_TIMEOUT };
+  enum {
+    OPT_RTOL = 256,
+    OPT_ATOL,
+    OPT_SHOW,
+    OPT_TIMEOUT,
+    OPT_OP_TIMES,
+    OPT_COMM_PRIORITY,
+    OPT_MIN_CTAS,
+    OPT_MAX_CTAS
+  };
   static const struct option longopts[] = {
       {"backend", required_argument, NULL, 'b'},
       {"ranks", required_argument, NULL, 'r'},
@@ -142,6 +164,10 @@ static int parse_options(int argc, char **argv, options *o) {
       {"atol", required_argument, NULL, OPT_ATOL},
       {"show", required_argument, NULL, OPT_SHOW},
       {"timeout", required_argument, NULL, OPT_TIMEOUT},
+      {"op-times", no_argument, NULL, OPT_OP_TIMES},
+      {"comm-priority", required_argument, NULL, OPT_COMM_PRIORITY},
+      {"nccl-min-ctas", required_argument, NULL, OPT_MIN_CTAS},
+      {"nccl-max-ctas", required_argument, NULL, OPT_MAX_CTAS},
       {"quiet", no_argument, NULL, 'q'},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
@@ -213,6 +239,30 @@ static int parse_options(int argc, char **argv, options *o) {
                            "(0.001 to 1e6)",
                            optarg);
       break;
+    case OPT_OP_TIMES:
+      o->op_times = 1;
+      break;
+    case OPT_COMM_PRIORITY:
+      if (strcmp(optarg, "high") == 0)
+        o->comm_priority_high = 1;
+      else if (strcmp(optarg, "default") == 0)
+        o->comm_priority_high = 0;
+      else
+        return usage_error("--comm-priority: '%s' is not high or default",
+                           optarg);
+      break;
+    case OPT_MIN_CTAS:
+      if (!parse_int(optarg, 0, 64, &o->nccl_min_ctas))
+        return usage_error("--nccl-min-ctas: '%s' is not a number from 0 to "
+                           "64",
+                           optarg);
+      break;
+    case OPT_MAX_CTAS:
+      if (!parse_int(optarg, 0, 64, &o->nccl_max_ctas))
+        return usage_error("--nccl-max-ctas: '%s' is not a number from 0 to "
+                           "64",
+                           optarg);
+      break;
     case 'q':
       o->quiet = 1;
       break;
@@ -262,6 +312,7 @@ static const char *default_schedule(void) {
 
 typedef struct {
   ovl_mode mode;
+  ovl_program *prog; /* the transformed program that ran */
   bool ran;
   bool checked; /* numeric check applies (sync, async) */
   ovl_result *res;
@@ -399,6 +450,45 @@ static void print_show(const ovl_program *prog, const mode_run *m, int nranks,
   }
 }
 
+/* Per source line and stream: how many ops, and their device time per
+ * iteration, averaged over iterations and ranks. */
+static void print_op_times(const mode_run *m, const ovl_program *p,
+                           int nranks) {
+  size_t nops = ovl_program_op_count(p);
+  int iters = ovl_result_iters(m->res);
+  bool *done = calloc(nops ? nops : 1, sizeof *done);
+  if (done == NULL)
+    return;
+  for (size_t i = 0; i < nops; i++) {
+    const char *name, *name2;
+    int line, line2, stream, stream2;
+    long count = 0;
+    double sum = 0;
+    char sname[32];
+    ovl_program_op(p, i, &name, &line, &stream);
+    if (done[i] || stream < 0)
+      continue;
+    for (size_t j = i; j < nops; j++) {
+      ovl_program_op(p, j, &name2, &line2, &stream2);
+      if (line2 != line || stream2 != stream || strcmp(name, name2) != 0)
+        continue;
+      done[j] = true;
+      count++;
+      for (int r = 0; r < nranks; r++)
+        sum += ovl_result_op_times(m->res, r)[j];
+    }
+    sum /= (double)nranks * iters;
+    if (stream == 0)
+      snprintf(sname, sizeof sname, "calc");
+    else
+      snprintf(sname, sizeof sname, "comm[%d]", stream - 1);
+    printf("%-6s %5d  %-18s %-8s %6ld %10.3f %10.1f\n",
+           ovl_mode_name(m->mode), line, name, sname, count, sum * 1e3,
+           sum * 1e6 / (double)count);
+  }
+  free(done);
+}
+
 static mode_run *find_run(mode_run *runs, int nruns, ovl_mode mode) {
   for (int i = 0; i < nruns; i++)
     if (runs[i].mode == mode && runs[i].ran)
@@ -472,6 +562,9 @@ int main(int argc, char **argv) {
   wopts.backend = o.backend;
   wopts.nranks = o.ranks;
   wopts.timeout_s = o.timeout_s;
+  wopts.comm_priority_high = o.comm_priority_high;
+  wopts.nccl_min_ctas = o.nccl_min_ctas;
+  wopts.nccl_max_ctas = o.nccl_max_ctas;
   st = ovl_world_create(&wopts, &world, &err);
   if (st != OVL_OK) {
     fprintf(stderr, "%s: %s\n", progname, err.msg);
@@ -509,13 +602,12 @@ int main(int argc, char **argv) {
            "median(ms)", "min(ms)", "max(ms)", "check");
   for (int i = 0; i < nruns; i++) {
     mode_run *m = &runs[i];
-    ovl_program *p = NULL;
-    ovl_run_opts ropts = {.iters = o.iters - o.warmup, .warmup = o.warmup};
+    ovl_run_opts ropts = {.iters = o.iters - o.warmup, .warmup = o.warmup,
+                          .op_times = o.op_times};
 
-    st = ovl_program_transform(prog, m->mode, &p, &err);
+    st = ovl_program_transform(prog, m->mode, &m->prog, &err);
     if (st == OVL_OK)
-      st = ovl_world_run(world, p, &ropts, &m->res, &err);
-    ovl_program_free(p);
+      st = ovl_world_run(world, m->prog, &ropts, &m->res, &err);
     if (st != OVL_OK) {
       fflush(stdout);
       fprintf(stderr, "%s: %s run failed: %s\n", progname,
@@ -548,6 +640,15 @@ int main(int argc, char **argv) {
       fflush(stdout);
     }
   }
+  if (!o.quiet && o.op_times) {
+    printf("op times (device clock, per iteration, mean over %d timed "
+           "iterations and %d ranks):\n",
+           o.iters - o.warmup, ovl_world_nranks(world));
+    printf("%-6s %5s  %-18s %-8s %6s %10s %10s\n", "mode", "line", "op",
+           "stream", "count", "ms/iter", "us/op");
+    for (int i = 0; i < nruns; i++)
+      print_op_times(&runs[i], runs[i].prog, ovl_world_nranks(world));
+  }
   if (!o.quiet) {
     print_summary(runs, nruns);
     for (int i = 0; i < nruns; i++)
@@ -571,6 +672,7 @@ int main(int argc, char **argv) {
 out:
   for (int i = 0; i < nruns; i++) {
     ovl_result_free(runs[i].res);
+    ovl_program_free(runs[i].prog);
     ovl_check_release(&runs[i].check);
   }
   ovl_reference_free(ref);
