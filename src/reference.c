@@ -6,7 +6,11 @@
  * Semantics: data() variables start with their generated inputs (already
  * rounded to the dtype), every other variable starts as NaN, like the
  * poisoned device buffers. Compute ops and collectives are evaluated in
- * double without rounding to the dtype; collectives reduce in rank order.
+ * double, and each result is stored in its variable's dtype, as a device
+ * stores it: a float32 variable keeps float32 range (an overflow is inf on
+ * the device and in the reference alike) and precision, while the
+ * arithmetic of one op stays exact-ish in double. Collectives reduce in
+ * rank order and round once, at the end.
  * Wait, sync and delay ops order streams and move no data, so they do
  * nothing here. A fetch snapshots the variable on every rank; the last fetch
  * of a variable wins.
@@ -438,6 +442,14 @@ static size_t clip(int64_t numel, size_t lo, size_t hi) {
   return (hi < n ? hi : n) - lo;
 }
 
+/* Store n results in `dtype`: float32 variables hold float32 values. */
+static void store_round(ovl_dtype dtype, double *p, size_t n) {
+  if (dtype != OVL_DTYPE_FLOAT32)
+    return;
+  for (size_t i = 0; i < n; i++)
+    p[i] = (double)(float)p[i];
+}
+
 /* One index-local op on elements [lo, hi) of every rank. */
 static void run_local(ref_state *s, const ovl__op *op, size_t lo, size_t hi) {
   const ovl__var *vars = s->prog->vars;
@@ -448,11 +460,13 @@ static void run_local(ref_state *s, const ovl__op *op, size_t lo, size_t hi) {
     n = clip(vars[op->out].numel, lo, hi);
     if (n == 0)
       return;
-    for (int r = 0; r < s->nranks; r++)
+    for (int r = 0; r < s->nranks; r++) {
       ew_apply(op->def->ew, var_val(s, r, op->out) + lo,
                var_val(s, r, op->in[0]) + lo,
                op->nin > 1 ? var_val(s, r, op->in[1]) + lo : NULL, op->scale,
                op->bias, n);
+      store_round(vars[op->out].dtype, var_val(s, r, op->out) + lo, n);
+    }
     return;
   case OVL_KIND_COLLECTIVE: {
     int x = op->in[0], out = coll_out(op);
@@ -468,6 +482,7 @@ static void run_local(ref_state *s, const ovl__op *op, size_t lo, size_t hi) {
         memcpy(acc, x0, n * sizeof *acc);
       for (int q = 1; q < s->nranks; q++)
         red_apply(op->def->redop, acc, var_val(s, q, x) + lo, n);
+      store_round(vars[out].dtype, acc, n);
       for (int r = 1; r < s->nranks; r++)
         memcpy(var_val(s, r, out) + lo, acc, n * sizeof *acc);
     } else { /* broadcast */
@@ -521,6 +536,7 @@ static void run_gather_scatter(ref_state *s, const ovl__op *op) {
       memcpy(acc, x0, m * sizeof *acc);
     for (int q = 1; q < s->nranks; q++)
       red_apply(op->def->redop, acc, var_val(s, q, x) + (size_t)r * m, m);
+    store_round(s->prog->vars[out].dtype, acc, m);
   }
 }
 

@@ -29,13 +29,13 @@ has() { grep -Eq -- "$2" "$tmp/$1"; }
 
 # --help and --version
 if "$tool" --help >"$tmp/out" 2>"$tmp/err" && has out '^Usage: overlap_sim' &&
-  has out -- '--mode=MODE' && has out 'Exit status'; then ok "--help"; else ko "--help"; fi
+  has out '--mode=MODE' && has out 'Exit status'; then ok "--help"; else ko "--help"; fi
 if "$tool" --version >"$tmp/out" 2>"$tmp/err" && has out '^overlap_sim \(overlap-sim\) [0-9]+\.[0-9]+\.[0-9]+$'
 then ok "--version"; else ko "--version"; fi
 
 # The default run: the seed on the cpu backend, both modes, passing.
 if run 0 seed -n 3 -w 1 && has out '^overlap_sim .*backend cpu, 2 ranks' &&
-  has out 'seed\.sched' && has out 'cols=100\*' && has out -- '-D cols=10000' &&
+  has out 'seed\.sched' && has out 'cols=100\*' && has out '-D cols=10000' &&
   has out '^sync +[0-9.]+ +[0-9.]+ .* ok \(' &&
   has out '^async +[0-9.]+ +[0-9.]+ .* ok \(' &&
   has out '^async speedup: [0-9.]+x' && has out '^result: PASS$'
@@ -75,15 +75,28 @@ then ok "-D of an unknown param"; else ko "-D of an unknown param"; fi
 for args in "--mode=fast:--mode" "--ranks=0:--ranks" "--ranks=x:--ranks" "--iters=0:--iters" \
   "--warmup=-1:--warmup" "--rtol=abc:--rtol" "--atol=-1:--atol" "--show=-2:--show" \
   "--timeout=0:--timeout" "--backend=tpu:--backend" "--bogus:--bogus" "-n:-n" "-D:-D" \
-  "-Dnoequals:-D"; do
+  "-Dnoequals:-D" "--comm-priority=max:--comm-priority" "--nccl-max-ctas=x:--nccl-max-ctas" \
+  "--nccl-min-ctas=65:--nccl-min-ctas"; do
   arg=${args%%:*} flag=${args#*:}
-  if run 2 "$arg" "$arg" && has err -- "$flag" && has err "Try '.*--help'"
+  if run 2 "$arg" "$arg" && has err "$flag" && has err "Try '.*--help'"
   then ok "bad flag $arg"; else ko "bad flag $arg"; fi
 done
-if run 2 warmup-ge-iters -n 2 -w 2 && has err -- '--warmup'
+if run 2 warmup-ge-iters -n 2 -w 2 && has err '--warmup'
 then ok "--warmup >= --iters"; else ko "--warmup >= --iters"; fi
 if run 2 two-schedules a.sched b.sched && has err 'one schedule'
 then ok "two schedules"; else ko "two schedules"; fi
+
+# CUDA-only tuning on the cpu backend: a clear refusal.
+if run 2 cpu-tuning --nccl-max-ctas=4 && has err 'cuda backend'
+then ok "cuda tuning refused on cpu"; else ko "cuda tuning refused on cpu"; fi
+
+# --op-times: a table per source line and stream.
+if run 0 op-times --op-times -n 2 -w 1 -D cols=10 &&
+  has out '^op times \(device clock' &&
+  has out '^async +22  c_allreduce_sum +comm\[0\] +64 +[0-9.]+ +[0-9.]+$' &&
+  has out '^sync +22  c_allreduce_sum +calc +64 ' &&
+  has out '^async +24  scale +calc +640 '
+then ok "--op-times"; else ko "--op-times"; fi
 
 # More ranks on 3 and 4 ranks still pass.
 if run 0 ranks4 --ranks=4 -n 2 -w 1 -D cols=10 && has out '4 ranks' && has out '^result: PASS$'
