@@ -13,17 +13,6 @@
 
 #include "internal.h"
 
-/* check.c's ovl_check_result calls ovl_result_fetched, which world.c
- * defines. These tests never call it; the weak stub only lets this suite
- * link without world.c, and the real definition wins where it is linked. */
-__attribute__((weak)) const double *
-ovl_result_fetched(const ovl_result *res, int rank, size_t i) {
-  (void)res;
-  (void)rank;
-  (void)i;
-  return NULL;
-}
-
 #ifdef __SANITIZE_ADDRESS__
 /* The out-of-memory test needs malloc to return NULL for a huge request
  * instead of ASan aborting the process. */
@@ -183,6 +172,17 @@ static void assert_same(const double *got, const double *exp, size_t n,
   }
 }
 
+/* x stored in a float32 variable: the reference rounds every result once,
+ * to the variable's dtype, as a device stores it. */
+static double f32(double x) {
+  return (double)(float)x;
+}
+
+/* x stored in a variable of dtype dt. */
+static double stored(ovl_dtype dt, double x) {
+  return dt == OVL_DTYPE_FLOAT32 ? f32(x) : x;
+}
+
 static double *xmalloc_doubles(size_t n) {
   double *p = malloc((n + 1) * sizeof *p);
   ck_assert_ptr_nonnull(p);
@@ -203,7 +203,7 @@ START_TEST(test_compute_ops) {
   int a = var_new("a", dt, n), s = var_new("s", dt, n);
   int d = var_new("d", dt, n), m = var_new("m", dt, n);
   int sc = var_new("sc", dt, n);
-  int64_t unrounded = 0;
+  int64_t rounded = 0;
 
   op_add("assign", a, 1, x);
   op_add("elementwise_add", s, 2, x, y);
@@ -221,18 +221,21 @@ START_TEST(test_compute_ops) {
     for (int64_t i = 0; i < n; i++) {
       double xv = init(x, r, i), yv = init(y, r, i);
       ck_assert_double_eq(got_var(r, a)[i], xv);
-      ck_assert_double_eq(got_var(r, s)[i], xv + yv);
-      ck_assert_double_eq(got_var(r, d)[i], xv - yv);
-      ck_assert_double_eq(got_var(r, m)[i], xv * yv);
-      ck_assert_double_eq(got_var(r, sc)[i], 3.0 * xv + -0.5);
-      if ((double)(float)got_var(r, m)[i] != got_var(r, m)[i])
-        unrounded++;
+      ck_assert_double_eq(got_var(r, s)[i], stored(dt, xv + yv));
+      ck_assert_double_eq(got_var(r, d)[i], stored(dt, xv - yv));
+      ck_assert_double_eq(got_var(r, m)[i], stored(dt, xv * yv));
+      ck_assert_double_eq(got_var(r, sc)[i], stored(dt, 3.0 * xv + -0.5));
+      if (got_var(r, m)[i] != xv * yv)
+        rounded++;
     }
   }
-  /* The reference computes in double, not in the dtype: float32 products
-   * of 24-bit inputs mostly need more than 24 bits. */
+  /* Each result is stored in the dtype: float32 products of 24-bit inputs
+   * mostly need more than 24 bits, so most of them were rounded; float64
+   * ones are exact double products. */
   if (dt == OVL_DTYPE_FLOAT32)
-    ck_assert_int_gt(unrounded, n);
+    ck_assert_int_gt(rounded, n);
+  else
+    ck_assert_int_eq(rounded, 0);
 }
 END_TEST
 
@@ -257,13 +260,162 @@ START_TEST(test_aliasing) {
       double xv = init(x, r, i), yv = init(y, r, i);
       xv = xv + xv;
       xv = xv * yv;
-      yv = 2.0 * yv + 1.0;
+      yv = f32(2.0 * yv + 1.0); /* y is float32 */
       xv = xv - yv;
-      yv = xv - yv;
+      yv = f32(xv - yv);
       ck_assert_double_eq(got_var(r, x)[i], xv);
       ck_assert_double_eq(got_var(r, y)[i], yv);
     }
   }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Results stored in the dtype                                         */
+/* ------------------------------------------------------------------ */
+
+/* A float32 result is the double result rounded once to float; a float64
+ * one is not rounded. What the next op reads is the stored value. */
+START_TEST(test_float32_stored) {
+  const int64_t n = 5;
+  const double s = 1.0 + 0x1p-24, b = 0x1p-25;
+  int x32 = var_fill("x32", OVL_DTYPE_FLOAT32, n, 1.0);
+  int x64 = var_fill("x64", OVL_DTYPE_FLOAT64, n, 1.0);
+  int t32 = var_new("t32", OVL_DTYPE_FLOAT32, n);
+  int t64 = var_new("t64", OVL_DTYPE_FLOAT64, n);
+  int n32 = var_new("n32", OVL_DTYPE_FLOAT32, n);
+  int w64 = var_new("w64", OVL_DTYPE_FLOAT64, n);
+  int diff = var_new("diff", OVL_DTYPE_FLOAT64, n);
+  int once = var_new("once", OVL_DTYPE_FLOAT32, n);
+
+  scale_op(t32, x32, 1.0 / 3.0, 0.0);       /* float32 from float32 */
+  scale_op(t64, x64, 1.0 / 3.0, 0.0);       /* float64 from float64 */
+  scale_op(n32, x64, 1.0 / 3.0, 0.0);       /* float32 from float64 */
+  scale_op(w64, x32, 1.0 / 3.0, 0.0);       /* float64 from float32 */
+  op_add("elementwise_sub", diff, 2, t32, t64); /* reads the stored t32 */
+  scale_op(once, x32, s, b);                /* s * x + b, rounded once */
+  fetch(t32);
+  fetch(t64);
+  fetch(n32);
+  fetch(w64);
+  fetch(diff);
+  fetch(once);
+  run_ref(2);
+
+  ck_assert_double_ne(f32(1.0 / 3.0), 1.0 / 3.0);
+  /* Rounding s * x and then s * x + b would give 1, not 1 + 2^-23. */
+  ck_assert_double_eq(f32(f32(s * 1.0) + b), 1.0);
+  for (int r = 0; r < 2; r++)
+    for (int64_t i = 0; i < n; i++) {
+      ck_assert_double_eq(got_var(r, t32)[i], (double)(float)(1.0 / 3.0));
+      ck_assert_double_ne(got_var(r, t32)[i], 1.0 / 3.0);
+      ck_assert_double_eq(got_var(r, t64)[i], 1.0 / 3.0);
+      ck_assert_double_eq(got_var(r, n32)[i], f32(1.0 / 3.0));
+      ck_assert_double_eq(got_var(r, w64)[i], 1.0 / 3.0);
+      ck_assert_double_eq(got_var(r, diff)[i], f32(1.0 / 3.0) - 1.0 / 3.0);
+      ck_assert_double_ne(got_var(r, diff)[i], 0.0);
+      ck_assert_double_eq(got_var(r, once)[i], 1.0 + 0x1p-23);
+    }
+}
+END_TEST
+
+/* A float32 result beyond float32 range is +-inf, as on the device, and
+ * stays inf once stored; the same ops on float64 variables stay finite.
+ * Within one op the arithmetic is double: a float32 result computed from
+ * values beyond float32 range is finite when it fits. */
+START_TEST(test_float32_overflow) {
+  const int64_t n = 3000; /* more than one block of the interpreter */
+  int x32 = var_fill("x32", OVL_DTYPE_FLOAT32, n, 1e20);
+  int x64 = var_fill("x64", OVL_DTYPE_FLOAT64, n, 1e20);
+  int y32 = var_new("y32", OVL_DTYPE_FLOAT32, n);
+  int y64 = var_new("y64", OVL_DTYPE_FLOAT64, n);
+  int neg32 = var_new("neg32", OVL_DTYPE_FLOAT32, n);
+  int back32 = var_new("back32", OVL_DTYPE_FLOAT32, n);
+  int back64 = var_new("back64", OVL_DTYPE_FLOAT64, n);
+  int fit32 = var_new("fit32", OVL_DTYPE_FLOAT32, n);
+  int sq32 = var_new("sq32", OVL_DTYPE_FLOAT32, n);
+  int big32 = var_fill("big32", OVL_DTYPE_FLOAT32, n, 2e38);
+  int big64 = var_fill("big64", OVL_DTYPE_FLOAT64, n, 2e38);
+  int sum32 = var_new("sum32", OVL_DTYPE_FLOAT32, n);
+
+  scale_op(y32, x32, 1e30, 0.0);
+  scale_op(y32, y32, 1e30, 0.0);
+  scale_op(y64, x64, 1e30, 0.0);
+  scale_op(y64, y64, 1e30, 0.0);
+  scale_op(neg32, x32, -1e30, 0.0);
+  scale_op(back32, x32, 1e30, 0.0);
+  scale_op(back32, back32, 1e-30, 0.0);   /* inf * 1e-30 */
+  scale_op(back64, x64, 1e30, 0.0);
+  scale_op(back64, back64, 1e-30, 0.0);
+  scale_op(fit32, y64, 1e-60, 0.0);       /* 1e80 * 1e-60 into float32 */
+  op_add("elementwise_mul", sq32, 2, x32, x32);
+  op_add("c_allreduce_sum", -1, 1, big32);
+  op_add("c_allreduce_sum", sum32, 1, big64); /* float64 in, float32 out */
+  op_add("c_allreduce_sum", -1, 1, big64);
+  fetch(y32);
+  fetch(y64);
+  fetch(neg32);
+  fetch(back32);
+  fetch(back64);
+  fetch(fit32);
+  fetch(sq32);
+  fetch(big32);
+  fetch(big64);
+  fetch(sum32);
+  run_ref(2);
+
+  for (int r = 0; r < 2; r++)
+    for (int64_t i = 0; i < n; i++) {
+      double y = (1e20 * 1e30) * 1e30;
+      ck_assert(isfinite(y));
+      ck_assert_double_eq(got_var(r, y32)[i], INFINITY);
+      ck_assert_double_eq(got_var(r, y64)[i], y);
+      ck_assert_double_eq(got_var(r, neg32)[i], -INFINITY);
+      ck_assert_double_eq(got_var(r, back32)[i], INFINITY);
+      ck_assert_double_eq(got_var(r, back64)[i], (1e20 * 1e30) * 1e-30);
+      ck_assert_double_eq(got_var(r, fit32)[i], f32(y * 1e-60));
+      ck_assert(isfinite(got_var(r, fit32)[i]));
+      ck_assert_double_eq(got_var(r, sq32)[i], INFINITY);
+      ck_assert_double_eq(got_var(r, big32)[i], INFINITY);
+      ck_assert_double_eq(got_var(r, sum32)[i], INFINITY);
+      ck_assert_double_eq(got_var(r, big64)[i], 2e38 + 2e38);
+    }
+}
+END_TEST
+
+/* A float32 reduction over 4 ranks is done in double in rank order and
+ * rounded once, at the end: not after each partial sum. The per-rank
+ * inputs are float32 values, so their double sum is exact. */
+START_TEST(test_float32_reduce_rounds_once) {
+  const int nranks = 4;
+  const int64_t n = 4096;
+  int x = var_uniform("x", OVL_DTYPE_FLOAT32, n, 16, true);
+  int o = var_new("o", OVL_DTYPE_FLOAT32, n);
+  int rs = var_new("rs", OVL_DTYPE_FLOAT32, n / nranks);
+  int64_t differ = 0;
+
+  op_add("c_allreduce_sum", o, 1, x);
+  op_add("c_reducescatter", rs, 1, x);
+  fetch(o);
+  fetch(rs);
+  run_ref(nranks);
+
+  for (int64_t i = 0; i < n; i++) {
+    double once = init(x, 0, i), each = init(x, 0, i);
+    for (int q = 1; q < nranks; q++) {
+      once += init(x, q, i);
+      each = f32(each + init(x, q, i));
+    }
+    once = f32(once);
+    differ += once != each;
+    for (int r = 0; r < nranks; r++) {
+      ck_assert_double_eq(got_var(r, o)[i], once);
+      if (i / (n / nranks) == r)
+        ck_assert_double_eq(got_var(r, rs)[i % (n / nranks)], once);
+    }
+  }
+  /* The inputs tell one rounding from a rounding per partial sum. */
+  ck_assert_int_gt(differ, n / 10);
 }
 END_TEST
 
@@ -308,17 +460,25 @@ START_TEST(test_allreduce) {
   fetch(x);
   run_ref(nranks);
 
+  /* Reduced in double in rank order, then stored in float32 once. The
+   * in-place copies c[k] reduce the float32 copies of x. */
   double *exp = xmalloc_doubles((size_t)n);
+  double *exp_c = xmalloc_doubles((size_t)n);
   for (int k = 0; k < 4; k++) {
     ovl__redop op = ovl__opdef_find(names[k])->redop;
     for (int64_t i = 0; i < n; i++) {
       exp[i] = init(x, 0, i);
-      for (int q = 1; q < nranks; q++)
+      exp_c[i] = f32(init(x, 0, i));
+      for (int q = 1; q < nranks; q++) {
         exp[i] = reduce2(op, exp[i], init(x, q, i));
+        exp_c[i] = reduce2(op, exp_c[i], f32(init(x, q, i)));
+      }
+      exp[i] = f32(exp[i]);
+      exp_c[i] = f32(exp_c[i]);
     }
     for (int r = 0; r < nranks; r++) {
       assert_same(got_var(r, o[k]), exp, (size_t)n, names[k], r);
-      assert_same(got_var(r, c[k]), exp, (size_t)n, names[k], r);
+      assert_same(got_var(r, c[k]), exp_c, (size_t)n, names[k], r);
     }
   }
   /* The out-of-place input is left alone. */
@@ -326,6 +486,7 @@ START_TEST(test_allreduce) {
     for (int64_t i = 0; i < n; i++)
       ck_assert_double_eq(got_var(r, x)[i], init(x, r, i));
   free(exp);
+  free(exp_c);
 }
 END_TEST
 
@@ -380,12 +541,12 @@ START_TEST(test_allgather) {
   for (int r = 0; r < nranks; r++)
     for (int q = 0; q < nranks; q++)
       for (int64_t i = 0; i < n; i++) {
-        double v = 2.0 * init(x, q, i);
+        double v = f32(2.0 * init(x, q, i));
         ck_assert_double_eq(got_var(r, g)[q * n + i], v);
-        ck_assert_double_eq(got_var(r, h)[q * n + i], v + 1.0);
+        ck_assert_double_eq(got_var(r, h)[q * n + i], f32(v + 1.0));
       }
   for (int64_t i = 0; i < n; i++)
-    ck_assert_double_eq(got_var(0, x)[i], 2.0 * init(x, 0, i));
+    ck_assert_double_eq(got_var(0, x)[i], f32(2.0 * init(x, 0, i)));
 }
 END_TEST
 
@@ -436,7 +597,7 @@ START_TEST(test_mixed_sizes) {
       ck_assert_double_eq(got_var(r, z)[i],
                           2.0 * init(z, 0, i) + 2.0 * init(z, 1, i));
     for (int64_t i = 0; i < 10; i++)
-      ck_assert_double_eq(got_var(r, w)[i], 2.5);
+      ck_assert_double_eq(got_var(r, w)[i], f32(3.0 * 0.5 + 1.0));
   }
 }
 END_TEST
@@ -606,7 +767,8 @@ START_TEST(test_seed_two_ranks_zero) {
   for (int r = 0; r < 2; r++)
     for (int64_t i = 0; i < n; i++) {
       ck_assert_double_eq(got_var(r, seed_out)[i], 0.0);
-      /* c = (a + a) * 2^64: 64 allreduces over 2 ranks. */
+      /* c = (a + a) * 2^64: 64 allreduces over 2 ranks, exact in
+       * float32. */
       ck_assert_double_eq(got_var(r, seed_c)[i],
                           ldexp(2.0 * init(seed_a, r, i), 64));
     }
@@ -622,6 +784,34 @@ START_TEST(test_seed_three_ranks_nonzero) {
   for (int64_t i = 0; i < n; i++)
     nonzero += got_var(2, seed_out)[i] != 0.0;
   ck_assert_int_gt(nonzero, n - 5);
+}
+END_TEST
+
+/* With 4 ranks c = (a + a) * 4^64 = 2a * 2^128: stored in float32 it
+ * overflows to inf wherever a >= 0.5, as on the device, and so does
+ * out = c - d; below 0.5 it is exact (2a <= 1 - 2^-24). */
+START_TEST(test_seed_four_ranks_overflow) {
+  const int64_t n = 1000 * 10;
+  int64_t inf = 0;
+  build_seed(n);
+  run_ref(4);
+  for (int r = 0; r < 4; r++)
+    for (int64_t i = 0; i < n; i++) {
+      double av = init(seed_a, r, i);
+      double c = got_var(r, seed_c)[i], out = got_var(r, seed_out)[i];
+      if (av >= 0.5) {
+        ck_assert_double_eq(c, INFINITY);
+        ck_assert_double_eq(out, INFINITY);
+        inf++;
+      } else {
+        ck_assert_double_eq(c, ldexp(2.0 * av, 128));
+        ck_assert_double_eq(out, f32(c - ldexp(2.0 * av, 64)));
+        ck_assert(isfinite(out));
+      }
+    }
+  /* About half of the elements, on every rank. */
+  ck_assert_int_gt(inf, 4 * n / 3);
+  ck_assert_int_lt(inf, 4 * 2 * n / 3);
 }
 END_TEST
 
@@ -1073,6 +1263,9 @@ static Suite *reference_suite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_loop_test(tc, test_compute_ops, 0, 2);
   tcase_add_test(tc, test_aliasing);
+  tcase_add_test(tc, test_float32_stored);
+  tcase_add_test(tc, test_float32_overflow);
+  tcase_add_test(tc, test_float32_reduce_rounds_once);
   tcase_add_loop_test(tc, test_allreduce, 1, 5);
   tcase_add_loop_test(tc, test_broadcast, 1, 5);
   tcase_add_loop_test(tc, test_allgather, 1, 5);
@@ -1084,6 +1277,7 @@ static Suite *reference_suite(void) {
   tcase_add_test(tc, test_unwritten_is_nan);
   tcase_add_test(tc, test_seed_two_ranks_zero);
   tcase_add_test(tc, test_seed_three_ranks_nonzero);
+  tcase_add_test(tc, test_seed_four_ranks_overflow);
   tcase_add_test(tc, test_fetch_snapshot);
   tcase_add_test(tc, test_fetch_last_wins);
   tcase_add_test(tc, test_fetch_many);
