@@ -120,6 +120,9 @@ void ovl_program_param(const ovl_program *prog, size_t i, const char **name,
                        ovl_param_origin *origin);
 /* Total bytes of all variables on one rank. */
 uint64_t ovl_program_bytes_per_rank(const ovl_program *prog);
+/* Total elements of all variables on one rank (the float64 reference keeps
+ * 8 bytes of each, for every rank). Both sums saturate at UINT64_MAX. */
+uint64_t ovl_program_numel_per_rank(const ovl_program *prog);
 
 /* Fetched variables (in order of first fetch). */
 size_t ovl_program_fetch_count(const ovl_program *prog);

@@ -101,11 +101,24 @@ void ovl_program_param(const ovl_program *prog, size_t i, const char **name,
     *origin = p->origin;
 }
 
+/* Sums saturate at UINT64_MAX: many huge variables must not wrap around to
+ * a small size that passes a memory check. */
+static uint64_t add_sat(uint64_t a, uint64_t b) {
+  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 uint64_t ovl_program_bytes_per_rank(const ovl_program *prog) {
   uint64_t total = 0;
   for (size_t i = 0; i < prog->nvars; i++)
-    total += (uint64_t)prog->vars[i].numel *
-             ovl_dtype_size(prog->vars[i].dtype);
+    total = add_sat(total, (uint64_t)prog->vars[i].numel *
+                               ovl_dtype_size(prog->vars[i].dtype));
+  return total;
+}
+
+uint64_t ovl_program_numel_per_rank(const ovl_program *prog) {
+  uint64_t total = 0;
+  for (size_t i = 0; i < prog->nvars; i++)
+    total = add_sat(total, (uint64_t)prog->vars[i].numel);
   return total;
 }
 

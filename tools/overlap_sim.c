@@ -518,6 +518,88 @@ static void print_summary(mode_run *runs, int nruns) {
   }
 }
 
+/* ------------------------------------------------------------------ */
+/* Host memory: refuse a run that cannot fit before allocating it, so that
+ * a schedule too big for the machine is an error message, not an OOM
+ * kill. */
+
+static uint64_t mul_sat(uint64_t a, uint64_t b) {
+  return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b) {
+  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* A limit from a cgroup file ("max" or a number of bytes), or 0. */
+static uint64_t cgroup_limit(const char *file) {
+  FILE *f = fopen(file, "r");
+  unsigned long long v = 0;
+  if (f == NULL)
+    return 0;
+  if (fscanf(f, "%llu", &v) != 1)
+    v = 0;
+  fclose(f);
+  return (uint64_t)v;
+}
+
+/* Physical memory, or the memory limit of this process's cgroup (v2 or
+ * v1) where that is lower. 0 if unknown. */
+static uint64_t host_memory(void) {
+  static const char *const limits[] = {
+      "/sys/fs/cgroup/memory.max",
+      "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+  };
+  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+  uint64_t mem = pages > 0 && size > 0 ? mul_sat((uint64_t)pages,
+                                                 (uint64_t)size)
+                                       : 0;
+  for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+    uint64_t lim = cgroup_limit(limits[i]);
+    if (lim > 0 && (mem == 0 || lim < mem))
+      mem = lim;
+  }
+  return mem;
+}
+
+/* "1.5 GB" */
+static const char *format_bytes(uint64_t b, char *buf, size_t len) {
+  static const char *const units[] = {"B", "kB", "MB", "GB", "TB", "PB",
+                                      "EB"};
+  double v = (double)b;
+  size_t u = 0;
+  while (v >= 1000 && u + 1 < sizeof units / sizeof units[0]) {
+    v /= 1000;
+    u++;
+  }
+  snprintf(buf, len, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return buf;
+}
+
+/* The least host memory the run needs: every rank's variables on the cpu
+ * backend (its devices are host memory), and the float64 reference, which
+ * keeps 8 bytes of every element of every rank. Returns an exit status, or
+ * -1 to go on. */
+static int check_host_memory(const ovl_program *prog, const char *path,
+                             int nranks, bool cpu, bool reference) {
+  uint64_t dev = cpu ? ovl_program_bytes_per_rank(prog) : 0;
+  uint64_t ref = reference ? mul_sat(ovl_program_numel_per_rank(prog), 8)
+                           : 0;
+  uint64_t need = mul_sat(add_sat(dev, ref), (uint64_t)nranks);
+  uint64_t have = host_memory();
+  char b1[32], b2[32], b3[32], b4[32];
+  if (have == 0 || need <= have)
+    return -1;
+  fprintf(stderr,
+          "%s: %s: needs at least %s of host memory (%d ranks x (%s of "
+          "variables on the %s backend + %s for the float64 reference)); "
+          "this machine has %s. Use smaller -D sizes or fewer --ranks.\n",
+          progname, path, format_bytes(need, b1, sizeof b1), nranks,
+          format_bytes(dev, b2, sizeof b2), cpu ? "cpu" : "device",
+          format_bytes(ref, b3, sizeof b3), format_bytes(have, b4, sizeof b4));
+  return EXIT_USAGE;
+}
+
 static int runtime_exit(ovl_status st) {
   return st == OVL_EPARSE || st == OVL_EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
 }
@@ -582,6 +664,16 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: %s\n", progname, err.msg);
     rc = EXIT_USAGE;
     goto out;
+  }
+  {
+    bool reference = false;
+    for (int i = 0; i < nruns; i++)
+      if (runs[i].mode == OVL_MODE_SYNC || runs[i].mode == OVL_MODE_ASYNC)
+        reference = ovl_program_fetch_count(prog) > 0;
+    rc = check_host_memory(prog, path, ovl_world_nranks(world),
+                           popts.cpu_defaults != 0, reference);
+    if (rc >= 0)
+      goto out;
   }
   if (!o.quiet)
     print_header(&o, world, prog, path);
