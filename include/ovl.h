@@ -246,6 +246,83 @@ ovl_status ovl_check_result(const ovl_program *prog, const ovl_result *res,
                             double atol, ovl_check *out, ovl_error *err);
 void ovl_check_release(ovl_check *check);
 
+/* ------------------------------------------------------------------ */
+/* Race check: happens-before over the ops as they are enqueued.       */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Per rank, the calc stream, one comm stream per ring and the host each
+ * carry a vector clock. An op enqueued on a stream is ordered after
+ * everything the host has observed; event records snapshot the recording
+ * stream (a new record replaces the old one), waits join the snapshot (a
+ * never-recorded event adds nothing), host syncs join the stream into the
+ * host; fetch syncs calc only, then reads on the host. Compute ops and
+ * collectives read their inputs and write their output on their stream (a
+ * variable an op both reads and writes is one access, a write); inputs
+ * (data) are written before anything. A read races with the last write not
+ * ordered before it; a write with the last write and every read since it
+ * not ordered before it. One iteration is checked; nothing runs.
+ *
+ * Every rank runs the same program, so the analysis is done once and each
+ * race is listed with all ranks. A race is identified by source position
+ * (variable, both ops' line:col, streams, read/write): one inside a repeat
+ * block is listed once, with its number of occurrences.
+ */
+typedef struct ovl_races_s ovl_races;
+
+/* At most this many races are listed; unordered pairs beyond them are only
+ * counted (ovl_races_more). */
+#define OVL_RACES_LIST_MAX 10000
+
+/* One access of a race. */
+typedef struct ovl_race_access_s {
+  size_t op;           /* index in the program (first occurrence) */
+  const char *op_name; /* "scale", "c_allreduce_sum", "fetch", ... */
+  int line, col;       /* source position of the op */
+  int stream;          /* as ovl_program_op: 0 calc, 1 + R comm[R], -1 host */
+  int write;           /* 1: write, 0: read */
+} ovl_race_access;
+
+typedef struct ovl_race_info_s {
+  const char *var;        /* the variable */
+  ovl_race_access first;  /* the earlier access in program order */
+  ovl_race_access second; /* the later one, not ordered after `first` */
+  /* The fix, e.g. "insert c_wait_compute(c, ring_id=0) after line 15". */
+  const char *fix;
+  uint64_t occurrences;   /* times the pair occurs in the expanded program */
+  int nranks;             /* the ranks the race is on */
+  const int *ranks;
+} ovl_race_info;
+
+/* Check `prog` (as given: transform it first for another mode). On success
+ * *out holds the races found (maybe none); free it with ovl_races_free. The
+ * result does not refer to `prog`. */
+ovl_status ovl_race_check(const ovl_program *prog, ovl_races **out,
+                          ovl_error *err);
+/* Races listed, sorted by (line of the first op, line of the second op,
+ * variable). */
+size_t ovl_races_count(const ovl_races *r);
+/* Unordered pairs found beyond the first OVL_RACES_LIST_MAX races. */
+uint64_t ovl_races_more(const ovl_races *r);
+/* Ops checked. */
+size_t ovl_races_ops(const ovl_races *r);
+/* Race i (0-based); returns 0, or -1 if i is out of range. The strings and
+ * the rank list live as long as `r`. */
+int ovl_races_get(const ovl_races *r, size_t i, ovl_race_info *info);
+/* The report as text (json == 0) or JSON; *text is malloc'd, free() it.
+ * `prog` gives the schedule's file name. Text, per race:
+ *   race 1: 'c' on ranks 0-1
+ *     write  scale            file.sched:15  calc
+ *     write  c_allreduce_sum  file.sched:16  comm[0]
+ *     fix: insert c_wait_compute(c, ring_id=0) after line 15
+ * then "N race(s) in FILE (N ranks)", or "no races in FILE (N ops checked)".
+ * JSON: {"schedule", "ranks", "ops", "races": [{"var", "ranks": [...],
+ * "first": {"line", "col", "op", "stream", "access"}, "second", "fix",
+ * "occurrences"}], "count", "more"}. */
+ovl_status ovl_races_format(const ovl_races *r, const ovl_program *prog,
+                            int json, char **text, ovl_error *err);
+void ovl_races_free(ovl_races *r);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,783 @@
+/*
+ * The race checker: happens-before over the ops of one iteration, as they
+ * are enqueued (DESIGN.md §3, issue 4).
+ *
+ * Participants of a rank: the calc stream (0), one comm stream per ring
+ * (1 + R) and the host (1 + nrings). Each has a vector clock over all of
+ * them.
+ *
+ * - An op enqueued on stream S first joins the host's clock into S (the host
+ *   enqueues it, after everything it has observed), then ticks S's own
+ *   entry; its accesses carry (S, S's epoch).
+ * - An event record snapshots the recording stream's clock (host joined
+ *   first) and replaces any earlier snapshot; a wait joins the snapshot into
+ *   the waiting stream; a never-recorded event adds nothing.
+ * - A host sync of S joins S's clock into the host's. fetch syncs calc, then
+ *   the host reads each fetched variable (a host access, one host tick).
+ * - Inputs (data) are written by the host before anything: no access.
+ * - Accesses: compute ops read their inputs and write their output;
+ *   collectives read their input and write their output; a variable an op
+ *   both reads and writes (in-place) is one access, a write. Wait, sync and
+ *   delay ops access nothing.
+ * - Access a (participant P, epoch e) happens before an op on participant T
+ *   iff e <= clock_T[P]. A read races with the last write unless it is
+ *   ordered after it; a write races with the last write and with every read
+ *   since it that it is not ordered after. Reads never race with reads.
+ *
+ * Per variable the checker keeps the last write and the reads since it, in
+ * program order. A read costs one comparison; a write scans the reads since
+ * the last write once and then drops them, so every read is looked at by at
+ * most one write: O(1) amortised per access, plus O(participants) per op to
+ * join the host clock (skipped when the host's clock has not changed since
+ * the stream last joined it).
+ *
+ * Every rank runs the same program and the ordering rules do not depend on
+ * data, so the analysis is rank-independent: it is done once and every race
+ * is reported on all ranks 0..nranks-1, counted once. Races are keyed by
+ * source position (variable, both ops' line/col, streams and access kinds),
+ * so a race inside a repeat block is reported once with its number of
+ * occurrences in the expanded program.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ------------------------------------------------------------------ */
+/* Result                                                              */
+/* ------------------------------------------------------------------ */
+
+typedef struct race_rec {
+  int var;
+  char *var_name;
+  ovl_race_access a[2]; /* first (earlier in program order), second */
+  const ovl__opdef *def[2];
+  uint64_t occurrences;
+  char *fix;
+} race_rec;
+
+struct ovl_races_s {
+  size_t n, cap;
+  race_rec *races;
+  uint64_t more; /* unordered pairs not listed (beyond OVL_RACES_LIST_MAX) */
+  size_t nops;
+  int nranks;
+  int *ranks; /* 0..nranks-1 */
+  /* Dedup table: open addressing, values are race index + 1. */
+  uint32_t *table;
+  size_t tcap;
+};
+
+/* ------------------------------------------------------------------ */
+/* Checker state                                                       */
+/* ------------------------------------------------------------------ */
+
+typedef struct acc {
+  uint32_t op;
+  uint32_t epoch;
+  int32_t part;
+} acc;
+
+typedef struct varstate {
+  acc w;
+  bool has_w;
+  uint32_t nreads, rcap;
+  acc *reads;
+} varstate;
+
+typedef struct checker {
+  const ovl_program *prog;
+  ovl_races *res;
+  int np;             /* participants: 2 + nrings */
+  int host;           /* participant index of the host */
+  uint32_t *clk;      /* np x np */
+  uint64_t host_ver;  /* bumped whenever the host clock changes */
+  uint64_t *joined;   /* per participant: host_ver it last joined */
+  size_t nev;
+  uint32_t *snap;     /* nev x np */
+  bool *recorded;
+  varstate *vs;
+} checker;
+
+#define CLK(c, p) (&(c)->clk[(size_t)(p) * (size_t)(c)->np])
+
+static int part_stream(const checker *c, int part) {
+  return part == c->host ? -1 : part;
+}
+
+static bool join_into(uint32_t *dst, const uint32_t *src, int np) {
+  bool changed = false;
+  for (int q = 0; q < np; q++)
+    if (src[q] > dst[q]) {
+      dst[q] = src[q];
+      changed = true;
+    }
+  return changed;
+}
+
+/* The host enqueues something on stream s: s is ordered after everything
+ * the host has observed. */
+static void host_enqueue(checker *c, int s) {
+  if (c->joined[s] != c->host_ver) {
+    join_into(CLK(c, s), CLK(c, c->host), c->np);
+    c->joined[s] = c->host_ver;
+  }
+}
+
+static void host_sync(checker *c, int s) {
+  if (join_into(CLK(c, c->host), CLK(c, s), c->np))
+    c->host_ver++;
+}
+
+static void record(checker *c, size_t ev, int s) {
+  host_enqueue(c, s);
+  memcpy(&c->snap[ev * (size_t)c->np], CLK(c, s),
+         (size_t)c->np * sizeof *c->snap);
+  c->recorded[ev] = true;
+}
+
+static void wait_event(checker *c, int s, size_t ev) {
+  host_enqueue(c, s);
+  if (c->recorded[ev])
+    join_into(CLK(c, s), &c->snap[ev * (size_t)c->np], c->np);
+}
+
+/* ------------------------------------------------------------------ */
+/* Race records                                                        */
+/* ------------------------------------------------------------------ */
+
+static uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+static uint64_t key_hash(int var, const ovl_race_access *a,
+                         const ovl__opdef *const *def) {
+  uint64_t h = (uint64_t)(uint32_t)var * 0xff51afd7ed558ccdull;
+  for (int k = 0; k < 2; k++) {
+    h = mix(h, (uint64_t)(uint32_t)a[k].line << 32 | (uint32_t)a[k].col);
+    h = mix(h, (uint64_t)(uint32_t)(a[k].stream + 1) << 1 |
+                   (uint64_t)a[k].write);
+    h = mix(h, (uint64_t)(uintptr_t)def[k]);
+  }
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  h ^= h >> 29;
+  return h;
+}
+
+static bool key_eq(const race_rec *r, int var, const ovl_race_access *a,
+                   const ovl__opdef *const *def) {
+  if (r->var != var)
+    return false;
+  for (int k = 0; k < 2; k++)
+    if (r->a[k].line != a[k].line || r->a[k].col != a[k].col ||
+        r->a[k].stream != a[k].stream || r->a[k].write != a[k].write ||
+        r->def[k] != def[k])
+      return false;
+  return true;
+}
+
+static ovl_status table_grow(ovl_races *res, ovl_error *err) {
+  size_t ncap = res->tcap ? res->tcap * 2 : 64;
+  uint32_t *t = calloc(ncap, sizeof *t);
+  if (t == NULL)
+    return ovl__err(err, OVL_ENOMEM, "race check: out of memory");
+  for (size_t i = 0; i < res->n; i++) {
+    const race_rec *r = &res->races[i];
+    size_t j = key_hash(r->var, r->a, r->def) & (ncap - 1);
+    while (t[j] != 0)
+      j = (j + 1) & (ncap - 1);
+    t[j] = (uint32_t)(i + 1);
+  }
+  free(res->table);
+  res->table = t;
+  res->tcap = ncap;
+  return OVL_OK;
+}
+
+static const char *stream_label(int stream, char *buf, size_t n) {
+  if (stream < 0)
+    snprintf(buf, n, "host");
+  else if (stream == OVL_STREAM_CALC)
+    snprintf(buf, n, "calc");
+  else
+    snprintf(buf, n, "comm[%d]", stream - 1);
+  return buf;
+}
+
+/* The wait ops that order the first access before the second, derived from
+ * their streams (Paddle's ops order calc and comm streams in any
+ * schedule). */
+static char *fix_text(const char *var, const ovl_race_access *a) {
+  char buf[512];
+  int s1 = a[0].stream, s2 = a[1].stream, l1 = a[0].line, l2 = a[1].line;
+  if (s1 == OVL_STREAM_CALC && s2 > OVL_STREAM_CALC)
+    snprintf(buf, sizeof buf,
+             "insert c_wait_compute(%s, ring_id=%d) after line %d", var,
+             s2 - 1, l1);
+  else if (s1 > OVL_STREAM_CALC && s2 == OVL_STREAM_CALC)
+    snprintf(buf, sizeof buf,
+             "insert c_wait_comm(%s, ring_id=%d) after line %d", var, s1 - 1,
+             l1);
+  else if (s1 > OVL_STREAM_CALC && s2 < 0)
+    snprintf(buf, sizeof buf,
+             "insert c_wait_comm(%s, ring_id=%d) after line %d (fetch syncs "
+             "the calc stream only; or c_sync_comm_stream(%s, ring_id=%d) "
+             "before line %d)",
+             var, s1 - 1, l1, var, s1 - 1, l2);
+  else if (s1 > OVL_STREAM_CALC && s2 > OVL_STREAM_CALC && s1 != s2)
+    snprintf(buf, sizeof buf,
+             "insert c_wait_comm(%s, ring_id=%d) after line %d and "
+             "c_wait_compute(%s, ring_id=%d) before line %d",
+             var, s1 - 1, l1, var, s2 - 1, l2);
+  else if (s1 == OVL_STREAM_CALC && s2 < 0)
+    snprintf(buf, sizeof buf, "insert c_sync_calc_stream(%s) before line %d",
+             var, l2);
+  else
+    /* Host first, or both on one stream: ordered by construction, so this
+     * cannot be reached; say what must hold. */
+    snprintf(buf, sizeof buf, "order line %d before line %d", l1, l2);
+  return ovl__strdup(buf);
+}
+
+static void fill_access(const checker *c, ovl_race_access *a, uint32_t op,
+                        int part, bool write) {
+  const ovl__op *o = &c->prog->ops[op];
+  a->op = op;
+  a->op_name = o->def->name;
+  a->line = o->line;
+  a->col = o->col;
+  a->stream = part_stream(c, part);
+  a->write = write;
+}
+
+/* An unordered pair on `var`: `first` (already recorded) and the current
+ * op. */
+static ovl_status report(checker *c, int var, const acc *first,
+                         bool first_write, uint32_t op, int part,
+                         bool write, ovl_error *err) {
+  ovl_races *res = c->res;
+  ovl_race_access a[2];
+  const ovl__opdef *def[2];
+  size_t j;
+  race_rec *r;
+  ovl_status st;
+
+  fill_access(c, &a[0], first->op, first->part, first_write);
+  fill_access(c, &a[1], op, part, write);
+  def[0] = c->prog->ops[first->op].def;
+  def[1] = c->prog->ops[op].def;
+  if (res->tcap == 0 && (st = table_grow(res, err)) != OVL_OK)
+    return st;
+  j = key_hash(var, a, def) & (res->tcap - 1);
+  for (; res->table[j] != 0; j = (j + 1) & (res->tcap - 1)) {
+    r = &res->races[res->table[j] - 1];
+    if (key_eq(r, var, a, def)) {
+      r->occurrences++;
+      return OVL_OK;
+    }
+  }
+  if (res->n >= OVL_RACES_LIST_MAX) {
+    res->more++;
+    return OVL_OK;
+  }
+  if (res->n == res->cap) {
+    size_t ncap = res->cap ? res->cap * 2 : 16;
+    race_rec *nr = realloc(res->races, ncap * sizeof *nr);
+    if (nr == NULL)
+      return ovl__err(err, OVL_ENOMEM, "race check: out of memory");
+    res->races = nr;
+    res->cap = ncap;
+  }
+  r = &res->races[res->n];
+  memset(r, 0, sizeof *r);
+  r->var = var;
+  r->a[0] = a[0];
+  r->a[1] = a[1];
+  r->def[0] = def[0];
+  r->def[1] = def[1];
+  r->occurrences = 1;
+  r->var_name = ovl__strdup(c->prog->vars[var].name);
+  r->fix = r->var_name ? fix_text(r->var_name, a) : NULL;
+  res->n++;
+  if (r->var_name == NULL || r->fix == NULL)
+    return ovl__err(err, OVL_ENOMEM, "race check: out of memory");
+  res->table[j] = (uint32_t)res->n;
+  if (2 * res->n > res->tcap)
+    return table_grow(res, err);
+  return OVL_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Accesses                                                            */
+/* ------------------------------------------------------------------ */
+
+static ovl_status do_read(checker *c, int var, uint32_t op, int part,
+                          const uint32_t *clock, ovl_error *err) {
+  varstate *v = &c->vs[var];
+  ovl_status st;
+  if (v->has_w && v->w.epoch > clock[v->w.part] &&
+      (st = report(c, var, &v->w, true, op, part, false, err)) != OVL_OK)
+    return st;
+  if (v->nreads == v->rcap) {
+    uint32_t ncap = v->rcap ? v->rcap * 2 : 4;
+    acc *nr = realloc(v->reads, (size_t)ncap * sizeof *nr);
+    if (nr == NULL)
+      return ovl__err(err, OVL_ENOMEM, "race check: out of memory");
+    v->reads = nr;
+    v->rcap = ncap;
+  }
+  v->reads[v->nreads++] = (acc){op, clock[part], part};
+  return OVL_OK;
+}
+
+static ovl_status do_write(checker *c, int var, uint32_t op, int part,
+                           const uint32_t *clock, ovl_error *err) {
+  varstate *v = &c->vs[var];
+  ovl_status st;
+  if (v->has_w && v->w.epoch > clock[v->w.part] &&
+      (st = report(c, var, &v->w, true, op, part, true, err)) != OVL_OK)
+    return st;
+  for (uint32_t i = 0; i < v->nreads; i++) {
+    const acc *r = &v->reads[i];
+    if (r->epoch > clock[r->part] &&
+        (st = report(c, var, r, false, op, part, true, err)) != OVL_OK)
+      return st;
+  }
+  v->nreads = 0;
+  v->w = (acc){op, clock[part], part};
+  v->has_w = true;
+  return OVL_OK;
+}
+
+/* The reads of an op (distinct, minus its output) and its write. */
+static ovl_status op_accesses(checker *c, const ovl__op *o, uint32_t op,
+                              int part, ovl_error *err) {
+  const uint32_t *clock = CLK(c, part);
+  int nin = o->def->kind == OVL_KIND_COLLECTIVE ? 1 : o->nin;
+  ovl_status st;
+  for (int k = 0; k < nin; k++) {
+    int v = o->in[k];
+    bool seen = v == o->out;
+    for (int j = 0; j < k && !seen; j++)
+      seen = o->in[j] == v;
+    if (!seen && (st = do_read(c, v, op, part, clock, err)) != OVL_OK)
+      return st;
+  }
+  if (o->out >= 0)
+    return do_write(c, o->out, op, part, clock, err);
+  return OVL_OK;
+}
+
+static ovl_status bad_op(const ovl_program *prog, const ovl__op *o,
+                         ovl_error *err, const char *what) {
+  return ovl__err(err, OVL_EINVAL, "%s:%d:%d: %s: race check: %s",
+                  prog->filename ? prog->filename : "<program>", o->line,
+                  o->col, o->def ? o->def->name : "?", what);
+}
+
+/* Reject what the checker cannot interpret (hand-built programs). */
+static ovl_status validate(const ovl_program *prog, ovl_error *err) {
+  if (prog->nrings < 0 || prog->nrings > OVL_MAX_RINGS)
+    return ovl__err(err, OVL_EINVAL, "race check: %d rings (at most %d)",
+                    prog->nrings, OVL_MAX_RINGS);
+  if (prog->nops > OVL_MAX_OPS)
+    return ovl__err(err, OVL_EINVAL, "race check: %zu ops (at most %u)",
+                    prog->nops, OVL_MAX_OPS);
+  for (size_t i = 0; i < prog->nops; i++) {
+    const ovl__op *o = &prog->ops[i];
+    int np = 1 + prog->nrings;
+    if (o->def == NULL)
+      return bad_op(prog, o, err, "op has no definition");
+    if (o->nin < 0 || o->nin > OVL_MAX_OP_INPUTS)
+      return bad_op(prog, o, err, "bad input count");
+    for (int k = 0; k < o->nin; k++)
+      if (o->in[k] < 0 || (size_t)o->in[k] >= prog->nvars)
+        return bad_op(prog, o, err, "input is not a variable");
+    if (o->out < -1 || (o->out >= 0 && (size_t)o->out >= prog->nvars))
+      return bad_op(prog, o, err, "output is not a variable");
+    switch (o->def->kind) {
+    case OVL_KIND_COMPUTE:
+    case OVL_KIND_DELAY:
+    case OVL_KIND_EVENT_RECORD:
+    case OVL_KIND_STREAM_WAIT_EVENT:
+    case OVL_KIND_STREAM_SYNC:
+      if (o->stream < 0 || o->stream >= np)
+        return bad_op(prog, o, err, "stream out of range");
+      break;
+    case OVL_KIND_COLLECTIVE:
+      if (o->nin < 1 || o->out < 0)
+        return bad_op(prog, o, err, "collective without input or output");
+      /* fall through */
+    case OVL_KIND_WAIT_COMPUTE:
+    case OVL_KIND_WAIT_COMM:
+    case OVL_KIND_SYNC_COMM:
+      if (o->ring_id < 0 || o->ring_id >= prog->nrings)
+        return bad_op(prog, o, err, "ring_id out of range");
+      break;
+    case OVL_KIND_SYNC_CALC:
+    case OVL_KIND_FETCH:
+      break;
+    default:
+      return bad_op(prog, o, err, "unknown op kind");
+    }
+    if ((o->def->kind == OVL_KIND_EVENT_RECORD ||
+         o->def->kind == OVL_KIND_STREAM_WAIT_EVENT) &&
+        (o->event < 0 || (size_t)o->event >= prog->nevents))
+      return bad_op(prog, o, err, "event out of range");
+  }
+  return OVL_OK;
+}
+
+static ovl_status step(checker *c, uint32_t i, ovl_error *err) {
+  const ovl__op *o = &c->prog->ops[i];
+  int nrings = c->prog->nrings, s;
+  switch (o->def->kind) {
+  case OVL_KIND_COMPUTE:
+  case OVL_KIND_COLLECTIVE:
+  case OVL_KIND_DELAY:
+    s = o->def->kind == OVL_KIND_COLLECTIVE ? ovl__op_stream(o) : o->stream;
+    host_enqueue(c, s);
+    CLK(c, s)[s]++;
+    return op_accesses(c, o, i, s, err);
+  case OVL_KIND_WAIT_COMPUTE:
+    record(c, (size_t)OVL_EVENT_COMPUTE(o->ring_id), OVL_STREAM_CALC);
+    wait_event(c, OVL_STREAM_COMM(o->ring_id),
+               (size_t)OVL_EVENT_COMPUTE(o->ring_id));
+    return OVL_OK;
+  case OVL_KIND_WAIT_COMM:
+    record(c, (size_t)OVL_EVENT_COMM(o->ring_id),
+           OVL_STREAM_COMM(o->ring_id));
+    wait_event(c, OVL_STREAM_CALC, (size_t)OVL_EVENT_COMM(o->ring_id));
+    return OVL_OK;
+  case OVL_KIND_SYNC_CALC:
+    host_sync(c, OVL_STREAM_CALC);
+    return OVL_OK;
+  case OVL_KIND_SYNC_COMM:
+    host_sync(c, OVL_STREAM_COMM(o->ring_id));
+    return OVL_OK;
+  case OVL_KIND_STREAM_SYNC:
+    host_sync(c, o->stream);
+    return OVL_OK;
+  case OVL_KIND_EVENT_RECORD:
+    record(c, (size_t)OVL_EVENT_NAMED(nrings, o->event), o->stream);
+    return OVL_OK;
+  case OVL_KIND_STREAM_WAIT_EVENT:
+    wait_event(c, o->stream, (size_t)OVL_EVENT_NAMED(nrings, o->event));
+    return OVL_OK;
+  case OVL_KIND_FETCH:
+    host_sync(c, OVL_STREAM_CALC);
+    CLK(c, c->host)[c->host]++;
+    c->host_ver++;
+    return op_accesses(c, o, i, c->host, err);
+  }
+  return bad_op(c->prog, o, err, "unknown op kind");
+}
+
+/* Sort: line of the first op, line of the second, variable, then the rest
+ * of the key so that the order is total. */
+static int race_cmp(const void *pa, const void *pb) {
+  const race_rec *a = pa, *b = pb;
+  int c;
+#define CMP(x, y)                                                             \
+  if ((x) != (y))                                                             \
+    return (x) < (y) ? -1 : 1;
+  CMP(a->a[0].line, b->a[0].line);
+  CMP(a->a[1].line, b->a[1].line);
+  if ((c = strcmp(a->var_name, b->var_name)) != 0)
+    return c;
+  CMP(a->var, b->var);
+  for (int k = 0; k < 2; k++) {
+    CMP(a->a[k].col, b->a[k].col);
+    CMP(a->a[k].stream, b->a[k].stream);
+    CMP(a->a[k].write, b->a[k].write);
+    if ((c = strcmp(a->a[k].op_name, b->a[k].op_name)) != 0)
+      return c;
+  }
+  CMP(a->a[0].op, b->a[0].op);
+  CMP(a->a[1].op, b->a[1].op);
+#undef CMP
+  return 0;
+}
+
+void ovl_races_free(ovl_races *r) {
+  if (r == NULL)
+    return;
+  for (size_t i = 0; i < r->n; i++) {
+    free(r->races[i].var_name);
+    free(r->races[i].fix);
+  }
+  free(r->races);
+  free(r->ranks);
+  free(r->table);
+  free(r);
+}
+
+static void checker_free(checker *c) {
+  if (c->vs != NULL)
+    for (size_t v = 0; v < c->prog->nvars; v++)
+      free(c->vs[v].reads);
+  free(c->vs);
+  free(c->clk);
+  free(c->joined);
+  free(c->snap);
+  free(c->recorded);
+}
+
+ovl_status ovl_race_check(const ovl_program *prog, ovl_races **out,
+                          ovl_error *err) {
+  checker c;
+  ovl_races *res;
+  ovl_status st;
+
+  if (prog == NULL || out == NULL)
+    return ovl__err(err, OVL_EINVAL, "ovl_race_check: bad argument");
+  *out = NULL;
+  if ((st = validate(prog, err)) != OVL_OK)
+    return st;
+  memset(&c, 0, sizeof c);
+  c.prog = prog;
+  c.np = 2 + prog->nrings;
+  c.host = 1 + prog->nrings;
+  c.nev = 2 * (size_t)prog->nrings + prog->nevents;
+  res = calloc(1, sizeof *res);
+  c.res = res;
+  c.clk = calloc((size_t)c.np * (size_t)c.np, sizeof *c.clk);
+  c.joined = calloc((size_t)c.np, sizeof *c.joined);
+  c.snap = calloc(c.nev * (size_t)c.np + 1, sizeof *c.snap);
+  c.recorded = calloc(c.nev + 1, sizeof *c.recorded);
+  c.vs = calloc(prog->nvars + 1, sizeof *c.vs);
+  if (res == NULL || c.clk == NULL || c.joined == NULL || c.snap == NULL ||
+      c.recorded == NULL || c.vs == NULL) {
+    checker_free(&c);
+    ovl_races_free(res);
+    return ovl__err(err, OVL_ENOMEM, "race check: out of memory");
+  }
+  res->nops = prog->nops;
+  res->nranks = prog->nranks > 0 ? prog->nranks : 1;
+  res->ranks = malloc((size_t)res->nranks * sizeof *res->ranks);
+  if (res->ranks == NULL) {
+    checker_free(&c);
+    ovl_races_free(res);
+    return ovl__err(err, OVL_ENOMEM, "race check: out of memory");
+  }
+  /* Rank-independent: every race is on every rank. */
+  for (int k = 0; k < res->nranks; k++)
+    res->ranks[k] = k;
+  /* host_ver starts at 1 so that every stream joins the (zero) host clock
+   * once; harmless and keeps the invariant simple. */
+  c.host_ver = 1;
+
+  for (size_t i = 0; i < prog->nops; i++)
+    if ((st = step(&c, (uint32_t)i, err)) != OVL_OK) {
+      checker_free(&c);
+      ovl_races_free(res);
+      return st;
+    }
+  checker_free(&c);
+  free(res->table);
+  res->table = NULL;
+  res->tcap = 0;
+  if (res->n > 1)
+    qsort(res->races, res->n, sizeof *res->races, race_cmp);
+  *out = res;
+  return OVL_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Accessors                                                           */
+/* ------------------------------------------------------------------ */
+
+size_t ovl_races_count(const ovl_races *r) { return r ? r->n : 0; }
+uint64_t ovl_races_more(const ovl_races *r) { return r ? r->more : 0; }
+size_t ovl_races_ops(const ovl_races *r) { return r ? r->nops : 0; }
+
+int ovl_races_get(const ovl_races *r, size_t i, ovl_race_info *info) {
+  const race_rec *rr;
+  if (r == NULL || info == NULL || i >= r->n)
+    return -1;
+  rr = &r->races[i];
+  info->var = rr->var_name;
+  info->first = rr->a[0];
+  info->second = rr->a[1];
+  info->fix = rr->fix;
+  info->occurrences = rr->occurrences;
+  info->nranks = r->nranks;
+  info->ranks = r->ranks;
+  return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Formatting                                                          */
+/* ------------------------------------------------------------------ */
+
+typedef struct sbuf {
+  char *s;
+  size_t n, cap;
+  bool fail;
+} sbuf;
+
+static void sb_reserve(sbuf *b, size_t more) {
+  size_t need = b->n + more + 1;
+  char *ns;
+  size_t ncap;
+  if (b->fail || need <= b->cap)
+    return;
+  ncap = b->cap ? b->cap : 256;
+  while (ncap < need)
+    ncap *= 2;
+  if ((ns = realloc(b->s, ncap)) == NULL) {
+    b->fail = true;
+    return;
+  }
+  b->s = ns;
+  b->cap = ncap;
+}
+
+static void sb_printf(sbuf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void sb_printf(sbuf *b, const char *fmt, ...) {
+  va_list ap;
+  int len;
+  va_start(ap, fmt);
+  len = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (len < 0) {
+    b->fail = true;
+    return;
+  }
+  sb_reserve(b, (size_t)len);
+  if (b->fail)
+    return;
+  va_start(ap, fmt);
+  vsnprintf(b->s + b->n, (size_t)len + 1, fmt, ap);
+  va_end(ap);
+  b->n += (size_t)len;
+}
+
+static void sb_json_str(sbuf *b, const char *s) {
+  sb_printf(b, "\"");
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    switch (*p) {
+    case '"':
+      sb_printf(b, "\\\"");
+      break;
+    case '\\':
+      sb_printf(b, "\\\\");
+      break;
+    case '\n':
+      sb_printf(b, "\\n");
+      break;
+    case '\r':
+      sb_printf(b, "\\r");
+      break;
+    case '\t':
+      sb_printf(b, "\\t");
+      break;
+    default:
+      if (*p < 0x20)
+        sb_printf(b, "\\u%04x", *p);
+      else
+        sb_printf(b, "%c", *p);
+    }
+  }
+  sb_printf(b, "\"");
+}
+
+static void fmt_ranks(sbuf *b, const ovl_races *r) {
+  if (r->nranks == 1)
+    sb_printf(b, "rank 0");
+  else
+    sb_printf(b, "ranks 0-%d", r->nranks - 1);
+}
+
+static void fmt_human(sbuf *b, const ovl_races *r, const char *file) {
+  char s1[32], s2[32];
+  for (size_t i = 0; i < r->n; i++) {
+    const race_rec *rr = &r->races[i];
+    int w0 = snprintf(NULL, 0, "%s:%d", file, rr->a[0].line);
+    int w1 = snprintf(NULL, 0, "%s:%d", file, rr->a[1].line);
+    int w = w0 > w1 ? w0 : w1;
+    sb_printf(b, "race %zu: '%s' on ", i + 1, rr->var_name);
+    fmt_ranks(b, r);
+    if (rr->occurrences > 1)
+      sb_printf(b, " (%llu times in the expanded program)",
+                (unsigned long long)rr->occurrences);
+    sb_printf(b, "\n");
+    for (int k = 0; k < 2; k++) {
+      const ovl_race_access *a = &rr->a[k];
+      sb_printf(b, "  %-6s %-16s %s:%d%*s  %s\n", a->write ? "write" : "read",
+                a->op_name, file, a->line, w - (k ? w1 : w0), "",
+                stream_label(a->stream, k ? s2 : s1, sizeof s1));
+    }
+    sb_printf(b, "  fix: %s\n", rr->fix);
+  }
+  if (r->more > 0)
+    sb_printf(b,
+              "and %llu more unordered pair%s not listed (the list stops at "
+              "%d races)\n",
+              (unsigned long long)r->more, r->more == 1 ? "" : "s",
+              OVL_RACES_LIST_MAX);
+  if (r->n == 0 && r->more == 0)
+    sb_printf(b, "no races in %s (%zu op%s checked)\n", file, r->nops,
+              r->nops == 1 ? "" : "s");
+  else
+    sb_printf(b, "%zu race%s in %s (%d rank%s)\n", r->n, r->n == 1 ? "" : "s",
+              file, r->nranks, r->nranks == 1 ? "" : "s");
+}
+
+static void fmt_json_access(sbuf *b, const ovl_race_access *a) {
+  char s[32];
+  sb_printf(b, "{\"line\":%d,\"col\":%d,\"op\":", a->line, a->col);
+  sb_json_str(b, a->op_name);
+  sb_printf(b, ",\"stream\":");
+  sb_json_str(b, stream_label(a->stream, s, sizeof s));
+  sb_printf(b, ",\"access\":\"%s\"}", a->write ? "write" : "read");
+}
+
+static void fmt_json(sbuf *b, const ovl_races *r, const char *file) {
+  sb_printf(b, "{\"schedule\":");
+  sb_json_str(b, file);
+  sb_printf(b, ",\"ranks\":%d,\"ops\":%zu,\"races\":[", r->nranks, r->nops);
+  for (size_t i = 0; i < r->n; i++) {
+    const race_rec *rr = &r->races[i];
+    sb_printf(b, "%s{\"var\":", i ? "," : "");
+    sb_json_str(b, rr->var_name);
+    sb_printf(b, ",\"ranks\":[");
+    for (int k = 0; k < r->nranks; k++)
+      sb_printf(b, "%s%d", k ? "," : "", r->ranks[k]);
+    sb_printf(b, "],\"first\":");
+    fmt_json_access(b, &rr->a[0]);
+    sb_printf(b, ",\"second\":");
+    fmt_json_access(b, &rr->a[1]);
+    sb_printf(b, ",\"fix\":");
+    sb_json_str(b, rr->fix);
+    sb_printf(b, ",\"occurrences\":%llu}",
+              (unsigned long long)rr->occurrences);
+  }
+  sb_printf(b, "],\"count\":%zu,\"more\":%llu}\n", r->n,
+            (unsigned long long)r->more);
+}
+
+ovl_status ovl_races_format(const ovl_races *r, const ovl_program *prog,
+                            int json, char **text, ovl_error *err) {
+  sbuf b = {0};
+  const char *file = prog != NULL && prog->filename != NULL ? prog->filename
+                                                            : "<program>";
+  if (r == NULL || text == NULL)
+    return ovl__err(err, OVL_EINVAL, "ovl_races_format: bad argument");
+  *text = NULL;
+  if (json)
+    fmt_json(&b, r, file);
+  else
+    fmt_human(&b, r, file);
+  if (b.fail || b.s == NULL) {
+    free(b.s);
+    return ovl__err(err, OVL_ENOMEM, "race report: out of memory");
+  }
+  *text = b.s;
+  return OVL_OK;
+}
