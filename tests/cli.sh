@@ -62,6 +62,35 @@ then ok "missing c_wait_compute is caught"; else ko "missing c_wait_compute is c
 if run 0 fixed -n 2 -w 0 "$src/schedules/good/wait_compute.sched" && has out '^result: PASS$'
 then ok "fixed twin passes"; else ko "fixed twin passes"; fi
 
+# --races: the report, the fix, exit 4; a clean schedule exits 0.
+if run 4 races --races "$src/schedules/bad/missing_wait_compute.sched" &&
+  has out "^race 1: 'c' on ranks 0-1$" &&
+  has out '^  write  scale +.*missing_wait_compute\.sched:13  calc$' &&
+  has out '^  write  c_allreduce_sum +.*missing_wait_compute\.sched:14  comm\[0\]$' &&
+  has out '^  fix: insert c_wait_compute\(c, ring_id=0\) after line 13$' &&
+  has out '^1 race in .*missing_wait_compute\.sched \(2 ranks\)$'
+then ok "--races on a racy schedule"; else ko "--races on a racy schedule"; fi
+if run 0 races-clean --races && has out '^no races in .*seed\.sched \(775 ops checked\)$'
+then ok "--races on the seed"; else ko "--races on the seed"; fi
+if run 0 races-clean-sync --races --mode=both && has out '^== sync ==$' && has out '^== async ==$'
+then ok "--races --mode=both"; else ko "--races --mode=both"; fi
+if run 4 races-json --races --json "$src/schedules/bad/missing_wait_compute.sched" &&
+  has out '^\{"schedule":".*","ranks":2,"ops":5,"races":\[\{"var":"c",' && has out '"count":1'
+then ok "--races --json"; else ko "--races --json"; fi
+if run 4 races-json-file --races --json="$tmp/r.json" "$src/schedules/bad/missing_wait_compute.sched" &&
+  grep -q '"fix":"insert c_wait_compute(c, ring_id=0) after line 13"' "$tmp/r.json"
+then ok "--races --json=FILE"; else ko "--races --json=FILE"; fi
+if run 2 json-needs-races --json && has err -- '--json needs --races'
+then ok "--json without --races"; else ko "--json without --races"; fi
+# A run reports races next to the numeric check.
+if run 1 run-races -n 2 -w 0 "$src/schedules/bad/missing_wait_compute.sched" &&
+  has out '^async .*MISMATCH .*; RACES: 1 \(below\)$' && has out '^sync .*ok .*; no races$' &&
+  has out '^  fix: insert c_wait_compute' && has out 'and races$'
+then ok "races in a run"; else ko "races in a run"; fi
+if run 1 run-no-races --no-races -n 2 -w 0 "$src/schedules/bad/missing_wait_compute.sched" &&
+  ! has out 'races'
+then ok "--no-races"; else ko "--no-races"; fi
+
 # Schedule errors: file:line:col and exit 2, nothing runs.
 printf 'a = data(shape=[4])\nb = assgn(a)\n' >"$tmp/bad.sched"
 if run 2 parse-error "$tmp/bad.sched" && has err "bad\.sched:2:5: .*unknown op 'assgn'" && ! has out '^sync'

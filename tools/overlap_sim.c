@@ -22,6 +22,7 @@
 #define EXIT_MISMATCH 1
 #define EXIT_USAGE 2
 #define EXIT_RUNTIME 3
+#define EXIT_RACES 4
 
 #ifndef OVL_SRCDIR
 #define OVL_SRCDIR "."
@@ -44,6 +45,9 @@ typedef struct {
   double timeout_s;
   int quiet, verbose;
   int op_times;
+  int races_only, no_races;
+  int mode_given;
+  const char *json; /* --json[=FILE]: "-" for stdout */
   int comm_priority_high;
   int nccl_min_ctas, nccl_max_ctas;
   const char *schedule;
@@ -85,6 +89,16 @@ static void usage(FILE *f) {
           "      --timeout=SEC    a collective or stream stuck this long is "
           "an error\n"
           "                       (default 60)\n"
+          "      --races          check the schedule for ordering bugs "
+          "(unordered accesses\n"
+          "                       to a variable) without running anything; "
+          "exit 4 if any\n"
+          "                       (the form checked: async, or those "
+          "--mode names)\n"
+          "      --no-races       skip the race check a run makes before "
+          "it executes\n"
+          "      --json[=FILE]    with --races: the report as JSON (on "
+          "stdout, or FILE)\n"
           "      --op-times       time every op on its stream (device "
           "timers around\n"
           "                       each op; off by default: it perturbs what "
@@ -102,7 +116,8 @@ static void usage(FILE *f) {
           "\n"
           "Exit status: 0 ok, 1 numeric mismatch, 2 usage or schedule "
           "error,\n"
-          "3 runtime error (device, collective timeout).\n",
+          "3 runtime error (device, collective timeout), 4 races found "
+          "(numbers right).\n",
           progname);
 }
 
@@ -149,6 +164,9 @@ static int parse_options(int argc, char **argv, options *o) {
     OPT_SHOW,
     OPT_TIMEOUT,
     OPT_OP_TIMES,
+    OPT_RACES,
+    OPT_NO_RACES,
+    OPT_JSON,
     OPT_COMM_PRIORITY,
     OPT_MIN_CTAS,
     OPT_MAX_CTAS
@@ -165,6 +183,9 @@ static int parse_options(int argc, char **argv, options *o) {
       {"show", required_argument, NULL, OPT_SHOW},
       {"timeout", required_argument, NULL, OPT_TIMEOUT},
       {"op-times", no_argument, NULL, OPT_OP_TIMES},
+      {"races", no_argument, NULL, OPT_RACES},
+      {"no-races", no_argument, NULL, OPT_NO_RACES},
+      {"json", optional_argument, NULL, OPT_JSON},
       {"comm-priority", required_argument, NULL, OPT_COMM_PRIORITY},
       {"nccl-min-ctas", required_argument, NULL, OPT_MIN_CTAS},
       {"nccl-max-ctas", required_argument, NULL, OPT_MAX_CTAS},
@@ -194,6 +215,7 @@ static int parse_options(int argc, char **argv, options *o) {
                            optarg);
       break;
     case 'm':
+      o->mode_given = 1;
       if (strcmp(optarg, "both") && strcmp(optarg, "all") &&
           strcmp(optarg, "sync") && strcmp(optarg, "async") &&
           strcmp(optarg, "comp") && strcmp(optarg, "comm"))
@@ -242,6 +264,17 @@ static int parse_options(int argc, char **argv, options *o) {
     case OPT_OP_TIMES:
       o->op_times = 1;
       break;
+    case OPT_RACES:
+      o->races_only = 1;
+      break;
+    case OPT_NO_RACES:
+      o->no_races = 1;
+      break;
+    case OPT_JSON:
+      if (optarg != NULL && optarg[0] == '\0')
+        return usage_error("--json=: empty file name");
+      o->json = optarg != NULL ? optarg : "-";
+      break;
     case OPT_COMM_PRIORITY:
       if (strcmp(optarg, "high") == 0)
         o->comm_priority_high = 1;
@@ -281,6 +314,11 @@ static int parse_options(int argc, char **argv, options *o) {
       return usage_error("unknown option '%s'", argv[optind - 1]);
     }
   }
+  if (o->races_only && o->no_races)
+    return usage_error("--races and --no-races exclude each other");
+  if (o->json != NULL && !o->races_only)
+    return usage_error("--json needs --races (JSON results of runs are "
+                       "not written yet)");
   if (o->warmup >= o->iters)
     return usage_error("--warmup (%d) must be less than --iters (%d): no "
                        "iteration would be timed",
@@ -313,6 +351,7 @@ static const char *default_schedule(void) {
 typedef struct {
   ovl_mode mode;
   ovl_program *prog; /* the transformed program that ran */
+  ovl_races *races;  /* its race report, unless --no-races */
   bool ran;
   bool checked; /* numeric check applies (sync, async) */
   ovl_result *res;
@@ -419,7 +458,7 @@ static void print_mismatches(const ovl_program *prog, const mode_run *m) {
 }
 
 static void print_row(const mode_run *m) {
-  char check[128];
+  char check[256];
   if (!m->checked && (m->mode == OVL_MODE_COMP || m->mode == OVL_MODE_COMM))
     snprintf(check, sizeof check, "n/a (%s-only numbers are not checked)",
              ovl_mode_name(m->mode));
@@ -431,6 +470,15 @@ static void print_row(const mode_run *m) {
   else
     snprintf(check, sizeof check, "MISMATCH (%lld of %lld elements)",
              (long long)m->check.mismatched, (long long)m->check.checked);
+  if (m->races != NULL) {
+    size_t n = strlen(check);
+    uint64_t nr = ovl_races_count(m->races) + ovl_races_more(m->races);
+    if (nr == 0)
+      snprintf(check + n, sizeof check - n, "; no races");
+    else
+      snprintf(check + n, sizeof check - n, "; RACES: %llu (below)",
+               (unsigned long long)nr);
+  }
   printf("%-6s %10.4f %12.3f %12.3f %12.3f  %s\n", ovl_mode_name(m->mode),
          m->total, m->median * 1e3, m->min * 1e3, m->max * 1e3, check);
 }
@@ -604,6 +652,103 @@ static int runtime_exit(ovl_status st) {
   return st == OVL_EPARSE || st == OVL_EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
 }
 
+/* Race reports of the given modes, printed as text or JSON; returns the
+ * number of races found, or -1 on error (message printed). */
+static long report_races(const ovl_program *prog, mode_run *runs, int nruns,
+                         const char *json) {
+  FILE *f = stdout;
+  long total = 0;
+  bool many = nruns > 1;
+
+  if (json != NULL && strcmp(json, "-") != 0) {
+    f = fopen(json, "w");
+    if (f == NULL) {
+      fprintf(stderr, "%s: --json=%s: %s\n", progname, json,
+              strerror(errno));
+      return -1;
+    }
+  }
+  if (json != NULL && many)
+    fprintf(f, "{\"modes\": {");
+  for (int i = 0; i < nruns; i++) {
+    ovl_error err = {0};
+    char *text = NULL;
+    ovl_status st = ovl_races_format(runs[i].races, prog, json != NULL,
+                                     &text, &err);
+    if (st != OVL_OK) {
+      fprintf(stderr, "%s: races: %s\n", progname, err.msg);
+      if (f != stdout)
+        fclose(f);
+      return -1;
+    }
+    if (json != NULL && many) {
+      size_t n = strlen(text);
+      while (n > 0 && text[n - 1] == '\n')
+        text[--n] = '\0';
+      fprintf(f, "%s\"%s\": ", i ? ", " : "", ovl_mode_name(runs[i].mode));
+    }
+    else if (many)
+      fprintf(f, "== %s ==\n", ovl_mode_name(runs[i].mode));
+    fputs(text, f);
+    if (json != NULL && !many)
+      fputc('\n', f);
+    free(text);
+    total += (long)(ovl_races_count(runs[i].races) +
+                    ovl_races_more(runs[i].races));
+  }
+  if (json != NULL && many)
+    fprintf(f, "}}\n");
+  if (f != stdout && fclose(f) != 0) {
+    fprintf(stderr, "%s: --json=%s: %s\n", progname, json, strerror(errno));
+    return -1;
+  }
+  return total;
+}
+
+/* Race-check each mode's form of the program (run->prog, run->races). */
+static int check_races(const ovl_program *prog, mode_run *runs, int nruns) {
+  for (int i = 0; i < nruns; i++) {
+    ovl_error err = {0};
+    ovl_status st = ovl_program_transform(prog, runs[i].mode, &runs[i].prog,
+                                          &err);
+    if (st == OVL_OK)
+      st = ovl_race_check(runs[i].prog, &runs[i].races, &err);
+    if (st != OVL_OK) {
+      fprintf(stderr, "%s: race check (%s): %s\n", progname,
+              ovl_mode_name(runs[i].mode), err.msg);
+      return runtime_exit(st);
+    }
+  }
+  return -1;
+}
+
+/* --races: parse and check, run nothing (no device is touched). */
+static int races_only(const options *o, const char *path, mode_run *runs,
+                      int nruns) {
+  ovl_parse_opts popts = {.defines = o->defines, .ndefines = o->ndefines,
+                          .nranks = o->ranks > 0 ? o->ranks : 2};
+  ovl_program *prog = NULL;
+  ovl_error err = {0};
+  long found;
+  int rc;
+
+  if (ovl_program_load(path, &popts, &prog, &err) != OVL_OK) {
+    fprintf(stderr, "%s: %s\n", progname, err.msg);
+    return EXIT_USAGE;
+  }
+  rc = check_races(prog, runs, nruns);
+  if (rc < 0) {
+    found = report_races(prog, runs, nruns, o->json);
+    rc = found < 0 ? EXIT_RUNTIME : found > 0 ? EXIT_RACES : EXIT_SUCCESS;
+  }
+  for (int i = 0; i < nruns; i++) {
+    ovl_races_free(runs[i].races);
+    ovl_program_free(runs[i].prog);
+  }
+  ovl_program_free(prog);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   options o = {.backend = "auto", .mode = "both", .iters = 10, .warmup = 2,
                .rtol = 1e-5, .atol = 1e-6, .show = -1};
@@ -618,6 +763,7 @@ int main(int argc, char **argv) {
   const char *path;
   ovl_status st;
   bool mismatch = false;
+  uint64_t races = 0;
 
   if (argc > 0 && argv[0] != NULL) {
     const char *slash = strrchr(argv[0], '/');
@@ -628,9 +774,12 @@ int main(int argc, char **argv) {
     return rc;
   path = o.schedule != NULL ? o.schedule : default_schedule();
 
-  /* Modes, in the order they run. */
+  /* Modes, in the order they run. --races alone checks the schedule as
+   * written (async) unless --mode names the forms. */
   memset(runs, 0, sizeof runs);
-  if (strcmp(o.mode, "both") == 0 || strcmp(o.mode, "all") == 0) {
+  if (o.races_only && !o.mode_given) {
+    runs[nruns++].mode = OVL_MODE_ASYNC;
+  } else if (strcmp(o.mode, "both") == 0 || strcmp(o.mode, "all") == 0) {
     runs[nruns++].mode = OVL_MODE_SYNC;
     runs[nruns++].mode = OVL_MODE_ASYNC;
     if (strcmp(o.mode, "all") == 0) {
@@ -642,6 +791,9 @@ int main(int argc, char **argv) {
       if (strcmp(o.mode, ovl_mode_name((ovl_mode)m)) == 0)
         runs[nruns++].mode = (ovl_mode)m;
   }
+
+  if (o.races_only)
+    return races_only(&o, path, runs, nruns);
 
   wopts.backend = o.backend;
   wopts.nranks = o.ranks;
@@ -675,6 +827,11 @@ int main(int argc, char **argv) {
     if (rc >= 0)
       goto out;
   }
+  if (!o.no_races) {
+    rc = check_races(prog, runs, nruns);
+    if (rc >= 0)
+      goto out;
+  }
   if (!o.quiet)
     print_header(&o, world, prog, path);
 
@@ -702,7 +859,9 @@ int main(int argc, char **argv) {
     ovl_run_opts ropts = {.iters = o.iters - o.warmup, .warmup = o.warmup,
                           .op_times = o.op_times};
 
-    st = ovl_program_transform(prog, m->mode, &m->prog, &err);
+    st = m->prog != NULL ? OVL_OK
+                         : ovl_program_transform(prog, m->mode, &m->prog,
+                                                 &err);
     if (st == OVL_OK)
       st = ovl_world_run(world, m->prog, &ropts, &m->res, &err);
     if (st != OVL_OK) {
@@ -751,6 +910,19 @@ int main(int argc, char **argv) {
     for (int i = 0; i < nruns; i++)
       print_mismatches(prog, &runs[i]);
   }
+  for (int i = 0; i < nruns && !o.no_races; i++)
+    races += ovl_races_count(runs[i].races) + ovl_races_more(runs[i].races);
+  if (races > 0 && !o.quiet) {
+    mode_run racy[4];
+    int n = 0;
+    for (int i = 0; i < nruns; i++)
+      if (ovl_races_count(runs[i].races) + ovl_races_more(runs[i].races))
+        racy[n++] = runs[i];
+    if (report_races(prog, racy, n, NULL) < 0) {
+      rc = EXIT_RUNTIME;
+      goto out;
+    }
+  }
   if (o.show >= 0) {
     mode_run *m = find_run(runs, nruns, OVL_MODE_ASYNC);
     print_show(prog, m != NULL ? m : &runs[0], ovl_world_nranks(world),
@@ -758,9 +930,13 @@ int main(int argc, char **argv) {
   }
   if (mismatch) {
     printf("result: FAIL: numeric mismatch (tolerance |got-ref| <= %g + %g "
-           "* |ref|)\n",
-           o.atol, o.rtol);
+           "* |ref|)%s\n",
+           o.atol, o.rtol, races > 0 ? ", and races" : "");
     rc = EXIT_MISMATCH;
+  } else if (races > 0) {
+    printf("result: FAIL: %llu race%s (the numbers matched this time)\n",
+           (unsigned long long)races, races == 1 ? "" : "s");
+    rc = EXIT_RACES;
   } else {
     printf("result: PASS\n");
     rc = EXIT_SUCCESS;
@@ -770,6 +946,7 @@ out:
   for (int i = 0; i < nruns; i++) {
     ovl_result_free(runs[i].res);
     ovl_program_free(runs[i].prog);
+    ovl_races_free(runs[i].races);
     ovl_check_release(&runs[i].check);
   }
   ovl_reference_free(ref);
