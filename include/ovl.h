@@ -158,6 +158,12 @@ typedef struct ovl_world_opts_s {
    * Either one makes the communicators with ncclCommInitRankConfig in one
    * group instead of ncclCommInitAll. */
   int nccl_min_ctas, nccl_max_ctas;
+  /* Chaos, for the cpu backend only (an error on the cuda backend); 0 = off.
+   * Every stream worker sleeps a pseudo-random 0..2 ms (mostly short, now
+   * and then long) before each command it runs, so that streams interleave
+   * in ways a plain run never shows and a missing wait gives wrong numbers.
+   * The delays of each (rank, stream) are one fixed sequence per seed. */
+  unsigned chaos_seed;
 } ovl_world_opts;
 
 ovl_status ovl_world_create(const ovl_world_opts *opts, ovl_world **out,

@@ -15,7 +15,14 @@
  * rank (reducing in rank order, in the dtype) and wakes the others.
  *
  * Every wait is on a condition variable (timed ones on CLOCK_MONOTONIC);
- * nothing polls, and only the delay command sleeps.
+ * nothing polls; only the delay command and chaos sleep.
+ *
+ * Chaos (world_tune with chaos_seed != 0): each worker sleeps a
+ * pseudo-random 0..CHAOS_MAX_US before every command it runs, drawn from a
+ * generator of its own seeded from (seed, rank, stream), so each stream's
+ * sequence of delays is fixed by the seed. Streams then interleave in ways
+ * a plain run never shows: work that nothing orders after other work gets a
+ * fair chance to run before it, and a missing wait gives wrong numbers.
  */
 #include <errno.h>
 #include <math.h>
@@ -42,6 +49,11 @@
 /* Elements reduced per block: in-place collectives read a whole block of
  * every rank before writing any of it. */
 #define BLOCK 1024
+
+/* Chaos: the longest sleep before a command. Delays are CHAOS_MAX_US * u^4
+ * for u uniform in [0, 1): the median is 1/16 of the maximum (125 us) and
+ * the mean 1/5 (400 us), but one command in ten waits over 1.1 ms. */
+#define CHAOS_MAX_US 2000.0
 
 typedef struct stream stream;
 typedef struct ring ring;
@@ -123,6 +135,8 @@ struct stream {
   bool exit;
   bool started;
   pthread_t thread;
+  /* Chaos generator state (worker thread only); 0 when chaos is off. */
+  uint64_t chaos;
 };
 
 typedef struct event {
@@ -157,6 +171,7 @@ struct ring {
 struct ovl__bworld {
   int nranks;
   double timeout_s;
+  unsigned chaos_seed; /* 0: off */
   atomic_int aborted;
   /* Guards nrings, rings[] and ranks[]. Lock order: world, then a ring or a
    * stream; nothing takes the world lock while holding another. */
@@ -173,7 +188,8 @@ struct ovl__brank {
   int nrings;
   int nstreams;
   stream *streams; /* 1 + nrings */
-  event *events;   /* 2 * nrings; host thread only */
+  event *events;   /* nevents (2 * nrings, then named); host thread only */
+  int nevents;
   ring *rings[OVL_MAX_RINGS];
   uint64_t seq[OVL_MAX_RINGS]; /* next collective number, per ring */
   /* Timer marks (--op-times): host clock when a stream reached each one.
@@ -617,6 +633,30 @@ static ovl_status rendezvous(ovl__bworld *bw, ring *rg, uint64_t seq,
 /* Workers                                                             */
 /* ------------------------------------------------------------------ */
 
+/* splitmix64: the chaos generator, and the mixing of its seed. */
+static uint64_t splitmix64(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* The first state of the chaos generator of (seed, rank, stream); never 0
+ * (0 means off). */
+static uint64_t chaos_init(unsigned seed, int rank, int stream_idx) {
+  uint64_t st = (uint64_t)seed;
+  uint64_t a = splitmix64(&st);
+  st = a ^ ((uint64_t)(unsigned)rank << 32 | (uint64_t)(unsigned)stream_idx);
+  a = splitmix64(&st);
+  return a != 0 ? a : 1;
+}
+
+/* The next chaos delay of a stream, in microseconds. */
+static double chaos_us(stream *s) {
+  double u = (double)(splitmix64(&s->chaos) >> 11) * 0x1.0p-53;
+  return CHAOS_MAX_US * u * u * u * u;
+}
+
 /* Block until src has finished `target` commands. */
 static ovl_status run_wait(stream *s, const cmd *c, ovl_error *err) {
   ovl__bworld *bw = s->br->bw;
@@ -728,6 +768,13 @@ static void *worker_main(void *arg) {
     s->blocked = !failed && (c->kind == CMD_COLL || c->kind == CMD_WAIT);
     pthread_mutex_unlock(&s->mu);
 
+    /* Chaos: a sleep before every command but the timer marks (which are
+     * not ops); none once the stream failed or the world was aborted. */
+    if (s->chaos != 0 && c->kind != CMD_MARK) {
+      double us = chaos_us(s);
+      if (!failed && !is_aborted(s->br->bw))
+        run_delay(us);
+    }
     ovl_status st = run_cmd(s, c, failed, &err);
     free(c);
 
@@ -827,6 +874,18 @@ static ovl_status cpu_world_rings(ovl__bworld *bw, int nrings,
 
 static const char *cpu_world_devices(ovl__bworld *bw) { return bw->devices; }
 
+/* Chaos is this backend's only knob; the cuda ones are refused. */
+static ovl_status cpu_world_tune(ovl__bworld *bw, const ovl_world_opts *o,
+                                 ovl_error *err) {
+  if (o->comm_priority_high || o->nccl_min_ctas || o->nccl_max_ctas)
+    return ovl__err(err, OVL_EINVAL,
+                    "backend 'cpu' has no comm stream priority or NCCL CTA "
+                    "limits (the cuda backend has)");
+  /* Read by each rank_init: it applies from the next run on. */
+  bw->chaos_seed = o->chaos_seed;
+  return OVL_OK;
+}
+
 static void cpu_world_fini(ovl__bworld *bw) {
   if (bw == NULL)
     return;
@@ -884,6 +943,8 @@ static ovl_status stream_create(ovl__brank *br, int index, stream *s,
   else
     snprintf(s->name, sizeof s->name, "comm[%d]", index - 1);
   s->status = OVL_OK;
+  if (br->bw->chaos_seed != 0)
+    s->chaos = chaos_init(br->bw->chaos_seed, br->rank, index);
   if (pthread_mutex_init(&s->mu, NULL) != 0)
     goto fail;
   if (cond_init(&s->work_cv) != 0) {
@@ -944,6 +1005,7 @@ static ovl_status cpu_rank_init(ovl__bworld *bw, int rank, int nrings,
   br->nstreams = 1 + nrings;
   br->streams = calloc((size_t)br->nstreams, sizeof *br->streams);
   br->events = calloc(2 * (size_t)nrings + 1, sizeof *br->events);
+  br->nevents = 2 * nrings;
   if (br->streams == NULL || br->events == NULL) {
     st = ovl__err(err, OVL_ENOMEM, "rank %d: out of memory", rank);
     goto fail;
@@ -988,6 +1050,24 @@ fail:
     free(br);
   }
   return st;
+}
+
+static ovl_status cpu_events_reserve(ovl__brank *br, int nevents,
+                                     ovl_error *err) {
+  event *ev;
+  if (nevents < 0)
+    return ovl__err(err, OVL_EINVAL, "rank %d: %d events", br->rank,
+                    nevents);
+  if (nevents <= br->nevents)
+    return OVL_OK;
+  ev = realloc(br->events, (size_t)nevents * sizeof *ev);
+  if (ev == NULL)
+    return ovl__err(err, OVL_ENOMEM, "rank %d: no memory for %d events",
+                    br->rank, nevents);
+  memset(ev + br->nevents, 0, (size_t)(nevents - br->nevents) * sizeof *ev);
+  br->events = ev;
+  br->nevents = nevents;
+  return OVL_OK;
 }
 
 static void cpu_rank_fini(ovl__brank *br) {
@@ -1096,7 +1176,7 @@ static ovl_status cpu_event_record(ovl__brank *br, int event, int stream_idx,
   stream *s = get_stream(br, stream_idx, err);
   if (s == NULL)
     return OVL_EINVAL;
-  if (event < 0 || event >= 2 * br->nrings)
+  if (event < 0 || event >= br->nevents)
     return ovl__err(err, OVL_EINVAL, "rank %d: no event %d", br->rank, event);
   pthread_mutex_lock(&s->mu);
   br->events[event].target = s->enq;
@@ -1112,7 +1192,7 @@ static ovl_status cpu_stream_wait_event(ovl__brank *br, int stream_idx,
   cmd c;
   if (s == NULL)
     return OVL_EINVAL;
-  if (event < 0 || event >= 2 * br->nrings)
+  if (event < 0 || event >= br->nevents)
     return ovl__err(err, OVL_EINVAL, "rank %d: no event %d", br->rank, event);
   if (!br->events[event].recorded)
     return OVL_OK; /* CUDA: waiting on a never-recorded event is a no-op. */
@@ -1301,6 +1381,7 @@ const ovl__backend_ops ovl__backend_cpu = {
     .world_abort = cpu_world_abort,
     .rank_init = cpu_rank_init,
     .rank_fini = cpu_rank_fini,
+    .events_reserve = cpu_events_reserve,
     .mem_alloc = cpu_mem_alloc,
     .mem_free = cpu_mem_free,
     .host_alloc = cpu_host_alloc,
@@ -1316,5 +1397,5 @@ const ovl__backend_ops ovl__backend_cpu = {
     .timers_reserve = cpu_timers_reserve,
     .timer_mark = cpu_timer_mark,
     .timer_elapsed = cpu_timer_elapsed,
-    .world_tune = NULL,
+    .world_tune = cpu_world_tune,
 };

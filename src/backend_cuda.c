@@ -4,7 +4,8 @@
  * Rank r drives CUDA device r from its own thread. Per rank: one calc
  * stream, one comm stream per ring (all created cudaStreamNonBlocking, so
  * nothing orders them but our events) and two events per ring created with
- * cudaEventDisableTiming, as Paddle does. Per ring: one NCCL communicator
+ * cudaEventDisableTiming, as Paddle does, then the schedule's named events
+ * (events_reserve), made the same way. Per ring: one NCCL communicator
  * per rank, all made by one ncclCommInitAll() in the main thread.
  *
  * Every CUDA and NCCL call is checked; a failure returns an ovl_status with
@@ -92,11 +93,13 @@ struct ovl__brank {
   /* streams[OVL_STREAM_CALC], streams[OVL_STREAM_COMM(ring)]. */
   int nstreams;
   cudaStream_t streams[1 + OVL_MAX_RINGS];
-  /* events[OVL_EVENT_COMPUTE(ring)], events[OVL_EVENT_COMM(ring)]. */
-  int nevents;
-  cudaEvent_t events[2 * OVL_MAX_RINGS];
+  /* events[OVL_EVENT_COMPUTE(ring)], events[OVL_EVENT_COMM(ring)], then
+   * the named events, events[OVL_EVENT_NAMED(nrings, k)]; `capevents`
+   * entries allocated, the first `nevents` created. */
+  int nevents, capevents;
+  cudaEvent_t *events;
   /* Whether the event was ever recorded: see cuda_stream_wait_event. */
-  bool recorded[2 * OVL_MAX_RINGS];
+  bool *recorded;
   /* The world's abort_flag as this device addresses it. */
   const volatile int *abort_flag_dev;
   /* Timing events for --op-times (created with timing enabled). */
@@ -193,9 +196,14 @@ static const char *stream_name(char *buf, size_t size, int stream) {
   return buf;
 }
 
-static const char *event_name(char *buf, size_t size, int event) {
-  snprintf(buf, size, "%s[ring %d]",
-           event % 2 == 0 ? "compute_event" : "comm_event", event / 2);
+/* "compute_event[ring 0]", "comm_event[ring 1]", "named event 3". */
+static const char *event_name(char *buf, size_t size, int nrings,
+                              int event) {
+  if (event >= 2 * nrings)
+    snprintf(buf, size, "named event %d", event - 2 * nrings);
+  else
+    snprintf(buf, size, "%s[ring %d]",
+             event % 2 == 0 ? "compute_event" : "comm_event", event / 2);
   return buf;
 }
 
@@ -565,10 +573,47 @@ static void rank_release(ovl__brank *br) {
   free(br->timers);
   for (int i = 0; i < br->nevents; i++)
     (void)cudaEventDestroy(br->events[i]);
+  free(br->events);
+  free(br->recorded);
   for (int i = 0; i < br->nstreams; i++)
     (void)cudaStreamDestroy(br->streams[i]);
   (void)cudaGetLastError();
   free(br);
+}
+
+/* Grow the event arrays and create events up to `nevents` (timing
+ * disabled, never recorded). On the rank's thread, its device current. */
+static ovl_status cuda_events_reserve(ovl__brank *br, int nevents,
+                                      ovl_error *err) {
+  char where[48];
+  if (nevents < 0)
+    return ovl__err(err, OVL_EINVAL, "rank %d: %d events asked for",
+                    br->rank, nevents);
+  if (nevents <= br->nevents)
+    return OVL_OK;
+  if (nevents > br->capevents) {
+    cudaEvent_t *ev = realloc(br->events, (size_t)nevents * sizeof *ev);
+    if (ev == NULL)
+      return ovl__err(err, OVL_ENOMEM, "rank %d: no memory for %d events",
+                      br->rank, nevents);
+    br->events = ev;
+    bool *rec = realloc(br->recorded, (size_t)nevents * sizeof *rec);
+    if (rec == NULL)
+      return ovl__err(err, OVL_ENOMEM, "rank %d: no memory for %d events",
+                      br->rank, nevents);
+    br->recorded = rec;
+    br->capevents = nevents;
+  }
+  while (br->nevents < nevents) {
+    int e = br->nevents;
+    OVL__CUDACHECK(err, br->rank,
+                   event_name(where, sizeof where, br->nrings, e),
+                   cudaEventCreateWithFlags,
+                   (&br->events[e], cudaEventDisableTiming));
+    br->recorded[e] = false;
+    br->nevents++;
+  }
+  return OVL_OK;
 }
 
 static ovl_status cuda_rank_init(ovl__bworld *bw, int rank, int nrings,
@@ -619,12 +664,9 @@ static ovl_status cuda_rank_init(ovl__bworld *bw, int rank, int nrings,
                         (&flag, bw->abort_flag, 0), st, fail);
     br->abort_flag_dev = flag;
   }
-  for (int e = 0; e < 2 * nrings; e++) {
-    OVL__CUDACHECK_GOTO(err, rank, event_name(where, sizeof where, e),
-                        cudaEventCreateWithFlags,
-                        (&br->events[e], cudaEventDisableTiming), st, fail);
-    br->nevents++;
-  }
+  st = cuda_events_reserve(br, 2 * nrings, err);
+  if (st != OVL_OK)
+    goto fail;
   *out = br;
   return OVL_OK;
 
@@ -735,8 +777,9 @@ static ovl_status check_event(const ovl__brank *br, int event,
   if (event < 0 || event >= br->nevents)
     return ovl__err(err, OVL_EINVAL,
                     "rank %d: event %d does not exist (%d ring%s, 2 events "
-                    "each)",
-                    br->rank, event, br->nrings, br->nrings == 1 ? "" : "s");
+                    "each, and %d named)",
+                    br->rank, event, br->nrings, br->nrings == 1 ? "" : "s",
+                    br->nevents - 2 * br->nrings);
   return OVL_OK;
 }
 
@@ -752,7 +795,7 @@ static ovl_status cuda_event_record(ovl__brank *br, int event, int stream,
   /* A new record replaces the old one (CUDA semantics, and Paddle's). */
   OVL__CUDACHECK(err, br->rank,
                  (snprintf(where, sizeof where, "%s, %s",
-                           event_name(ename, sizeof ename, event),
+                           event_name(ename, sizeof ename, br->nrings, event),
                            stream_name(sname, sizeof sname, stream)),
                   where),
                  cudaEventRecord, (br->events[event], br->streams[stream]));
@@ -781,7 +824,7 @@ static ovl_status cuda_stream_wait_event(ovl__brank *br, int stream,
   OVL__CUDACHECK(err, br->rank,
                  (snprintf(where, sizeof where, "%s, %s",
                            stream_name(sname, sizeof sname, stream),
-                           event_name(ename, sizeof ename, event)),
+                           event_name(ename, sizeof ename, br->nrings, event)),
                   where),
                  cudaStreamWaitEvent,
                  (br->streams[stream], br->events[event], 0));
@@ -1045,6 +1088,11 @@ static ovl_status cuda_delay(ovl__brank *br, int stream, double us,
 
 static ovl_status cuda_world_tune(ovl__bworld *bw, const ovl_world_opts *o,
                                   ovl_error *err) {
+  if (o->chaos_seed != 0)
+    return ovl__err(err, OVL_EINVAL,
+                    "cuda backend: chaos (seed %u): --chaos needs the cpu "
+                    "backend, whose emulated streams it delays",
+                    o->chaos_seed);
   if (bw->nrings > 0)
     return ovl__err(err, OVL_EINVAL,
                     "cuda backend: tuning must come before the first ring");
@@ -1114,6 +1162,7 @@ const ovl__backend_ops ovl__backend_cuda = {
     .world_abort = cuda_world_abort,
     .rank_init = cuda_rank_init,
     .rank_fini = cuda_rank_fini,
+    .events_reserve = cuda_events_reserve,
     .mem_alloc = cuda_mem_alloc,
     .mem_free = cuda_mem_free,
     .host_alloc = cuda_host_alloc,

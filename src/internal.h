@@ -53,7 +53,11 @@ typedef enum {
   OVL_KIND_SYNC_CALC,    /* c_sync_calc_stream */
   OVL_KIND_SYNC_COMM,    /* c_sync_comm_stream */
   OVL_KIND_DELAY,        /* harness: spin a stream */
-  OVL_KIND_FETCH         /* host: sync calc, copy to host */
+  OVL_KIND_FETCH,        /* host: sync calc, copy to host */
+  /* Generic stream ops (harness-only, beyond Paddle's): */
+  OVL_KIND_EVENT_RECORD,     /* event_record(event=E, stream=S, ring_id=R) */
+  OVL_KIND_STREAM_WAIT_EVENT, /* stream_wait_event(event=E, stream=S, ...) */
+  OVL_KIND_STREAM_SYNC       /* stream_sync(stream=S, ring_id=R): host */
 } ovl__kind;
 
 /* Elementwise compute functions. out = f(x[, y]). */
@@ -82,7 +86,8 @@ enum {
   OVL_ATTR_BIAS = 1u << 3,
   OVL_ATTR_ROOT = 1u << 4,
   OVL_ATTR_US = 1u << 5,
-  OVL_ATTR_STREAM = 1u << 6
+  OVL_ATTR_STREAM = 1u << 6,
+  OVL_ATTR_EVENT = 1u << 7
 };
 
 typedef struct ovl__opdef {
@@ -129,6 +134,7 @@ typedef struct ovl__var {
 /* Per-ring events, as Paddle names them. */
 #define OVL_EVENT_COMPUTE(ring) (2 * (ring))
 #define OVL_EVENT_COMM(ring) (2 * (ring) + 1)
+#define OVL_EVENT_NAMED(nrings, k) (2 * (nrings) + (k))
 
 typedef struct ovl__op {
   const ovl__opdef *def;
@@ -143,6 +149,7 @@ typedef struct ovl__op {
   int root;
   double us;
   int stream;                /* OVL_STREAM_CALC or OVL_STREAM_COMM(ring) */
+  int event;                 /* named event: index into prog->events, or -1 */
 } ovl__op;
 
 typedef struct ovl__param {
@@ -164,6 +171,11 @@ struct ovl_program_s {
   ovl__param *params;
   size_t nfetch;
   int *fetch;          /* variable indices, in order of first fetch */
+  /* Named events of event_record / stream_wait_event, in order of first
+   * use. On a rank they come after the per-ring events: named event k is
+   * backend event OVL_EVENT_NAMED(prog->nrings, k). */
+  size_t nevents;
+  char **events;
 };
 
 /* The stream an op is enqueued on (for stream ops), from its attributes. */
@@ -236,6 +248,11 @@ typedef struct ovl__backend_ops {
                           ovl__brank **out, ovl_error *err);
   /* Release streams and events; the rank's streams must be drained. */
   void (*rank_fini)(ovl__brank *br);
+  /* Make sure the rank has at least `nevents` events (timing disabled),
+   * numbered 0..nevents-1: the first 2 * nrings are the per-ring events
+   * rank_init made, the rest are the schedule's named events
+   * (OVL_EVENT_NAMED). Never shrinks; a new event starts never recorded. */
+  ovl_status (*events_reserve)(ovl__brank *br, int nevents, ovl_error *err);
 
   /* Device memory, poisoned so that reading unwritten data shows (the CPU
    * backend fills with NaN). */
@@ -291,8 +308,9 @@ typedef struct ovl__backend_ops {
                               double *seconds, ovl_error *err);
 
   /* (main, optional: NULL where the backend has no such knobs) Apply the
-   * tuning fields of `opts` (comm stream priority, NCCL CTA limits) before
-   * any ring or rank exists. */
+   * tuning fields of `opts` (cuda: comm stream priority, NCCL CTA limits;
+   * cpu: chaos_seed) before any ring or rank exists. Called only when one
+   * of them is non-zero; a backend refuses the fields it does not have. */
   ovl_status (*world_tune)(ovl__bworld *bw, const ovl_world_opts *opts,
                            ovl_error *err);
 } ovl__backend_ops;

@@ -10,10 +10,14 @@
 #define RING OVL_ATTR_RING_ID
 #define CALC OVL_ATTR_USE_CALC_STREAM
 
-/* Paddle's compute ops take no ring; they run on the calc stream. */
+#define STREAM OVL_ATTR_STREAM
+#define EVENT OVL_ATTR_EVENT
+
+/* Compute ops run on the calc stream, as Paddle's do, unless the schedule
+ * puts them elsewhere with stream=comm, ring_id=R (a harness extension). */
 #define EW(nm, fn, nin, at)                                                   \
   {.name = nm, .kind = OVL_KIND_COMPUTE, .min_in = nin, .max_in = nin,       \
-   .max_out = 1, .attrs = at, .ew = fn}
+   .max_out = 1, .attrs = (at) | STREAM | RING, .ew = fn}
 #define COLL(nm, c, op, at)                                                   \
   {.name = nm, .kind = OVL_KIND_COLLECTIVE, .min_in = 1, .max_in = 1,        \
    .max_out = 1, .inplace_default = true, .attrs = RING | CALC | (at),        \
@@ -43,6 +47,12 @@ const ovl__opdef ovl__optable[] = {
      .max_out = 0, .attrs = OVL_ATTR_US | OVL_ATTR_STREAM | RING},
     {.name = "fetch", .kind = OVL_KIND_FETCH, .min_in = 1,
      .max_in = OVL_MAX_OP_INPUTS, .max_out = 0, .attrs = 0},
+    /* Generic stream ops (harness-only): like the wait ops, their inputs
+     * are dependencies only. */
+    CTRL("event_record", OVL_KIND_EVENT_RECORD, EVENT | STREAM | RING),
+    CTRL("stream_wait_event", OVL_KIND_STREAM_WAIT_EVENT,
+         EVENT | STREAM | RING),
+    CTRL("stream_sync", OVL_KIND_STREAM_SYNC, STREAM | RING),
     {.name = NULL},
 };
 
@@ -60,6 +70,10 @@ int ovl__op_stream(const ovl__op *op) {
                                : OVL_STREAM_COMM(op->ring_id);
   case OVL_KIND_COMPUTE:
   case OVL_KIND_DELAY:
+  /* The recording stream, the waiting stream, the synced stream. */
+  case OVL_KIND_EVENT_RECORD:
+  case OVL_KIND_STREAM_WAIT_EVENT:
+  case OVL_KIND_STREAM_SYNC:
     return op->stream;
   case OVL_KIND_WAIT_COMPUTE:
   case OVL_KIND_SYNC_COMM:

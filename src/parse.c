@@ -42,6 +42,8 @@
 #define MAX_OUTS 8
 /* How much of a token a diagnostic quotes. */
 #define QUOTE_MAX 40
+/* Named events (event_record / stream_wait_event) of one schedule. */
+#define MAX_EVENTS 4096
 
 /* ------------------------------------------------------------------ */
 /* Characters (ASCII only, whatever the locale)                        */
@@ -534,7 +536,10 @@ typedef struct ring_need {
   bool set;
   int line, col;
   const char *op;
-  bool delay;
+  /* It runs on the comm stream (stream=comm: delay, compute ops, the
+   * generic stream ops) rather than ordering it (the Paddle wait ops). */
+  bool on_stream;
+  ovl__kind kind;
 } ring_need;
 
 typedef struct parser {
@@ -582,6 +587,10 @@ typedef struct parser {
   int nrings;
   bool ring_coll[OVL_MAX_RINGS];
   ring_need ring_need[OVL_MAX_RINGS];
+
+  char **events; /* named events, in order of first use */
+  size_t nevents, capevents;
+  map eventmap; /* name -> index in events */
 
   call call; /* scratch for the statement being read */
 } parser;
@@ -980,7 +989,16 @@ static ovl_status bind_output(parser *P, const name *nm, const shape *sh,
 /* ------------------------------------------------------------------ */
 
 /* In the order of attr_defs. */
-enum { A_RING_ID, A_USE_CALC_STREAM, A_SCALE, A_BIAS, A_ROOT, A_US, A_STREAM };
+enum {
+  A_RING_ID,
+  A_USE_CALC_STREAM,
+  A_SCALE,
+  A_BIAS,
+  A_ROOT,
+  A_US,
+  A_STREAM,
+  A_EVENT
+};
 static const struct attr_def {
   const char *name;
   unsigned bit;
@@ -988,7 +1006,7 @@ static const struct attr_def {
     {"ring_id", OVL_ATTR_RING_ID}, {"use_calc_stream", OVL_ATTR_USE_CALC_STREAM},
     {"scale", OVL_ATTR_SCALE},     {"bias", OVL_ATTR_BIAS},
     {"root", OVL_ATTR_ROOT},       {"us", OVL_ATTR_US},
-    {"stream", OVL_ATTR_STREAM},
+    {"stream", OVL_ATTR_STREAM},   {"event", OVL_ATTR_EVENT},
 };
 #define NATTR (sizeof attr_defs / sizeof attr_defs[0])
 
@@ -1064,6 +1082,32 @@ static const char *attr_list(unsigned mask, char *buf, size_t size) {
   return buf;
 }
 
+/* The index of the named event `v`, added at the end if it is new. */
+static ovl_status event_index(parser *P, const scalar *v, int *idx) {
+  const int64_t *have = map_find(&P->eventmap, v->s, v->n);
+  char *name;
+  void *p;
+  if (have != NULL) {
+    *idx = (int)*have;
+    return OVL_OK;
+  }
+  if (P->nevents == MAX_EVENTS)
+    return perr(P, v->line, v->col, "more than %d named events", MAX_EVENTS);
+  if ((p = grow(P->events, &P->capevents, P->nevents + 1,
+                sizeof *P->events)) == NULL)
+    return nomem(P);
+  P->events = p;
+  if ((name = strndup_(v->s, v->n)) == NULL)
+    return nomem(P);
+  if (!map_put(&P->eventmap, name, v->n, (int64_t)P->nevents)) {
+    free(name);
+    return nomem(P);
+  }
+  P->events[P->nevents] = name;
+  *idx = (int)P->nevents++;
+  return OVL_OK;
+}
+
 /* Apply one key=value to op; *stream_comm is set by stream=comm. */
 static ovl_status apply_attr(parser *P, ovl__op *op, const kwarg *kw,
                              kw_seen *seen, bool *stream_comm) {
@@ -1128,6 +1172,10 @@ static ovl_status apply_attr(parser *P, ovl__op *op, const kwarg *kw,
       return wrong_type(P, opname, kw, "calc or comm");
     *stream_comm = which == 1;
     return OVL_OK;
+  case OVL_ATTR_EVENT:
+    if (kw->val.v.kind != V_NAME)
+      return wrong_type(P, opname, kw, "an event name");
+    return event_index(P, &kw->val.v, &op->event);
   default:
     return OVL_OK;
   }
@@ -1210,7 +1258,7 @@ static ovl_status add_fetch(parser *P, int var) {
   return OVL_OK;
 }
 
-static void need_ring(parser *P, const ovl__op *op, bool delay) {
+static void need_ring(parser *P, const ovl__op *op, bool on_stream) {
   ring_need *r = &P->ring_need[op->ring_id];
   if (r->set)
     return;
@@ -1218,7 +1266,8 @@ static void need_ring(parser *P, const ovl__op *op, bool delay) {
   r->line = op->line;
   r->col = op->col;
   r->op = op->def->name;
-  r->delay = delay;
+  r->on_stream = on_stream;
+  r->kind = op->def->kind;
 }
 
 /* Output shape of a compute op. */
@@ -1290,6 +1339,7 @@ static ovl_status build_call(parser *P) {
   op.out = -1;
   op.scale = 1.0;
   op.stream = OVL_STREAM_CALC;
+  op.event = -1;
 
   if (c->nout > def->max_out) {
     const name *extra = &c->out[def->max_out];
@@ -1320,8 +1370,14 @@ static ovl_status build_call(parser *P) {
       return st;
   if (def->kind == OVL_KIND_DELAY && seen.at[A_US] == NULL)
     return perr(P, op.line, op.col, "delay needs us=N (microseconds)");
-  if (def->kind == OVL_KIND_DELAY && stream_comm)
+  if ((def->attrs & OVL_ATTR_EVENT) && seen.at[A_EVENT] == NULL)
+    return perr(P, op.line, op.col, "%s needs event=NAME", def->name);
+  /* stream=comm puts the op on the comm stream of its ring, which exists
+   * only where a collective runs on that ring. */
+  if ((def->attrs & OVL_ATTR_STREAM) && stream_comm) {
     op.stream = OVL_STREAM_COMM(op.ring_id);
+    need_ring(P, &op, true);
+  }
   op.stream = ovl__op_stream(&op);
 
   has_out = c->nout > 0;
@@ -1354,10 +1410,6 @@ static ovl_status build_call(parser *P) {
   case OVL_KIND_WAIT_COMM:
   case OVL_KIND_SYNC_COMM:
     need_ring(P, &op, false);
-    break;
-  case OVL_KIND_DELAY:
-    if (stream_comm)
-      need_ring(P, &op, true);
     break;
   case OVL_KIND_FETCH:
     for (int i = 0; i < op.nin; i++)
@@ -1742,11 +1794,16 @@ static ovl_status check_rings(parser *P) {
   }
   if (first == NULL)
     return OVL_OK;
-  if (first->delay)
+  if (first->on_stream) {
+    const char *to = first->kind == OVL_KIND_EVENT_RECORD ? "record on"
+                     : first->kind == OVL_KIND_STREAM_WAIT_EVENT ? "wait on"
+                     : first->kind == OVL_KIND_STREAM_SYNC ? "sync"
+                                                            : "run on";
     return perr(P, first->line, first->col,
-                "ring %d has no collective: delay(stream=comm, ring_id=%d) "
-                "has no comm stream to run on",
-                ring, ring);
+                "ring %d has no collective: %s(stream=comm, ring_id=%d) "
+                "has no comm stream to %s",
+                ring, first->op, ring, to);
+  }
   return perr(P, first->line, first->col,
               "ring %d has no collective: %s(ring_id=%d) has no comm stream "
               "to order",
@@ -1950,6 +2007,10 @@ static ovl_status assemble(parser *P, ovl_program **out) {
   prog->fetch = shrink(P->fetch, P->nfetch, sizeof *P->fetch);
   prog->nfetch = P->nfetch;
   P->fetch = NULL;
+  prog->events = shrink(P->events, P->nevents, sizeof *P->events);
+  prog->nevents = P->nevents;
+  P->events = NULL;
+  P->nevents = 0;
   *out = prog;
   return OVL_OK;
 nomem:
@@ -1975,6 +2036,10 @@ static void parser_free(parser *P) {
   free(P->ops);
   free(P->blocks);
   free(P->fetch);
+  for (size_t i = 0; i < P->nevents; i++)
+    free(P->events[i]);
+  free(P->events);
+  free(P->eventmap.e);
   free(P);
 }
 

@@ -14,6 +14,9 @@ void ovl_program_free(ovl_program *prog) {
     free(prog->params[i].value);
     free(prog->params[i].plain_default);
   }
+  for (size_t i = 0; i < prog->nevents; i++)
+    free(prog->events[i]);
+  free(prog->events);
   free(prog->vars);
   free(prog->ops);
   free(prog->params);
@@ -56,12 +59,15 @@ ovl_status ovl__program_clone(const ovl_program *prog, ovl_program **out,
   p->ops = dup_array(prog->ops, prog->nops, sizeof *p->ops, &fail);
   p->params = dup_array(prog->params, prog->nparams, sizeof *p->params, &fail);
   p->fetch = dup_array(prog->fetch, prog->nfetch, sizeof *p->fetch, &fail);
+  p->events = dup_array(prog->events, prog->nevents, sizeof *p->events, &fail);
   /* The arrays hold borrowed strings until each is duplicated; on failure
    * clear the ones not yet owned so ovl_program_free stays correct. */
   if (p->vars == NULL)
     p->nvars = 0;
   if (p->params == NULL)
     p->nparams = 0;
+  if (p->events == NULL)
+    p->nevents = 0;
   for (size_t i = 0; i < p->nvars; i++)
     p->vars[i].name = dup_str(prog->vars[i].name, &fail);
   for (size_t i = 0; i < p->nparams; i++) {
@@ -69,6 +75,8 @@ ovl_status ovl__program_clone(const ovl_program *prog, ovl_program **out,
     p->params[i].value = dup_str(prog->params[i].value, &fail);
     p->params[i].plain_default = dup_str(prog->params[i].plain_default, &fail);
   }
+  for (size_t i = 0; i < p->nevents; i++)
+    p->events[i] = dup_str(prog->events[i], &fail);
   if (fail) {
     ovl_program_free(p);
     return ovl__err(err, OVL_ENOMEM, "out of memory copying a program");

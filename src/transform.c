@@ -3,8 +3,16 @@
  *   async  the schedule as written
  *   sync   collectives on the calc stream, wait ops removed
  *   comp   collectives removed (compute alone)
- *   comm   compute ops removed (communication alone)
+ *   comm   compute ops removed (communication alone), on whatever stream
+ *          each was put
  * The ring count is kept, so every mode runs with the same streams.
+ *
+ * sync rewrites Paddle's ops only: it moves the collectives and drops
+ * c_wait_compute / c_wait_comm. The generic stream ops (event_record,
+ * stream_wait_event, stream_sync) and the stream= of compute ops and delays
+ * are the schedule's own stream program and are kept as written, so a
+ * schedule that puts work on a comm stream must order it itself, in every
+ * mode.
  */
 #include "internal.h"
 

@@ -106,12 +106,11 @@ ovl_status ovl_world_create(const ovl_world_opts *opts, ovl_world **out,
     free(w);
     return st;
   }
-  if (o.comm_priority_high || o.nccl_min_ctas || o.nccl_max_ctas) {
+  if (o.comm_priority_high || o.nccl_min_ctas || o.nccl_max_ctas ||
+      o.chaos_seed) {
     st = be->world_tune != NULL
              ? be->world_tune(w->bw, &o, err)
-             : ovl__err(err, OVL_EINVAL,
-                        "backend '%s' has no comm stream priority or NCCL "
-                        "CTA limits (the cuda backend has)",
+             : ovl__err(err, OVL_EINVAL, "backend '%s' has no tuning knobs",
                         be->name);
     if (st != OVL_OK) {
       ovl_world_free(w);
@@ -310,7 +309,15 @@ static ovl_status exec_op(rank_t *rk, const ovl__op *op, ovl_error *err) {
     return st;
   case OVL_KIND_SYNC_CALC:
   case OVL_KIND_SYNC_COMM:
+  case OVL_KIND_STREAM_SYNC:
     return be->stream_sync(br, stream, err);
+  case OVL_KIND_EVENT_RECORD:
+    return be->event_record(br, OVL_EVENT_NAMED(prog->nrings, op->event),
+                            stream, err);
+  case OVL_KIND_STREAM_WAIT_EVENT:
+    return be->stream_wait_event(br, stream,
+                                 OVL_EVENT_NAMED(prog->nrings, op->event),
+                                 err);
   case OVL_KIND_DELAY:
     return be->delay(br, stream, op->us, err);
   case OVL_KIND_FETCH:
@@ -389,6 +396,12 @@ static ovl_status rank_setup(rank_t *rk, ovl_error *err) {
   if (!rk->dev || !rk->host_in || !rk->host_out || !rk->fetched)
     return ovl__err(err, OVL_ENOMEM, "rank %d: out of host memory",
                     rk->rank);
+  /* The per-ring events rank_init made, then the schedule's named ones. */
+  st = be->events_reserve(rk->br,
+                          OVL_EVENT_NAMED(prog->nrings, (int)prog->nevents),
+                          err);
+  if (st != OVL_OK)
+    return st;
   for (size_t v = 0; v < prog->nvars; v++) {
     const ovl__var *var = &prog->vars[v];
     size_t bytes = (size_t)var->numel * ovl_dtype_size(var->dtype);

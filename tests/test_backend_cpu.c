@@ -437,6 +437,130 @@ START_TEST(test_wait_and_sync_timeout) {
 }
 END_TEST
 
+/* events_reserve: named events after the per-ring ones, with the same
+ * semantics; never shrinks; a new event starts never recorded. */
+START_TEST(test_events_reserve) {
+  env v;
+  ovl_error err;
+  env_open(&v, 1, 0);
+  const int named0 = OVL_EVENT_NAMED(1, 0), named2 = OVL_EVENT_NAMED(1, 2);
+  ck_assert_int_eq(named0, 2);
+  /* Only the 2 per-ring events exist before the reserve. */
+  ck_assert_int_eq(B->event_record(v.br, named0, CALC, &err), OVL_EINVAL);
+  ck_assert_int_eq(B->stream_wait_event(v.br, COMM0, named0, &err),
+                   OVL_EINVAL);
+  ck_assert_int_eq(B->events_reserve(v.br, -1, &err), OVL_EINVAL);
+  CK_OK(B->events_reserve(v.br, 2, E)); /* what it has: nothing to do */
+  CK_OK(B->events_reserve(v.br, named2 + 1, E));
+  CK_OK(B->events_reserve(v.br, 1, E)); /* never shrinks */
+  ck_assert_int_eq(B->event_record(v.br, named2 + 1, CALC, &err), OVL_EINVAL);
+
+  float *one = f32_buf(v.br, 4, 1.0f), *two = f32_buf(v.br, 4, 2.0f);
+  float *x = f32_buf(v.br, 4, 0.0f), *y = f32_buf(v.br, 4, 0.0f);
+  float *z = f32_buf(v.br, 4, 0.0f);
+  /* A never-recorded named event orders nothing. */
+  double t0 = ovl__now();
+  CK_OK(B->delay(v.br, CALC, 300e3, E));
+  CK_OK(B->stream_wait_event(v.br, COMM0, named0, E));
+  CK_OK(B->stream_sync(v.br, COMM0, E));
+  ck_assert_msg(ovl__now() - t0 < 0.15, "waited on a never-recorded event");
+  /* Recorded after x = 1 on calc: comm reads 1, and the per-ring events
+   * are independent of it. */
+  CK_OK(B->elementwise(v.br, CALC, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, x, one,
+                       NULL, 0, 0, 4, E));
+  CK_OK(B->event_record(v.br, named2, CALC, E));
+  CK_OK(B->event_record(v.br, EV_COMPUTE0, COMM0, E));
+  CK_OK(B->stream_wait_event(v.br, COMM0, named2, E));
+  CK_OK(B->elementwise(v.br, COMM0, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, y, x,
+                       NULL, 0, 0, 4, E));
+  CK_OK(B->stream_sync(v.br, COMM0, E));
+  ck_assert_float_eq(f32_at(v.br, y, 0), 1.0f);
+  /* Re-recorded on the idle comm stream: the wait no longer covers calc's
+   * delayed write of 2, so comm reads the old 1. */
+  CK_OK(B->delay(v.br, CALC, 100e3, E));
+  CK_OK(B->elementwise(v.br, CALC, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, x, two,
+                       NULL, 0, 0, 4, E));
+  CK_OK(B->event_record(v.br, named2, CALC, E));
+  CK_OK(B->event_record(v.br, named2, COMM0, E));
+  CK_OK(B->stream_wait_event(v.br, COMM0, named2, E));
+  CK_OK(B->elementwise(v.br, COMM0, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, z, x,
+                       NULL, 0, 0, 4, E));
+  CK_OK(B->stream_sync(v.br, COMM0, E));
+  ck_assert_float_eq(f32_at(v.br, z, 0), 1.0f);
+  CK_OK(B->stream_sync(v.br, CALC, E));
+  ck_assert_float_eq(f32_at(v.br, x, 0), 2.0f);
+  B->mem_free(v.br, one);
+  B->mem_free(v.br, two);
+  B->mem_free(v.br, x);
+  B->mem_free(v.br, y);
+  B->mem_free(v.br, z);
+  env_close(&v);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Chaos                                                               */
+/* ------------------------------------------------------------------ */
+
+/* Seconds one stream takes to run `n` tiny kernels, with chaos `seed`
+ * (0: off). */
+static double time_kernels(unsigned seed, int n) {
+  ovl__bworld *bw;
+  ovl__brank *br;
+  ovl_world_opts o = {.chaos_seed = seed};
+  CK_OK(B->world_init(1, 0, &bw, E));
+  if (seed != 0)
+    CK_OK(B->world_tune(bw, &o, E));
+  CK_OK(B->world_rings(bw, 1, E));
+  CK_OK(B->rank_init(bw, 0, 1, &br, E));
+  float *x[2] = {f32_buf(br, 4, 1.0f), f32_buf(br, 4, 1.0f)};
+  double t0 = ovl__now();
+  for (int i = 0; i < n; i++)
+    CK_OK(B->elementwise(br, i % 2 ? COMM0 : CALC, OVL_EW_SCALE,
+                         OVL_DTYPE_FLOAT32, x[i % 2], x[i % 2], NULL, 1.0,
+                         0.0, 4, E));
+  CK_OK(B->stream_sync(br, CALC, E));
+  CK_OK(B->stream_sync(br, COMM0, E));
+  double t = ovl__now() - t0;
+  B->mem_free(br, x[0]);
+  B->mem_free(br, x[1]);
+  B->rank_fini(br);
+  B->world_fini(bw);
+  return t;
+}
+
+/* With a seed, every command waits a little first (0.4 ms on average).
+ * The delays are a fixed sequence per (seed, rank, stream): with seed
+ * 12345, the first 100 of rank 0's calc stream add up to 44.4 ms and those
+ * of its comm[0] stream to 44.7 ms, so 100 kernels on each of the two take
+ * at least 44 ms, where they take microseconds without chaos. */
+START_TEST(test_chaos_delays_commands) {
+  double off = time_kernels(0, 200);
+  double on = time_kernels(12345, 200);
+  ck_assert_msg(on >= 0.044, "200 kernels with chaos took %.4f s", on);
+  ck_assert_msg(on < 10.0, "200 kernels with chaos took %.4f s", on);
+  ck_assert_msg(off < 10.0, "200 kernels without chaos took %.4f s", off);
+}
+END_TEST
+
+/* Chaos is the cpu backend's only knob: the cuda ones are refused with the
+ * message the executor gave before the backend had any. */
+START_TEST(test_tune_refuses_cuda_knobs) {
+  ovl__bworld *bw;
+  ovl_error err;
+  ovl_world_opts prio = {.comm_priority_high = 1, .chaos_seed = 3};
+  ovl_world_opts ctas = {.nccl_min_ctas = 2};
+  ovl_world_opts chaos = {.chaos_seed = 3};
+  CK_OK(B->world_init(2, 0, &bw, E));
+  ck_assert_int_eq(B->world_tune(bw, &prio, &err), OVL_EINVAL);
+  ck_assert_str_eq(err.msg, "backend 'cpu' has no comm stream priority or "
+                            "NCCL CTA limits (the cuda backend has)");
+  ck_assert_int_eq(B->world_tune(bw, &ctas, &err), OVL_EINVAL);
+  CK_OK(B->world_tune(bw, &chaos, E));
+  B->world_fini(bw);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Elementwise kernels                                                 */
 /* ------------------------------------------------------------------ */
@@ -1109,6 +1233,9 @@ static Suite *backend_cpu_suite(void) {
   tcase_add_test(tc, test_missing_wait_races);
   tcase_add_test(tc, test_sync_blocks);
   tcase_add_test(tc, test_wait_and_sync_timeout);
+  tcase_add_test(tc, test_events_reserve);
+  tcase_add_test(tc, test_chaos_delays_commands);
+  tcase_add_test(tc, test_tune_refuses_cuda_knobs);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("kernels");

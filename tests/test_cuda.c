@@ -822,6 +822,110 @@ START_TEST(test_wait_semantics) {
 }
 END_TEST
 
+/*
+ * Named events (events_reserve): created after the per-ring ones, with the
+ * same semantics. X holds OLD; calc is delayed, then writes NEW into X; the
+ * comm stream copies X into R after waiting for a named event.
+ */
+static void named_events_body(world_run *w, int rank, ovl__brank *br) {
+  const size_t n = 1 << 16;
+  const int named0 = OVL_EVENT_NAMED(1, 0), named1 = OVL_EVENT_NAMED(1, 1);
+  double *h = malloc(n * sizeof *h), *got = malloc(n * sizeof *got);
+  void *x, *newv, *res;
+  ovl_error err;
+  RK_CHECK(h && got, "out of memory");
+
+  /* Only the per-ring events before the reserve; it never shrinks. */
+  RK_CHECK(B->event_record(br, named0, CALC, &err) == OVL_EINVAL,
+           "named event before events_reserve");
+  RK_CHECK(B->events_reserve(br, -1, &err) == OVL_EINVAL, "-1 events");
+  RK_OK(B->events_reserve(br, 2, E));
+  RK_OK(B->events_reserve(br, named1 + 1, E));
+  RK_OK(B->events_reserve(br, 1, E));
+  RK_CHECK(B->event_record(br, named1 + 1, CALC, &err) == OVL_EINVAL,
+           "event past the reserve");
+
+  RK_OK(B->mem_alloc(br, n * sizeof(float), &x, E));
+  RK_OK(B->mem_alloc(br, n * sizeof(float), &newv, E));
+  RK_OK(B->mem_alloc(br, n * sizeof(float), &res, E));
+  for (size_t i = 0; i < n; i++)
+    h[i] = NEW;
+  RK_OK(upload(br, newv, h, n, OVL_DTYPE_FLOAT32, E));
+  for (size_t i = 0; i < n; i++)
+    h[i] = OLD;
+
+  /* (a) A never-recorded named event orders nothing: comm reads OLD. */
+  RK_OK(upload(br, x, h, n, OVL_DTYPE_FLOAT32, E));
+  RK_OK(B->delay(br, CALC, WAIT_DELAY_US, E));
+  RK_OK(B->elementwise(br, CALC, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, x, newv,
+                       NULL, 1.0, 0.0, n, E));
+  RK_OK(B->stream_wait_event(br, COMM0, named0, E));
+  RK_OK(B->elementwise(br, COMM0, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, res, x,
+                       NULL, 1.0, 0.0, n, E));
+  RK_OK(B->stream_sync(br, COMM0, E));
+  RK_OK(download(br, got, res, n, OVL_DTYPE_FLOAT32, E));
+  RK_CHECK(got[0] == OLD && got[n - 1] == OLD,
+           "never-recorded named event: comm read %g, expected %g", got[0],
+           OLD);
+  RK_OK(B->stream_sync(br, CALC, E));
+
+  /* (b) Recorded after the write: comm reads NEW. */
+  RK_OK(upload(br, x, h, n, OVL_DTYPE_FLOAT32, E));
+  RK_OK(B->delay(br, CALC, WAIT_DELAY_US, E));
+  RK_OK(B->elementwise(br, CALC, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, x, newv,
+                       NULL, 1.0, 0.0, n, E));
+  RK_OK(B->event_record(br, named1, CALC, E));
+  RK_OK(B->stream_wait_event(br, COMM0, named1, E));
+  RK_OK(B->elementwise(br, COMM0, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, res, x,
+                       NULL, 1.0, 0.0, n, E));
+  RK_OK(B->stream_sync(br, COMM0, E));
+  RK_OK(download(br, got, res, n, OVL_DTYPE_FLOAT32, E));
+  RK_CHECK(got[0] == NEW && got[n - 1] == NEW,
+           "named event: comm read %g, expected %g", got[0], NEW);
+  RK_OK(B->stream_sync(br, CALC, E));
+
+  /* (c) Re-recorded on the idle comm stream: the wait no longer covers the
+   * write, comm reads OLD. */
+  RK_OK(upload(br, x, h, n, OVL_DTYPE_FLOAT32, E));
+  RK_OK(B->delay(br, CALC, WAIT_DELAY_US, E));
+  RK_OK(B->elementwise(br, CALC, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, x, newv,
+                       NULL, 1.0, 0.0, n, E));
+  RK_OK(B->event_record(br, named1, CALC, E));
+  RK_OK(B->event_record(br, named1, COMM0, E));
+  RK_OK(B->stream_wait_event(br, COMM0, named1, E));
+  RK_OK(B->elementwise(br, COMM0, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, res, x,
+                       NULL, 1.0, 0.0, n, E));
+  RK_OK(B->stream_sync(br, COMM0, E));
+  RK_OK(download(br, got, res, n, OVL_DTYPE_FLOAT32, E));
+  RK_CHECK(got[0] == OLD && got[n - 1] == OLD,
+           "re-recorded named event: comm read %g, expected %g", got[0], OLD);
+  RK_OK(B->stream_sync(br, CALC, E));
+
+  B->mem_free(br, x);
+  B->mem_free(br, newv);
+  B->mem_free(br, res);
+  free(h);
+  free(got);
+}
+
+START_TEST(test_named_events) { run_world(1, 0, 1, 30, named_events_body); }
+END_TEST
+
+/* Chaos belongs to the cpu backend: the cuda backend refuses it. */
+START_TEST(test_chaos_refused) {
+  ovl__bworld *bw;
+  ovl_error err;
+  ovl_world_opts o = {.chaos_seed = 42};
+  CK_OK(B->world_init(1, 0, &bw, E));
+  ck_assert_int_eq(B->world_tune(bw, &o, &err), OVL_EINVAL);
+  ck_assert_msg(strstr(err.msg, "--chaos needs the cpu backend") != NULL,
+                "%s", err.msg);
+  o.chaos_seed = 0;
+  CK_OK(B->world_tune(bw, &o, E));
+  B->world_fini(bw);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Delay, timeouts, aborts, bad arguments                              */
 /* ------------------------------------------------------------------ */
@@ -971,6 +1075,8 @@ static Suite *cuda_suite(void) {
   tcase_add_test(tc, test_collectives_all_gpus);
   tcase_add_test(tc, test_two_rings);
   tcase_add_test(tc, test_wait_semantics);
+  tcase_add_test(tc, test_named_events);
+  tcase_add_test(tc, test_chaos_refused);
   tcase_add_test(tc, test_delay);
   tcase_add_test(tc, test_timeout);
   tcase_add_test(tc, test_stuck_collective);

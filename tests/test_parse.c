@@ -348,6 +348,82 @@ START_TEST(test_op_streams) {
 }
 END_TEST
 
+/* Compute ops take stream=calc|comm (with ring_id); the generic stream ops
+ * run on the stream they name. */
+START_TEST(test_generic_op_streams) {
+  ovl_program *p = PARSE_OK(
+      A10 "c_allreduce_sum(a, ring_id=2)\n"
+          "b = assign(a)\n"
+          "c = elementwise_add(a, b, stream=comm, ring_id=2)\n"
+          "d = scale(c, scale=2, stream=calc, ring_id=5)\n"
+          "e = elementwise_mul(a, a, stream=comm, ring_id=2)\n"
+          "event_record(c, event=x, stream=comm, ring_id=2)\n"
+          "stream_wait_event(event=x, stream=calc)\n"
+          "stream_wait_event(a, b, event=y, stream=comm, ring_id=2)\n"
+          "event_record(event=y)\n"
+          "stream_sync(stream=comm, ring_id=2)\n"
+          "stream_sync()\n"
+          "event_record(event=x, stream=calc)\n");
+  static const int want[] = {
+      OVL_STREAM_COMM(2), OVL_STREAM_CALC,    OVL_STREAM_COMM(2),
+      OVL_STREAM_CALC,    OVL_STREAM_COMM(2), OVL_STREAM_COMM(2),
+      OVL_STREAM_CALC,    OVL_STREAM_COMM(2), OVL_STREAM_CALC,
+      OVL_STREAM_COMM(2), OVL_STREAM_CALC,    OVL_STREAM_CALC};
+  static const int want_event[] = {-1, -1, -1, -1, -1, 0, 0, 1, 1, -1, -1, 0};
+  ck_assert_uint_eq(p->nops, 12);
+  for (size_t i = 0; i < p->nops; i++) {
+    ck_assert_int_eq(p->ops[i].stream, want[i]);
+    ck_assert_int_eq(p->ops[i].stream, ovl__op_stream(&p->ops[i]));
+    ck_assert_int_eq(p->ops[i].event, want_event[i]);
+  }
+  ck_assert_int_eq(p->ops[5].def->kind, OVL_KIND_EVENT_RECORD);
+  ck_assert_int_eq(p->ops[5].nin, 1);
+  ck_assert_int_eq(p->ops[5].out, -1);
+  ck_assert_int_eq(p->ops[6].def->kind, OVL_KIND_STREAM_WAIT_EVENT);
+  ck_assert_int_eq(p->ops[7].nin, 2);
+  ck_assert_int_eq(p->ops[9].def->kind, OVL_KIND_STREAM_SYNC);
+  ck_assert_int_eq(p->ops[10].nin, 0);
+  ck_assert_double_eq(p->ops[3].scale, 2.0);
+  /* Named events, in order of first use. */
+  ck_assert_uint_eq(p->nevents, 2);
+  ck_assert_str_eq(p->events[0], "x");
+  ck_assert_str_eq(p->events[1], "y");
+  ck_assert_int_eq(p->nrings, 3);
+  ovl_program_free(p);
+
+  /* No named events: none in the program. */
+  p = PARSE_OK(A10 "b = assign(a)\n");
+  ck_assert_uint_eq(p->nevents, 0);
+  ck_assert_ptr_null(p->events);
+  ck_assert_int_eq(p->ops[0].event, -1);
+  ovl_program_free(p);
+}
+END_TEST
+
+/* Event names are names (a param may give one), kept across repeats, and
+ * the same name in different ops is one event. */
+START_TEST(test_event_names) {
+  const char *defs[] = {"ev=late"};
+  ovl_parse_opts o = {.defines = defs, .ndefines = 1, .nranks = 2};
+  ovl_program *p = parse_with("param ev = early\n" A10
+                              "c_allreduce_sum(a, ring_id=0)\n"
+                              "repeat 3 {\n"
+                              "  event_record(event=ev)\n"
+                              "  stream_wait_event(event=ev, stream=comm)\n"
+                              "  event_record(event=other)\n"
+                              "}\n"
+                              "stream_wait_event(event=late, stream=comm)\n",
+                              &o);
+  ck_assert_uint_eq(p->nops, 1 + 3 * 3 + 1);
+  ck_assert_uint_eq(p->nevents, 2);
+  ck_assert_str_eq(p->events[0], "late");
+  ck_assert_str_eq(p->events[1], "other");
+  for (size_t i = 1; i < p->nops; i++)
+    ck_assert_int_eq(p->ops[i].event, (i % 3 == 0) ? 1 : 0);
+  ovl_program_free(p);
+}
+END_TEST
+
 START_TEST(test_fetch_order) {
   ovl_program *p = PARSE_OK(A10 "b = assign(a)\nc = assign(a)\n"
                                 "fetch(c, a)\nfetch(b, c, b)\nfetch(a)\n");
@@ -732,10 +808,13 @@ START_TEST(test_err_bad_attribute_name) {
   EXPECT_ERR(A10 "c_allreduce_sum(a, ring=0)\n", "<string>:2:20: ",
              "c_allreduce_sum has no attribute 'ring' (allowed: ring_id, "
              "use_calc_stream)");
-  EXPECT_ERR(A10 "b = scale(a, ring_id=0)\n", "<string>:2:14: ",
-             "scale has no attribute 'ring_id' (allowed: scale, bias)");
+  EXPECT_ERR(A10 "b = scale(a, root=0)\n", "<string>:2:14: ",
+             "scale has no attribute 'root' (allowed: ring_id, scale, bias, "
+             "stream)");
   EXPECT_ERR(A10 "b = assign(a, scale=2)\n", "<string>:2:15: ",
-             "assign has no attribute 'scale' (it takes none)");
+             "assign has no attribute 'scale' (allowed: ring_id, stream)");
+  EXPECT_ERR(A10 "fetch(a, ring_id=0)\n", "<string>:2:10: ",
+             "fetch has no attribute 'ring_id' (it takes none)");
   EXPECT_ERR(A10 "c_broadcast(a, root=0, us=1)\n", "<string>:2:24: ",
              "(allowed: ring_id, use_calc_stream, root)");
 }
@@ -779,6 +858,69 @@ START_TEST(test_err_attribute_range) {
   EXPECT_ERR(A10 "delay(us=-5)\n", "<string>:2:10: ", "us must be >= 0, got -5");
   EXPECT_ERR(A10 "delay(stream=calc)\n", "<string>:2:1: ",
              "delay needs us=N");
+}
+END_TEST
+
+/* The generic stream ops and stream= on compute ops. */
+START_TEST(test_err_generic_ops) {
+  EXPECT_ERR(A10 "event_record(a)\n", "<string>:2:1: ",
+             "event_record needs event=NAME");
+  EXPECT_ERR(A10 "stream_wait_event(stream=calc)\n", "<string>:2:1: ",
+             "stream_wait_event needs event=NAME");
+  EXPECT_ERR(A10 "event_record(event=3)\n", "<string>:2:20: ",
+             "attribute 'event' of event_record wants an event name, got 3");
+  EXPECT_ERR(A10 "stream_wait_event(event=true)\n", "<string>:2:25: ",
+             "wants an event name, got true");
+  EXPECT_ERR(A10 "event_record(event=[e])\n", "<string>:2:20: ",
+             "wants an event name, got a list");
+  EXPECT_ERR(A10 "event_record(event=e, event=f)\n", "<string>:2:23: ",
+             "duplicate attribute 'event' (first given at 2:14)");
+  EXPECT_ERR(A10 "stream_sync(event=e)\n", "<string>:2:13: ",
+             "stream_sync has no attribute 'event' (allowed: ring_id, "
+             "stream)");
+  EXPECT_ERR(A10 "b = assign(a, event=e)\n", "<string>:2:15: ",
+             "assign has no attribute 'event'");
+  EXPECT_ERR(A10 "c_wait_comm(a, event=e)\n", "<string>:2:16: ",
+             "c_wait_comm has no attribute 'event' (allowed: ring_id)");
+  EXPECT_ERR(A10 "x = event_record(a, event=e)\n", "<string>:2:1: ",
+             "event_record has no output");
+  EXPECT_ERR(A10 "x = stream_sync()\n", "<string>:2:1: ",
+             "stream_sync has no output");
+  EXPECT_ERR(A10 "stream_sync(a,a,a,a,a,a,a,a,a,a,a,a,a,a,a,a,a)\n",
+             "<string>:2:1: ", "stream_sync takes at most 16 inputs, got 17");
+  EXPECT_ERR(A10 "event_record(q, event=e)\n", "<string>:2:14: ",
+             "undefined variable 'q'");
+  EXPECT_ERR(A10 "b = assign(a, stream=gpu)\n", "<string>:2:22: ",
+             "attribute 'stream' of assign wants calc or comm, got 'gpu'");
+  EXPECT_ERR(A10 "stream_sync(stream=1)\n", "<string>:2:20: ",
+             "attribute 'stream' of stream_sync wants calc or comm, got 1");
+  EXPECT_ERR(A10 "b = scale(a, stream=comm, ring_id=16)\n", "<string>:2:35: ",
+             "ring_id 16 out of range (0..15)");
+  EXPECT_ERR(A10 "b = scale(a, stream=calc, stream=comm)\n",
+             "<string>:2:27: ", "duplicate attribute 'stream'");
+}
+END_TEST
+
+/* More than MAX_EVENTS (4096) distinct event names. */
+START_TEST(test_err_too_many_events) {
+  size_t cap = 4097 * 40 + 64, len = 0;
+  char *s = malloc(cap);
+  ck_assert_ptr_nonnull(s);
+  for (int i = 0; i < 4096; i++)
+    len += (size_t)snprintf(s + len, cap - len, "event_record(event=e%d)\n",
+                            i);
+  ovl_program *p = PARSE_OK(s);
+  ck_assert_uint_eq(p->nevents, 4096);
+  ck_assert_str_eq(p->events[4095], "e4095");
+  ovl_program_free(p);
+  /* A name used before is not a new event. */
+  snprintf(s + len, cap - len, "event_record(event=e17)\n");
+  p = PARSE_OK(s);
+  ck_assert_uint_eq(p->nevents, 4096);
+  ovl_program_free(p);
+  snprintf(s + len, cap - len, "event_record(event=e4096)\n");
+  EXPECT_ERR(s, "<string>:4097:20: ", "more than 4096 named events");
+  free(s);
 }
 END_TEST
 
@@ -955,7 +1097,37 @@ START_TEST(test_err_missing_ring) {
   EXPECT_ERR(A10 "c_sync_comm_stream(a, ring_id=3)\n", "<string>:2:1: ",
              "ring 3 has no collective");
   EXPECT_ERR(A10 "delay(us=1, stream=comm, ring_id=2)\n", "<string>:2:1: ",
-             "ring 2 has no collective: delay(stream=comm, ring_id=2)");
+             "ring 2 has no collective: delay(stream=comm, ring_id=2) has no "
+             "comm stream to run on");
+  /* stream=comm on a ring without a collective, for every op that takes
+   * stream=: the comm stream does not exist. */
+  EXPECT_ERR(A10 "b = scale(a, stream=comm)\n", "<string>:2:5: ",
+             "ring 0 has no collective: scale(stream=comm, ring_id=0) has no "
+             "comm stream to run on");
+  EXPECT_ERR(A10 "c_allreduce_sum(a, ring_id=0)\n"
+                 "b = assign(a, stream=comm, ring_id=1)\n",
+             "<string>:3:5: ",
+             "ring 1 has no collective: assign(stream=comm, ring_id=1)");
+  EXPECT_ERR(A10 "event_record(event=e, stream=comm, ring_id=3)\n",
+             "<string>:2:1: ",
+             "ring 3 has no collective: event_record(stream=comm, ring_id=3) "
+             "has no comm stream to record on");
+  EXPECT_ERR(A10 "stream_wait_event(event=e, stream=comm)\n",
+             "<string>:2:1: ",
+             "ring 0 has no collective: stream_wait_event(stream=comm, "
+             "ring_id=0) has no comm stream to wait on");
+  EXPECT_ERR(A10 "stream_sync(a, stream=comm, ring_id=1)\n", "<string>:2:1: ",
+             "ring 1 has no collective: stream_sync(stream=comm, ring_id=1) "
+             "has no comm stream to sync");
+  /* stream=calc with any ring is fine: it runs on calc. */
+  ovl_program *p = PARSE_OK(A10 "b = scale(a, stream=calc, ring_id=4)\n"
+                                "event_record(event=e, ring_id=4)\n"
+                                "stream_wait_event(event=e, ring_id=9)\n"
+                                "stream_sync(ring_id=9)\n");
+  ck_assert_int_eq(p->nrings, 0);
+  for (size_t i = 0; i < p->nops; i++)
+    ck_assert_int_eq(p->ops[i].stream, OVL_STREAM_CALC);
+  ovl_program_free(p);
   /* The first such op in the file is reported. */
   EXPECT_ERR(A10 "c_wait_comm(ring_id=5)\nc_wait_comm(ring_id=4)\n",
              "<string>:2:1: ", "ring 5 has no collective");
@@ -1275,6 +1447,8 @@ static Suite *parse_suite(void) {
   tcase_add_test(tc, test_collective_shapes);
   tcase_add_test(tc, test_inplace_allgather_one_rank);
   tcase_add_test(tc, test_op_streams);
+  tcase_add_test(tc, test_generic_op_streams);
+  tcase_add_test(tc, test_event_names);
   tcase_add_test(tc, test_fetch_order);
   tcase_add_test(tc, test_repeat_expansion_order);
   tcase_add_test(tc, test_repeat_count_param);
@@ -1312,6 +1486,8 @@ static Suite *parse_suite(void) {
   tcase_add_test(tc, test_err_duplicate_attribute);
   tcase_add_test(tc, test_err_attribute_type);
   tcase_add_test(tc, test_err_attribute_range);
+  tcase_add_test(tc, test_err_generic_ops);
+  tcase_add_test(tc, test_err_too_many_events);
   tcase_add_test(tc, test_err_unbalanced_close);
   tcase_add_test(tc, test_err_unbalanced_open);
   tcase_add_test(tc, test_err_repeat_count);

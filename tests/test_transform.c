@@ -117,6 +117,98 @@ START_TEST(transform_keeps_vars_and_fetches) {
 }
 END_TEST
 
+/* A stream program of its own: compute on a comm stream, named events,
+ * stream_sync. */
+static const char generic_text[] =
+    "a = data(shape=[8], init=uniform)\n"
+    "b = scale(a, scale=3.0)\n"
+    "event_record(b, event=b_ready, stream=calc)\n"
+    "stream_wait_event(event=b_ready, stream=comm, ring_id=0)\n"
+    "c = scale(b, scale=2.0, stream=comm, ring_id=0)\n"
+    "c_allreduce_sum(c, ring_id=0)\n"
+    "event_record(event=c_done, stream=comm, ring_id=0)\n"
+    "c_wait_comm(c, ring_id=0)\n"
+    "stream_wait_event(event=c_done, stream=calc)\n"
+    "stream_sync(stream=comm, ring_id=0)\n"
+    "fetch(c)\n";
+
+static ovl_program *parse_generic(void) {
+  ovl_parse_opts po = {.nranks = 2};
+  ovl_error err = {0};
+  ovl_program *p = NULL;
+  ovl_status st = ovl_program_parse(generic_text, strlen(generic_text),
+                                    "g.sched", &po, &p, &err);
+  ck_assert_msg(st == OVL_OK, "%s", err.msg);
+  return p;
+}
+
+static ovl_program *xform_of(const ovl_program *prog, ovl_mode mode) {
+  ovl_program *p = NULL;
+  ovl_error err = {0};
+  ck_assert_int_eq(ovl_program_transform(prog, mode, &p, &err), OVL_OK);
+  return p;
+}
+
+/* sync rewrites Paddle's ops only: the collective moves to calc and
+ * c_wait_comm goes; the generic ops and the compute op's comm stream stay
+ * as written. */
+START_TEST(sync_keeps_generic_stream_ops) {
+  ovl_program *g = parse_generic();
+  ovl_program *p = xform_of(g, OVL_MODE_SYNC);
+  ck_assert_uint_eq(p->nops, g->nops - 1);
+  ck_assert_uint_eq(count_kind(p, OVL_KIND_WAIT_COMM), 0);
+  ck_assert_uint_eq(count_kind(p, OVL_KIND_EVENT_RECORD), 2);
+  ck_assert_uint_eq(count_kind(p, OVL_KIND_STREAM_WAIT_EVENT), 2);
+  ck_assert_uint_eq(count_kind(p, OVL_KIND_STREAM_SYNC), 1);
+  for (size_t i = 0, j = 0; i < g->nops; i++) {
+    const ovl__op *o = &g->ops[i];
+    if (o->def->kind == OVL_KIND_WAIT_COMM)
+      continue;
+    const ovl__op *q = &p->ops[j++];
+    ck_assert_ptr_eq(q->def, o->def);
+    ck_assert_int_eq(q->event, o->event);
+    if (o->def->kind == OVL_KIND_COLLECTIVE)
+      ck_assert_int_eq(ovl__op_stream(q), OVL_STREAM_CALC);
+    else
+      ck_assert_int_eq(ovl__op_stream(q), ovl__op_stream(o));
+  }
+  ck_assert_int_eq(ovl__op_stream(&p->ops[3]), OVL_STREAM_COMM(0));
+  /* The named events are copied, not shared. */
+  ck_assert_uint_eq(p->nevents, 2);
+  ck_assert_str_eq(p->events[0], "b_ready");
+  ck_assert_str_eq(p->events[1], "c_done");
+  ck_assert_ptr_ne(p->events[0], g->events[0]);
+  ovl_program_free(p);
+  ovl_program_free(g);
+}
+END_TEST
+
+/* comm drops every compute op, on whatever stream; comp drops the
+ * collective only. Both keep the generic ops and the events. */
+START_TEST(comm_and_comp_with_generic_ops) {
+  ovl_program *g = parse_generic();
+  ovl_program *p = xform_of(g, OVL_MODE_COMM);
+  ck_assert_uint_eq(count_kind(p, OVL_KIND_COMPUTE), 0);
+  ck_assert_uint_eq(p->nops, g->nops - 2);
+  ck_assert_uint_eq(count_kind(p, OVL_KIND_EVENT_RECORD), 2);
+  ck_assert_uint_eq(count_kind(p, OVL_KIND_STREAM_WAIT_EVENT), 2);
+  ck_assert_uint_eq(count_kind(p, OVL_KIND_STREAM_SYNC), 1);
+  ck_assert_uint_eq(p->nevents, 2);
+  ovl_program_free(p);
+  p = xform_of(g, OVL_MODE_COMP);
+  ck_assert_uint_eq(count_kind(p, OVL_KIND_COLLECTIVE), 0);
+  ck_assert_uint_eq(count_kind(p, OVL_KIND_COMPUTE), 2);
+  ck_assert_uint_eq(p->nops, g->nops - 1);
+  ck_assert_int_eq(p->nrings, 1);
+  ovl_program_free(p);
+  p = xform_of(g, OVL_MODE_ASYNC);
+  ck_assert_uint_eq(p->nops, g->nops);
+  ck_assert_str_eq(p->events[1], "c_done");
+  ovl_program_free(p);
+  ovl_program_free(g);
+}
+END_TEST
+
 START_TEST(transform_rejects_bad_mode) {
   ovl_program *p = NULL;
   ovl_error err = {0};
@@ -144,6 +236,8 @@ static Suite *transform_suite(void) {
   tcase_add_test(tc, comm_drops_compute_only);
   tcase_add_test(tc, transform_keeps_vars_and_fetches);
   tcase_add_test(tc, transform_rejects_bad_mode);
+  tcase_add_test(tc, sync_keeps_generic_stream_ops);
+  tcase_add_test(tc, comm_and_comp_with_generic_ops);
   tcase_add_test(tc, mode_names);
   suite_add_tcase(s, tc);
   return s;
