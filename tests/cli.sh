@@ -64,7 +64,7 @@ then ok "--mode=all"; else ko "--mode=all"; fi
 if run 0 show -n 1 -w 0 -D cols=10 -D rows=2 --mode=async --show=3 &&
   has out '^rank 0 out \[2,10\]: 0 0 0$' && has out '^rank 1 out \[2,10\]: 0 0 0$'
 then ok "--show format"; else ko "--show format"; fi
-if run 0 show-all-values -q -n 1 -w 0 --mode=sync --show=100 "$src/schedules/good/wait_compute.sched" -D n=4 &&
+if run 0 show-all-values -q -n 1 -w 0 --mode=sync --show=100 "$src/schedules/good/missing_wait_compute.sched" -D n=4 &&
   [ "$(grep -c '^rank [01] c \[4\]:\( [0-9.e+-]*\)\{4\}$' "$tmp/out")" -eq 2 ]
 then ok "--show prints at most numel values"; else ko "--show prints at most numel values"; fi
 
@@ -73,7 +73,7 @@ if run_racy 1 race -n 2 -w 0 --mode=async "$src/schedules/bad/missing_wait_compu
   has out 'MISMATCH' && has out 'async: rank [01] c: [0-9]+ of 4096 elements differ; first at \[[0-9]+\]: got ' &&
   has out '^result: FAIL'
 then ok "missing c_wait_compute is caught"; else ko "missing c_wait_compute is caught"; fi
-if run 0 fixed -n 2 -w 0 "$src/schedules/good/wait_compute.sched" && has out '^result: PASS$'
+if run 0 fixed -n 2 -w 0 "$src/schedules/good/missing_wait_compute.sched" && has out '^result: PASS$'
 then ok "fixed twin passes"; else ko "fixed twin passes"; fi
 
 # --races: the report, the fix, exit 4; a clean schedule exits 0.

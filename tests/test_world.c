@@ -3,6 +3,7 @@
  * checked against the reference.
  */
 #include <check.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,17 @@
 #define OVL_SRCDIR "."
 #endif
 
+/* A cpu world; chaos_seed 0 is no chaos. */
+static ovl_world *make_chaos_world(int nranks, unsigned chaos_seed) {
+  ovl_world_opts wo = {.backend = "cpu", .nranks = nranks, .timeout_s = 10,
+                       .chaos_seed = chaos_seed};
+  ovl_world *w = NULL;
+  ovl_error err = {0};
+  ovl_status st = ovl_world_create(&wo, &w, &err);
+  ck_assert_msg(st == OVL_OK, "world: %s", err.msg);
+  return w;
+}
+
 static ovl_world *make_world(int nranks) {
   ovl_world_opts wo = {.backend = "cpu", .nranks = nranks, .timeout_s = 10};
   ovl_world *w = NULL;
@@ -49,23 +61,35 @@ static ovl_program *load(const char *rel, int nranks, const char **defines,
   return p;
 }
 
-/* Run `prog` in `mode`, check it against the reference; returns the number
- * of mismatched elements. The result is left in *res_out if asked. */
-static int64_t run_checked(ovl_world *w, const ovl_program *prog,
-                           ovl_mode mode, ovl_result **res_out) {
+static ovl_program *parse_text(const char *text, int nranks) {
+  ovl_parse_opts po = {.nranks = nranks};
+  ovl_program *p = NULL;
+  ovl_error err = {0};
+  ovl_status st =
+      ovl_program_parse(text, strlen(text), "t.sched", &po, &p, &err);
+  ck_assert_msg(st == OVL_OK, "parse: %s\n%s", err.msg, text);
+  return p;
+}
+
+/* Run `prog` in `mode` for warmup + iters iterations, check the last
+ * against the reference; returns the number of mismatched elements. The
+ * result is left in *res_out if asked. */
+static int64_t run_checked_iters(ovl_world *w, const ovl_program *prog,
+                                 ovl_mode mode, int iters, int warmup,
+                                 ovl_result **res_out) {
   ovl_program *p = NULL;
   ovl_reference *ref = NULL;
   ovl_result *res = NULL;
   ovl_check chk = {0};
   ovl_error err = {0};
-  ovl_run_opts ro = {.iters = 2, .warmup = 1};
+  ovl_run_opts ro = {.iters = iters, .warmup = warmup};
   int64_t bad;
 
   ck_assert_int_eq(ovl_program_transform(prog, mode, &p, &err), OVL_OK);
   ovl_status st = ovl_world_run(w, p, &ro, &res, &err);
   ck_assert_msg(st == OVL_OK, "run: %s", err.msg);
-  ck_assert_int_eq(ovl_result_iters(res), 2);
-  for (int i = 0; i < 2; i++)
+  ck_assert_int_eq(ovl_result_iters(res), iters);
+  for (int i = 0; i < iters; i++)
     ck_assert(ovl_result_times(res)[i] > 0);
   st = ovl_reference_compute(prog, ovl_world_nranks(w), &ref, &err);
   ck_assert_msg(st == OVL_OK, "reference: %s", err.msg);
@@ -81,6 +105,11 @@ static int64_t run_checked(ovl_world *w, const ovl_program *prog,
   else
     ovl_result_free(res);
   return bad;
+}
+
+static int64_t run_checked(ovl_world *w, const ovl_program *prog,
+                           ovl_mode mode, ovl_result **res_out) {
+  return run_checked_iters(w, prog, mode, 2, 1, res_out);
 }
 
 /* The seed gives exactly 0.0 on 2 ranks, in both modes. */
@@ -141,7 +170,8 @@ START_TEST(missing_wait_compute_gives_wrong_result) {
   ovl_world *w = make_world(2);
   ovl_program *bad = load("schedules/bad/missing_wait_compute.sched", 2,
                           NULL, 0);
-  ovl_program *good = load("schedules/good/wait_compute.sched", 2, NULL, 0);
+  ovl_program *good =
+      load("schedules/good/missing_wait_compute.sched", 2, NULL, 0);
   /* That race is real, on the emulated device memory (the streams run
    * concurrently, as a GPU's do): ThreadSanitizer rightly reports it and
    * fails the test, so under TSan only the race-free runs are made. */
@@ -269,10 +299,303 @@ START_TEST(op_times_measure_stream_ops) {
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Example schedules: every bad one gives wrong numbers, its twin not  */
+/* ------------------------------------------------------------------ */
+
+#define MAX_SCHEDULES 64
+
+/* The *.sched files of a directory under the source tree, sorted. */
+static int list_schedules(const char *rel, char names[][256]) {
+  char path[4096];
+  DIR *d;
+  struct dirent *e;
+  int n = 0;
+  snprintf(path, sizeof path, "%s/%s", OVL_SRCDIR, rel);
+  d = opendir(path);
+  ck_assert_msg(d != NULL, "cannot list %s", path);
+  while ((e = readdir(d)) != NULL) {
+    size_t len = strlen(e->d_name);
+    if (len < 7 || strcmp(e->d_name + len - 6, ".sched") != 0)
+      continue;
+    ck_assert_int_lt(n, MAX_SCHEDULES);
+    ck_assert_uint_lt(len, 256);
+    memcpy(names[n++], e->d_name, len + 1);
+  }
+  closedir(d);
+  qsort(names, (size_t)n, sizeof names[0],
+        (int (*)(const void *, const void *))strcmp);
+  return n;
+}
+
+/* Each schedules/bad/X.sched gives a numeric mismatch on 2 ranks in async
+ * form (its delay makes the bug show without chaos) and none in sync form;
+ * its twin schedules/good/X.sched gives none in either. A bad schedule
+ * that stops failing fails this test. The racy runs race for real on the
+ * emulated device memory, which ThreadSanitizer rightly reports: under TSan
+ * only the race-free runs are made (here and in the tests below). */
+START_TEST(bad_schedules_fail_good_twins_pass) {
+  static char bad[MAX_SCHEDULES][256];
+  char rel[512];
+  int nbad = list_schedules("schedules/bad", bad);
+  ovl_world *w = make_world(2);
+  /* One per kind of ordering bug, at least. */
+  ck_assert_int_ge(nbad, 6);
+  for (int i = 0; i < nbad; i++) {
+    snprintf(rel, sizeof rel, "schedules/bad/%.255s", bad[i]);
+    ovl_program *b = load(rel, 2, NULL, 0);
+    if (!UNDER_TSAN)
+      ck_assert_msg(run_checked(w, b, OVL_MODE_ASYNC, NULL) > 0,
+                    "%s: no mismatch in async mode", rel);
+    ck_assert_msg(run_checked(w, b, OVL_MODE_SYNC, NULL) == 0,
+                  "%s: mismatch in sync mode", rel);
+    ovl_program_free(b);
+    snprintf(rel, sizeof rel, "schedules/good/%.255s", bad[i]);
+    ovl_program *g = load(rel, 2, NULL, 0);
+    ck_assert_msg(run_checked(w, g, OVL_MODE_ASYNC, NULL) == 0,
+                  "%s: mismatch in async mode", rel);
+    ck_assert_msg(run_checked(w, g, OVL_MODE_SYNC, NULL) == 0,
+                  "%s: mismatch in sync mode", rel);
+    ovl_program_free(g);
+  }
+  ovl_world_free(w);
+}
+END_TEST
+
+/* Every good schedule (twins and the rest) is right on 1..3 ranks. */
+START_TEST(good_schedules_pass) {
+  static char good[MAX_SCHEDULES][256];
+  char rel[512];
+  int nranks = _i;
+  int ngood = list_schedules("schedules/good", good);
+  ovl_world *w = make_world(nranks);
+  ck_assert_int_ge(ngood, 7);
+  for (int i = 0; i < ngood; i++) {
+    snprintf(rel, sizeof rel, "schedules/good/%.255s", good[i]);
+    ovl_program *g = load(rel, nranks, NULL, 0);
+    ck_assert_msg(run_checked(w, g, OVL_MODE_ASYNC, NULL) == 0,
+                  "%s on %d ranks: mismatch", rel, nranks);
+    ovl_program_free(g);
+  }
+  ovl_world_free(w);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Generic stream ops                                                  */
+/* ------------------------------------------------------------------ */
+
+/* A compute op on the comm stream reads (and writes in place) what the
+ * delayed calc stream wrote: right when a named event orders it, wrong
+ * without. sync mode keeps the schedule's own stream program, so it is as
+ * right, or as wrong, as async. (The way back to calc is a named event too:
+ * sync mode drops c_wait_comm, and the allreduce it moves to calc would
+ * then race with the compute op on comm.) */
+START_TEST(named_event_orders_compute_on_comm) {
+  static const char head[] =
+      "x = data(shape=[256], init=uniform, seed=3)\n"
+      "delay(us=20000, stream=calc)\n"
+      "y = scale(x, scale=3.0)\n";
+  static const char order[] =
+      "event_record(y, event=y_ready, stream=calc)\n"
+      "stream_wait_event(event=y_ready, stream=comm, ring_id=0)\n";
+  static const char tail[] =
+      "y = scale(y, scale=2.0, stream=comm, ring_id=0)\n"
+      "event_record(y, event=y_scaled, stream=comm, ring_id=0)\n"
+      "stream_wait_event(event=y_scaled, stream=calc)\n"
+      "c_allreduce_sum(y, ring_id=0)\n"
+      "c_wait_comm(y, ring_id=0)\n"
+      "fetch(y)\n";
+  char text[1024];
+  ovl_world *w = make_world(2);
+
+  snprintf(text, sizeof text, "%s%s%s", head, order, tail);
+  ovl_program *ok = parse_text(text, 2);
+  ck_assert_uint_eq(ok->nevents, 2);
+  ck_assert_int_eq(run_checked(w, ok, OVL_MODE_ASYNC, NULL), 0);
+  ck_assert_int_eq(run_checked(w, ok, OVL_MODE_SYNC, NULL), 0);
+  ovl_program_free(ok);
+
+  snprintf(text, sizeof text, "%s%s", head, tail);
+  ovl_program *racy = parse_text(text, 2);
+  if (!UNDER_TSAN) {
+    ck_assert_int_gt(run_checked(w, racy, OVL_MODE_ASYNC, NULL), 0);
+    ck_assert_int_gt(run_checked(w, racy, OVL_MODE_SYNC, NULL), 0);
+  }
+  ovl_program_free(racy);
+  ovl_world_free(w);
+}
+END_TEST
+
+/* The other direction: calc waits for a named event recorded on comm after
+ * the delayed allreduce, as c_wait_comm does. */
+START_TEST(named_event_orders_calc_after_comm) {
+  static const char head[] =
+      "x = data(shape=[256], init=uniform, seed=3)\n"
+      "c = scale(x, scale=3.0)\n"
+      "event_record(event=c_written, stream=calc)\n"
+      "stream_wait_event(c, event=c_written, stream=comm, ring_id=0)\n"
+      "delay(us=20000, stream=comm, ring_id=0)\n"
+      "c_allreduce_sum(c, ring_id=0)\n";
+  static const char order[] =
+      "event_record(c, event=c_reduced, stream=comm, ring_id=0)\n"
+      "stream_wait_event(event=c_reduced, stream=calc)\n";
+  static const char tail[] = "y = scale(c, scale=2.0)\nfetch(y)\n";
+  char text[1024];
+  ovl_world *w = make_world(2);
+
+  snprintf(text, sizeof text, "%s%s%s", head, order, tail);
+  ovl_program *ok = parse_text(text, 2);
+  ck_assert_int_eq(run_checked(w, ok, OVL_MODE_ASYNC, NULL), 0);
+  ovl_program_free(ok);
+  snprintf(text, sizeof text, "%s%s", head, tail);
+  ovl_program *racy = parse_text(text, 2);
+  if (!UNDER_TSAN)
+    ck_assert_int_gt(run_checked(w, racy, OVL_MODE_ASYNC, NULL), 0);
+  ovl_program_free(racy);
+  ovl_world_free(w);
+}
+END_TEST
+
+/* A later record of an event replaces the earlier one. Recorded again on
+ * calc after a second (delayed) write, the wait covers that write too;
+ * without the second record it covers only the first write; recorded again
+ * on the idle comm stream it covers neither. */
+START_TEST(rerecorded_event_replaces) {
+  static const char fmt[] =
+      "x = data(shape=[256], init=uniform, seed=3)\n"
+      "y = scale(x, scale=3.0)\n"
+      "event_record(y, event=e, stream=calc)\n"
+      "delay(us=20000, stream=calc)\n"
+      "w = scale(x, scale=5.0)\n"
+      "%s"
+      "stream_wait_event(event=e, stream=comm, ring_id=0)\n"
+      "w = elementwise_add(w, y, stream=comm, ring_id=0)\n"
+      "c_allreduce_sum(w, ring_id=0)\n"
+      "c_wait_comm(w, ring_id=0)\n"
+      "fetch(w)\n";
+  static const struct {
+    const char *again;
+    bool right;
+  } cases[] = {
+      {"event_record(w, event=e, stream=calc)\n", true},
+      {"", false},
+      {"event_record(event=e, stream=comm, ring_id=0)\n", false},
+  };
+  char text[1024];
+  ovl_world *w = make_world(2);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    if (UNDER_TSAN && !cases[i].right)
+      continue;
+    snprintf(text, sizeof text, fmt, cases[i].again);
+    ovl_program *p = parse_text(text, 2);
+    int64_t wrong = run_checked(w, p, OVL_MODE_ASYNC, NULL);
+    if (cases[i].right)
+      ck_assert_msg(wrong == 0, "case %zu: %lld wrong", i, (long long)wrong);
+    else
+      ck_assert_msg(wrong > 0, "case %zu: right by luck?", i);
+    ovl_program_free(p);
+  }
+  ovl_world_free(w);
+}
+END_TEST
+
+/* stream_sync(stream=comm) makes the host wait for the comm stream, so a
+ * fetch after it sees the allreduce. */
+START_TEST(stream_sync_orders_fetch) {
+  static const char fmt[] =
+      "x = data(shape=[256], init=uniform, seed=5, per_rank=true)\n"
+      "c = scale(x, scale=3.0)\n"
+      "c_wait_compute(c, ring_id=0)\n"
+      "delay(us=20000, stream=comm, ring_id=0)\n"
+      "c_allreduce_sum(c, ring_id=0)\n"
+      "%s"
+      "fetch(c)\n";
+  char text[1024];
+  ovl_world *w = make_world(3);
+  snprintf(text, sizeof text, fmt, "stream_sync(c, stream=comm, ring_id=0)\n");
+  ovl_program *ok = parse_text(text, 3);
+  ck_assert_int_eq(run_checked(w, ok, OVL_MODE_ASYNC, NULL), 0);
+  ovl_program_free(ok);
+  /* Syncing the calc stream is what fetch does anyway: not enough. */
+  snprintf(text, sizeof text, fmt, "stream_sync(c, stream=calc)\n");
+  ovl_program *racy = parse_text(text, 3);
+  if (!UNDER_TSAN)
+    ck_assert_int_gt(run_checked(w, racy, OVL_MODE_ASYNC, NULL), 0);
+  ovl_program_free(racy);
+  ovl_world_free(w);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Chaos                                                               */
+/* ------------------------------------------------------------------ */
+
+static const unsigned chaos_seeds[] = {1, 2, 3, 0xC0FFEEu};
+
+/* Clean schedules stay right under chaos, in both modes, for every seed:
+ * the seed benchmark at a small size, every good schedule, and every op. */
+START_TEST(chaos_keeps_clean_schedules_right) {
+  static char good[MAX_SCHEDULES][256];
+  unsigned seed = chaos_seeds[_i];
+  const char *seed_defs[] = {"rows=16", "cols=16"};
+  char rel[512], root[32];
+  const char *all_defs[] = {root};
+  ovl_world *w = make_chaos_world(2, seed);
+
+  ovl_program *p = load("schedules/seed.sched", 2, seed_defs, 2);
+  ck_assert_msg(run_checked_iters(w, p, OVL_MODE_ASYNC, 1, 1, NULL) == 0,
+                "seed.sched async, chaos seed %u", seed);
+  ck_assert_msg(run_checked_iters(w, p, OVL_MODE_SYNC, 1, 1, NULL) == 0,
+                "seed.sched sync, chaos seed %u", seed);
+  ovl_program_free(p);
+
+  int ngood = list_schedules("schedules/good", good);
+  for (int i = 0; i < ngood; i++) {
+    snprintf(rel, sizeof rel, "schedules/good/%.255s", good[i]);
+    p = load(rel, 2, NULL, 0);
+    ck_assert_msg(run_checked_iters(w, p, OVL_MODE_ASYNC, 1, 1, NULL) == 0,
+                  "%s async, chaos seed %u", rel, seed);
+    ck_assert_msg(run_checked_iters(w, p, OVL_MODE_SYNC, 1, 1, NULL) == 0,
+                  "%s sync, chaos seed %u", rel, seed);
+    ovl_program_free(p);
+  }
+
+  snprintf(root, sizeof root, "root=1");
+  p = load("tests/schedules/all_ops.sched", 2, all_defs, 1);
+  ck_assert_msg(run_checked_iters(w, p, OVL_MODE_ASYNC, 1, 1, NULL) == 0,
+                "all_ops.sched async, chaos seed %u", seed);
+  ck_assert_msg(run_checked_iters(w, p, OVL_MODE_SYNC, 1, 1, NULL) == 0,
+                "all_ops.sched sync, chaos seed %u", seed);
+  ovl_program_free(p);
+  ovl_world_free(w);
+}
+END_TEST
+
+/* A racy schedule stays wrong under chaos. */
+START_TEST(chaos_keeps_missing_wait_wrong) {
+  unsigned seed = chaos_seeds[_i];
+  if (UNDER_TSAN)
+    return; /* a real race on device memory, which TSan reports */
+  ovl_world *w = make_chaos_world(2, seed);
+  ovl_program *p = load("schedules/bad/missing_wait_compute.sched", 2, NULL,
+                        0);
+  ck_assert_msg(run_checked_iters(w, p, OVL_MODE_ASYNC, 1, 1, NULL) > 0,
+                "chaos seed %u: right by luck?", seed);
+  ovl_program_free(p);
+  ovl_world_free(w);
+}
+END_TEST
+
 START_TEST(cpu_backend_refuses_cuda_tuning) {
   ovl_world *w = NULL;
   ovl_error err = {0};
   ovl_world_opts wo = {.backend = "cpu", .nccl_max_ctas = 4};
+  ck_assert_int_eq(ovl_world_create(&wo, &w, &err), OVL_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "cuda backend"));
+  ck_assert_ptr_null(w);
+  /* With chaos as well: still refused. */
+  wo.chaos_seed = 7;
   ck_assert_int_eq(ovl_world_create(&wo, &w, &err), OVL_EINVAL);
   ck_assert_ptr_nonnull(strstr(err.msg, "cuda backend"));
   ck_assert_ptr_null(w);
@@ -293,6 +616,28 @@ static Suite *world_suite(void) {
   tcase_add_test(tc, sync_comm_stream_orders_fetch);
   tcase_add_test(tc, op_times_measure_stream_ops);
   tcase_add_test(tc, cpu_backend_refuses_cuda_tuning);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("schedules");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, bad_schedules_fail_good_twins_pass);
+  tcase_add_loop_test(tc, good_schedules_pass, 1, 4);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("generic_ops");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, named_event_orders_compute_on_comm);
+  tcase_add_test(tc, named_event_orders_calc_after_comm);
+  tcase_add_test(tc, rerecorded_event_replaces);
+  tcase_add_test(tc, stream_sync_orders_fetch);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("chaos");
+  tcase_set_timeout(tc, 120);
+  tcase_add_loop_test(tc, chaos_keeps_clean_schedules_right, 0,
+                      (int)(sizeof chaos_seeds / sizeof chaos_seeds[0]));
+  tcase_add_loop_test(tc, chaos_keeps_missing_wait_wrong, 0,
+                      (int)(sizeof chaos_seeds / sizeof chaos_seeds[0]));
   suite_add_tcase(s, tc);
   return s;
 }
