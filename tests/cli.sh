@@ -105,6 +105,29 @@ if run_racy 1 run-no-races --no-races -n 2 -w 0 "$src/schedules/bad/missing_wait
   ! has out 'races'
 then ok "--no-races"; else ko "--no-races"; fi
 
+# --chaos: a racy schedule breaks, a clean one does not.
+if run 1 chaos-bad --chaos=3 -n 2 -w 0 --mode=async "$src/schedules/bad/write_while_collective_reads.sched" &&
+  has out MISMATCH
+then ok "--chaos breaks a racy schedule"; else ko "--chaos breaks a racy schedule"; fi
+if run 0 chaos-good --chaos=3 -n 2 -w 0 --mode=async "$src/schedules/good/write_while_collective_reads.sched"
+then ok "--chaos leaves a clean schedule right"; else ko "--chaos leaves a clean schedule right"; fi
+if run 2 chaos-zero --chaos=0 && has err -- '--chaos'
+then ok "--chaos=0 refused"; else ko "--chaos=0 refused"; fi
+
+# Every schedule under schedules/: --races gives the expected verdict (bad/
+# racy, exit 4; the rest clean, exit 0), and chaos runs agree with it: under
+# every seed a racy schedule's numbers break and a clean one's never do.
+for f in "$src"/schedules/*.sched "$src"/schedules/good/*.sched "$src"/schedules/bad/*.sched; do
+  case $f in */bad/*) want=4 chaos_want=1 ;; *) want=0 chaos_want=0 ;; esac
+  name=${f#"$src"/}
+  if run $want "races $name" --races "$f"; then ok "--races $name"; else ko "--races $name"; fi
+  case $f in *allreduce_sweep*|*/seed.sched) continue ;; esac
+  for seed in 1 2 3; do
+    if run $chaos_want "chaos $seed $name" --chaos=$seed -n 2 -w 0 --mode=async "$f"
+    then ok "--chaos=$seed $name"; else ko "--chaos=$seed $name"; fi
+  done
+done
+
 # Schedule errors: file:line:col and exit 2, nothing runs.
 printf 'a = data(shape=[4])\nb = assgn(a)\n' >"$tmp/bad.sched"
 if run 2 parse-error "$tmp/bad.sched" && has err "bad\.sched:2:5: .*unknown op 'assgn'" && ! has out '^sync'

@@ -50,6 +50,7 @@ typedef struct {
   const char *json; /* --json[=FILE]: "-" for stdout */
   int comm_priority_high;
   int nccl_min_ctas, nccl_max_ctas;
+  unsigned chaos_seed;
   const char *schedule;
 } options;
 
@@ -104,6 +105,10 @@ static void usage(FILE *f) {
           "                       each op; off by default: it perturbs what "
           "it measures)\n"
           "                       and print a table per source line\n"
+          "      --chaos=SEED     cpu: seeded random delays before every op "
+          "on every stream,\n"
+          "                       so that a racy schedule shows wrong "
+          "numbers (SEED >= 1)\n"
           "      --comm-priority=high|default\n"
           "                       cuda: stream priority of the comm streams\n"
           "      --nccl-min-ctas=N, --nccl-max-ctas=N\n"
@@ -165,6 +170,7 @@ static int parse_options(int argc, char **argv, options *o) {
     OPT_TIMEOUT,
     OPT_OP_TIMES,
     OPT_RACES,
+    OPT_CHAOS,
     OPT_NO_RACES,
     OPT_JSON,
     OPT_COMM_PRIORITY,
@@ -184,6 +190,7 @@ static int parse_options(int argc, char **argv, options *o) {
       {"timeout", required_argument, NULL, OPT_TIMEOUT},
       {"op-times", no_argument, NULL, OPT_OP_TIMES},
       {"races", no_argument, NULL, OPT_RACES},
+      {"chaos", required_argument, NULL, OPT_CHAOS},
       {"no-races", no_argument, NULL, OPT_NO_RACES},
       {"json", optional_argument, NULL, OPT_JSON},
       {"comm-priority", required_argument, NULL, OPT_COMM_PRIORITY},
@@ -267,6 +274,14 @@ static int parse_options(int argc, char **argv, options *o) {
     case OPT_RACES:
       o->races_only = 1;
       break;
+    case OPT_CHAOS: {
+      int seed;
+      if (!parse_int(optarg, 1, INT_MAX, &seed))
+        return usage_error("--chaos: '%s' is not a seed from 1 to %d",
+                           optarg, INT_MAX);
+      o->chaos_seed = (unsigned)seed;
+      break;
+    }
     case OPT_NO_RACES:
       o->no_races = 1;
       break;
@@ -801,6 +816,7 @@ int main(int argc, char **argv) {
   wopts.comm_priority_high = o.comm_priority_high;
   wopts.nccl_min_ctas = o.nccl_min_ctas;
   wopts.nccl_max_ctas = o.nccl_max_ctas;
+  wopts.chaos_seed = o.chaos_seed;
   st = ovl_world_create(&wopts, &world, &err);
   if (st != OVL_OK) {
     fprintf(stderr, "%s: %s\n", progname, err.msg);
