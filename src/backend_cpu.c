@@ -697,16 +697,27 @@ static ovl_status run_wait(stream *s, const cmd *c, ovl_error *err) {
   return st;
 }
 
-static void run_delay(double us) {
-  struct timespec ts, rem;
+/* Sleep `us` microseconds, in slices of at most 10 ms so that an abort
+ * ends a long delay promptly (a worker asleep in a 100 s delay would hold
+ * up rank_fini, which joins it, long after the run failed). */
+static void run_delay(ovl__bworld *bw, double us) {
+  const double slice = 0.010;
+  double end;
   if (!(us > 0))
     return;
-  ts.tv_sec = (time_t)(us / 1e6);
-  ts.tv_nsec = (long)((us - (double)ts.tv_sec * 1e6) * 1e3);
-  if (ts.tv_nsec >= 1000000000L)
-    ts.tv_nsec = 999999999L;
-  while (nanosleep(&ts, &rem) != 0 && errno == EINTR)
-    ts = rem;
+  end = ovl__now() + us * 1e-6;
+  for (;;) {
+    struct timespec ts, rem;
+    double left = end - ovl__now();
+    if (left <= 0 || is_aborted(bw))
+      return;
+    if (left > slice)
+      left = slice;
+    ts.tv_sec = (time_t)left;
+    ts.tv_nsec = (long)((left - (double)ts.tv_sec) * 1e9);
+    while (nanosleep(&ts, &rem) != 0 && errno == EINTR)
+      ts = rem;
+  }
 }
 
 /* Execute one command. A stream that already failed skips kernels, waits
@@ -740,7 +751,7 @@ static ovl_status run_cmd(stream *s, cmd *c, bool failed, ovl_error *err) {
     return failed ? OVL_OK : run_wait(s, c, err);
   case CMD_DELAY:
     if (!failed)
-      run_delay(c->u.delay.us);
+      run_delay(br->bw, c->u.delay.us);
     return OVL_OK;
   case CMD_MARK:
     br->marks[c->u.mark.index] = ovl__now();
@@ -773,7 +784,7 @@ static void *worker_main(void *arg) {
     if (s->chaos != 0 && c->kind != CMD_MARK) {
       double us = chaos_us(s);
       if (!failed && !is_aborted(s->br->bw))
-        run_delay(us);
+        run_delay(s->br->bw, us);
     }
     ovl_status st = run_cmd(s, c, failed, &err);
     free(c);
