@@ -173,6 +173,22 @@ const char *ovl_world_backend_name(const ovl_world *world);
 int ovl_world_nranks(const ovl_world *world);
 /* One line describing the devices ("2 x NVIDIA H200", "2 emulated"). */
 const char *ovl_world_devices(const ovl_world *world);
+/* The device of one rank ("NVIDIA H200", "emulated (cpu)"); NULL if `rank`
+ * is out of range. */
+const char *ovl_world_device_name(const ovl_world *world, int rank);
+
+/* The machine a world runs on, for reports. Strings are always terminated;
+ * what does not apply to the backend is "n/a", what could not be found out
+ * "unknown". */
+typedef struct ovl_world_info_s {
+  char hostname[256];
+  char cpu_model[256];      /* /proc/cpuinfo "model name" */
+  char driver_version[32];  /* cuda: the CUDA driver's version, "13.0" */
+  char runtime_version[32]; /* cuda: the CUDA runtime's version, "13.0" */
+  char nccl_version[32];    /* cuda: "2.28.9" */
+} ovl_world_info;
+/* Fill `info` (never fails; call from the thread that made the world). */
+void ovl_world_info_get(const ovl_world *world, ovl_world_info *info);
 
 /* How many backends were compiled in, and whether `name` is one of them. */
 int ovl_backend_available(const char *name);
@@ -183,6 +199,13 @@ typedef struct ovl_run_opts_s {
   /* Time every stream op on its stream (device timers around each op; off
    * by default, so that it does not perturb what it measures). */
   int op_times;
+  /* Non-zero: record the timeline of one timed iteration (when every op
+   * started and ended; see ovl_result_span). Off by default, for the same
+   * reason. */
+  int trace;
+  /* The timed iteration traced, 0-based; a negative value counts from the
+   * end (-1: the last). Out of range is an error. */
+  int trace_iter;
 } ovl_run_opts;
 
 typedef struct ovl_result_s ovl_result;
@@ -205,6 +228,33 @@ const double *ovl_result_fetched(const ovl_result *res, int rank, size_t i);
  * stream on `rank`, summed over the timed iterations (0 for host ops);
  * NULL when the run did not time its ops. */
 const double *ovl_result_op_times(const ovl_result *res, int rank);
+
+/*
+ * With trace: the timeline of the traced iteration. Each rank has a base,
+ * a timer mark enqueued on its calc stream right after the iteration's
+ * start barrier (its streams are idle then); the host notes its clock when
+ * it enqueues it. Stream ops are bracketed by timer marks on their stream
+ * (cuda: timing events, read with cudaEventElapsedTime from the base, which
+ * works across the streams of one device; cpu: the host clock when the
+ * stream's worker reaches the mark); host ops (fetch, the syncs) by the host
+ * clock, from the base's host time.
+ */
+/* The timed iteration traced (0-based), or -1 when the run made no trace. */
+int ovl_result_trace_iter(const ovl_result *res);
+/* Where op `op` ran on `rank`, in seconds from the rank's base: on its
+ * stream, or on the host for host ops; for c_wait_compute and c_wait_comm
+ * the wait on the waiting stream (comm[R], calc), which lasts as long as
+ * that stream stalled. Returns 0, or -1 when the run made no trace or an
+ * argument is out of range. */
+int ovl_result_span(const ovl_result *res, int rank, size_t op,
+                    double *start, double *end);
+/* The event record of c_wait_compute (on calc) or c_wait_comm (on
+ * comm[R]), as ovl_result_span; -1 for every other op. */
+int ovl_result_record_span(const ovl_result *res, int rank, size_t op,
+                           double *start, double *end);
+/* The host clock (seconds, CLOCK_MONOTONIC) when `rank`'s base was
+ * enqueued: add it to a span to line ranks up. NaN without a trace. */
+double ovl_result_trace_base(const ovl_result *res, int rank);
 
 /* One op of a program: its name, source position and the stream it is
  * enqueued on (0 = calc, 1 + R = comm stream of ring R; -1 for host ops). */

@@ -885,6 +885,18 @@ static ovl_status cpu_world_rings(ovl__bworld *bw, int nrings,
 
 static const char *cpu_world_devices(ovl__bworld *bw) { return bw->devices; }
 
+static const char *cpu_device_name(ovl__bworld *bw, int rank) {
+  (void)bw;
+  (void)rank;
+  return "emulated (cpu)";
+}
+
+/* No driver, runtime or NCCL: the fields stay "n/a". */
+static void cpu_world_info(ovl__bworld *bw, ovl_world_info *info) {
+  (void)bw;
+  (void)info;
+}
+
 /* Chaos is this backend's only knob; the cuda ones are refused. */
 static ovl_status cpu_world_tune(ovl__bworld *bw, const ovl_world_opts *o,
                                  ovl_error *err) {
@@ -1388,6 +1400,8 @@ const ovl__backend_ops ovl__backend_cpu = {
     .world_init = cpu_world_init,
     .world_rings = cpu_world_rings,
     .world_devices = cpu_world_devices,
+    .device_name = cpu_device_name,
+    .world_info = cpu_world_info,
     .world_fini = cpu_world_fini,
     .world_abort = cpu_world_abort,
     .rank_init = cpu_rank_init,

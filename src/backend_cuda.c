@@ -66,6 +66,7 @@ struct ovl__bworld {
   int nrings;
   ncclComm_t comms[OVL_MAX_RINGS][OVL_MAX_RANKS];
   char devices[256];
+  char names[OVL_MAX_RANKS][128]; /* each rank's device */
   /* Set once, never cleared: communicators are (being) aborted. */
   atomic_int aborted;
   /* Host-mapped, pinned: set to 1 by world_abort to end delay kernels. */
@@ -271,12 +272,12 @@ static int cuda_default_ranks(void) {
 /* "2 x NVIDIA H200"; mixed devices as "1 x NVIDIA H200, 1 x NVIDIA A100"
  * (runs of equal names, in rank order). */
 static ovl_status describe_devices(ovl__bworld *bw, ovl_error *err) {
-  char names[OVL_MAX_RANKS][256];
+  char (*names)[128] = bw->names;
   size_t len = 0;
   for (int r = 0; r < bw->nranks; r++) {
     struct cudaDeviceProp prop;
     OVL__CUDACHECK(err, -1, NULL, cudaGetDeviceProperties, (&prop, r));
-    snprintf(names[r], sizeof names[r], "%s", prop.name);
+    snprintf(names[r], sizeof names[r], "%.127s", prop.name);
   }
   bw->devices[0] = '\0';
   for (int r = 0; r < bw->nranks;) {
@@ -458,6 +459,44 @@ static ovl_status cuda_world_rings(ovl__bworld *bw, int nrings,
 }
 
 static const char *cuda_world_devices(ovl__bworld *bw) { return bw->devices; }
+
+static const char *cuda_device_name(ovl__bworld *bw, int rank) {
+  return bw->names[rank];
+}
+
+/* CUDA's version numbers are 1000 * major + 10 * minor. */
+static void cuda_version(char *buf, size_t len, int v) {
+  snprintf(buf, len, "%d.%d", v / 1000, (v % 1000) / 10);
+}
+
+static void cuda_world_info(ovl__bworld *bw, ovl_world_info *info) {
+  int v = 0;
+  (void)bw;
+  if (cudaDriverGetVersion(&v) == cudaSuccess && v > 0)
+    cuda_version(info->driver_version, sizeof info->driver_version, v);
+  else
+    snprintf(info->driver_version, sizeof info->driver_version, "unknown");
+  v = 0;
+  if (cudaRuntimeGetVersion(&v) == cudaSuccess && v > 0)
+    cuda_version(info->runtime_version, sizeof info->runtime_version, v);
+  else
+    snprintf(info->runtime_version, sizeof info->runtime_version,
+             "unknown");
+  (void)cudaGetLastError();
+  v = 0;
+  /* NCCL_VERSION(X, Y, Z): X * 10000 + Y * 100 + Z since 2.9 (X * 1000 +
+   * Y * 100 + Z before). */
+  if (ncclGetVersion(&v) == ncclSuccess && v > 0) {
+    if (v >= 20900)
+      snprintf(info->nccl_version, sizeof info->nccl_version, "%d.%d.%d",
+               v / 10000, (v / 100) % 100, v % 100);
+    else
+      snprintf(info->nccl_version, sizeof info->nccl_version, "%d.%d.%d",
+               v / 1000, (v / 100) % 10, v % 100);
+  } else {
+    snprintf(info->nccl_version, sizeof info->nccl_version, "unknown");
+  }
+}
 
 /* Abort every communicator, once. Callers hold abort_lock and have set
  * `aborted`. */
@@ -1158,6 +1197,8 @@ const ovl__backend_ops ovl__backend_cuda = {
     .world_init = cuda_world_init,
     .world_rings = cuda_world_rings,
     .world_devices = cuda_world_devices,
+    .device_name = cuda_device_name,
+    .world_info = cuda_world_info,
     .world_fini = cuda_world_fini,
     .world_abort = cuda_world_abort,
     .rank_init = cuda_rank_init,

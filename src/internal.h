@@ -236,6 +236,11 @@ typedef struct ovl__backend_ops {
   ovl_status (*world_rings)(ovl__bworld *bw, int nrings, ovl_error *err);
   /* (main) "2 x NVIDIA H200" or similar. */
   const char *(*world_devices)(ovl__bworld *bw);
+  /* (main) The device of one rank ("NVIDIA H200"); rank is in range. */
+  const char *(*device_name)(ovl__bworld *bw, int rank);
+  /* (main) The versions in `info` (driver, runtime, NCCL); the caller has
+   * set every field to "n/a" and fills hostname and cpu_model itself. */
+  void (*world_info)(ovl__bworld *bw, ovl_world_info *info);
   void (*world_fini)(ovl__bworld *bw);
   /* (any thread) Another rank failed: make every blocked or future
    * collective and stream wait of this world fail promptly with
@@ -297,10 +302,11 @@ typedef struct ovl__backend_ops {
   /* Keep `stream` busy for `us` microseconds. */
   ovl_status (*delay)(ovl__brank *br, int stream, double us, ovl_error *err);
 
-  /* Per-op device timing (--op-times). Room for n marks is reserved before
-   * the timed loop; mark i is taken when `stream` reaches that point of its
-   * queue; once the streams are drained, *seconds is the time from mark a
-   * to mark b. */
+  /* Per-op device timing (--op-times, traces). Room for n marks is
+   * reserved before the timed loop; mark i is taken when `stream` reaches
+   * that point of its queue; once the streams are drained, *seconds is the
+   * time from mark a to mark b (marks of different streams of the rank
+   * compare: cuda events of one device, the host clock on cpu). */
   ovl_status (*timers_reserve)(ovl__brank *br, size_t n, ovl_error *err);
   ovl_status (*timer_mark)(ovl__brank *br, size_t i, int stream,
                            ovl_error *err);

@@ -8,12 +8,16 @@
  *   barrier
  *   per iteration: upload inputs (host, synchronous); barrier; t0;
  *                  enqueue the ops; drain every stream; barrier; t1
+ *                  (with op times or a trace, timer marks around the ops:
+ *                  see "Timer marks" below)
  *   convert the last fetched values; barrier; free; release streams
  * Any failure aborts the whole world (backend world_abort and the barrier),
  * so no rank waits for a rank that has given up.
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +38,13 @@ struct ovl_result_s {
   double **fetched; /* [rank * nfetch + i], NULL where never fetched */
   size_t nops;
   double *op_times; /* [rank * nops + op], summed; NULL unless asked for */
+  /* The trace: the timed iteration traced (-1: none); per (rank, op) four
+   * seconds from the rank's base: start and end on the op's stream (or the
+   * host), start and end of the record half of c_wait_compute/comm (NaN
+   * for other ops); per rank the base's host clock. */
+  int trace_iter;
+  double *spans;      /* [(rank * nops + op) * 4 + k] */
+  double *trace_base; /* [rank] */
 };
 
 /* ------------------------------------------------------------------ */
@@ -135,6 +146,50 @@ int ovl_world_nranks(const ovl_world *world) { return world->nranks; }
 const char *ovl_world_devices(const ovl_world *world) {
   return world->be->world_devices(world->bw);
 }
+const char *ovl_world_device_name(const ovl_world *world, int rank) {
+  if (world == NULL || rank < 0 || rank >= world->nranks)
+    return NULL;
+  return world->be->device_name(world->bw, rank);
+}
+
+/* The "model name" line of /proc/cpuinfo, or "unknown". */
+static void cpu_model(char *buf, size_t len) {
+  char line[512];
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  snprintf(buf, len, "unknown");
+  if (f == NULL)
+    return;
+  while (fgets(line, sizeof line, f) != NULL) {
+    char *colon = strchr(line, ':');
+    size_t n;
+    if (strncmp(line, "model name", 10) != 0 || colon == NULL)
+      continue;
+    colon++;
+    while (*colon == ' ' || *colon == '\t')
+      colon++;
+    n = strcspn(colon, "\n");
+    if (n > 0)
+      snprintf(buf, len, "%.*s", (int)n, colon);
+    break;
+  }
+  fclose(f);
+}
+
+void ovl_world_info_get(const ovl_world *world, ovl_world_info *info) {
+  if (info == NULL)
+    return;
+  memset(info, 0, sizeof *info);
+  snprintf(info->driver_version, sizeof info->driver_version, "n/a");
+  snprintf(info->runtime_version, sizeof info->runtime_version, "n/a");
+  snprintf(info->nccl_version, sizeof info->nccl_version, "n/a");
+  if (gethostname(info->hostname, sizeof info->hostname - 1) != 0 ||
+      info->hostname[0] == '\0')
+    snprintf(info->hostname, sizeof info->hostname, "unknown");
+  info->hostname[sizeof info->hostname - 1] = '\0';
+  cpu_model(info->cpu_model, sizeof info->cpu_model);
+  if (world != NULL)
+    world->be->world_info(world->bw, info);
+}
 
 /* ------------------------------------------------------------------ */
 /* Results                                                             */
@@ -149,6 +204,8 @@ void ovl_result_free(ovl_result *res) {
   free(res->fetched);
   free(res->times);
   free(res->op_times);
+  free(res->spans);
+  free(res->trace_base);
   free(res);
 }
 
@@ -158,6 +215,43 @@ const double *ovl_result_fetched(const ovl_result *res, int rank, size_t i) {
   if (rank < 0 || rank >= res->nranks || i >= res->nfetch)
     return NULL;
   return res->fetched[(size_t)rank * res->nfetch + i];
+}
+
+int ovl_result_trace_iter(const ovl_result *res) {
+  return res != NULL && res->spans != NULL ? res->trace_iter : -1;
+}
+
+static int get_span(const ovl_result *res, int rank, size_t op, int k,
+                    double *start, double *end) {
+  const double *s;
+  if (res == NULL || res->spans == NULL || rank < 0 || rank >= res->nranks ||
+      op >= res->nops)
+    return -1;
+  s = res->spans + ((size_t)rank * res->nops + op) * 4 + k;
+  if (isnan(s[0]) || isnan(s[1]))
+    return -1;
+  if (start != NULL)
+    *start = s[0];
+  if (end != NULL)
+    *end = s[1];
+  return 0;
+}
+
+int ovl_result_span(const ovl_result *res, int rank, size_t op,
+                    double *start, double *end) {
+  return get_span(res, rank, op, 0, start, end);
+}
+
+int ovl_result_record_span(const ovl_result *res, int rank, size_t op,
+                           double *start, double *end) {
+  return get_span(res, rank, op, 2, start, end);
+}
+
+double ovl_result_trace_base(const ovl_result *res, int rank) {
+  if (res == NULL || res->trace_base == NULL || rank < 0 ||
+      rank >= res->nranks)
+    return NAN;
+  return res->trace_base[rank];
 }
 
 /* ------------------------------------------------------------------ */
@@ -222,6 +316,7 @@ typedef struct run_s {
   ovl_world *world;
   const ovl_program *prog;
   ovl_run_opts opts;
+  int traced; /* the iteration traced, counting warmup; -1: none */
   ovl_result *res;
   barrier_t barrier;
   pthread_mutex_t err_mu;
@@ -233,6 +328,7 @@ typedef struct rank_s {
   run_t *run;
   int rank;
   ovl__brank *br;
+  double base_host; /* host clock at the traced iteration's base mark */
   void **dev;        /* device buffer of each variable */
   void **host_in;    /* host copy of each data() input, else NULL */
   void **host_out;   /* host buffer of each fetched variable */
@@ -346,15 +442,99 @@ const double *ovl_result_op_times(const ovl_result *res, int rank) {
   return res->op_times + (size_t)rank * res->nops;
 }
 
-/* Ops that run on a stream, and so can be timed there. */
+
+/* ------------------------------------------------------------------ */
+/* Timer marks                                                         */
+/*                                                                     */
+/* Mark 0 is a trace's base, on the calc stream right after the start  */
+/* barrier. Op i has marks MARK_START(i) and MARK_END(i) around it on  */
+/* its stream; with a trace, c_wait_compute and c_wait_comm also have  */
+/* MARK_REC_START(i) and MARK_REC_END(i) around their event record on  */
+/* the recording stream. --op-times marks the ops that do work         */
+/* (op_on_stream) in every iteration and sums their spans over the     */
+/* timed ones; a trace marks every stream op of the traced iteration   */
+/* only, and notes the host clock around host ops.                     */
+/* ------------------------------------------------------------------ */
+
+#define MARK_BASE 0
+#define MARK_START(i) (1 + 2 * (size_t)(i))
+#define MARK_END(i) (2 + 2 * (size_t)(i))
+#define MARK_REC_START(nops, i) (1 + 2 * (size_t)(nops) + 2 * (size_t)(i))
+#define MARK_REC_END(nops, i) (2 + 2 * (size_t)(nops) + 2 * (size_t)(i))
+
+/* Ops that do work on a stream, and so can be timed there. */
 static bool op_on_stream(const ovl__op *op) {
   ovl__kind k = op->def->kind;
   return k == OVL_KIND_COMPUTE || k == OVL_KIND_COLLECTIVE ||
          k == OVL_KIND_DELAY;
 }
 
-/* After a drain: add each timed op's span (marks 2i and 2i + 1) to the
- * result. */
+/* Ops the host performs (it blocks in them). */
+static bool op_on_host(const ovl__op *op) {
+  ovl__kind k = op->def->kind;
+  return k == OVL_KIND_FETCH || k == OVL_KIND_SYNC_CALC ||
+         k == OVL_KIND_SYNC_COMM || k == OVL_KIND_STREAM_SYNC;
+}
+
+/* c_wait_compute / c_wait_comm: an event record on one stream and a wait
+ * on another. */
+static bool op_is_wait_pair(const ovl__op *op) {
+  ovl__kind k = op->def->kind;
+  return k == OVL_KIND_WAIT_COMPUTE || k == OVL_KIND_WAIT_COMM;
+}
+
+static double *span_of(rank_t *rk, size_t op) {
+  ovl_result *res = rk->run->res;
+  return res->spans + ((size_t)rk->rank * res->nops + op) * 4;
+}
+
+/* Enqueue or perform op i, with timer marks around it where asked: `ops`
+ * for --op-times, `trace` in the traced iteration. */
+static ovl_status exec_marked(rank_t *rk, size_t i, bool op_times,
+                              bool trace, ovl_error *err) {
+  const ovl__backend_ops *be = rk->run->world->be;
+  const ovl_program *prog = rk->run->prog;
+  const ovl__op *op = &prog->ops[i];
+  ovl__brank *br = rk->br;
+  int stream = ovl__op_stream(op);
+  ovl_status st = OVL_OK;
+
+  if (trace && op_on_host(op)) {
+    double *sp = span_of(rk, i);
+    double h0 = ovl__now();
+    st = exec_op(rk, op, err);
+    sp[0] = h0 - rk->base_host;
+    sp[1] = ovl__now() - rk->base_host;
+    return st;
+  }
+  if (trace && op_is_wait_pair(op)) {
+    bool wc = op->def->kind == OVL_KIND_WAIT_COMPUTE;
+    int rec = wc ? OVL_STREAM_CALC : OVL_STREAM_COMM(op->ring_id);
+    int ev = wc ? OVL_EVENT_COMPUTE(op->ring_id) : OVL_EVENT_COMM(op->ring_id);
+    st = be->timer_mark(br, MARK_REC_START(prog->nops, i), rec, err);
+    if (st == OVL_OK)
+      st = be->event_record(br, ev, rec, err);
+    if (st == OVL_OK)
+      st = be->timer_mark(br, MARK_REC_END(prog->nops, i), rec, err);
+    if (st == OVL_OK)
+      st = be->timer_mark(br, MARK_START(i), stream, err);
+    if (st == OVL_OK)
+      st = be->stream_wait_event(br, stream, ev, err);
+    if (st == OVL_OK)
+      st = be->timer_mark(br, MARK_END(i), stream, err);
+    return st;
+  }
+  bool marked = (op_times && op_on_stream(op)) || (trace && !op_on_host(op));
+  if (marked)
+    st = be->timer_mark(br, MARK_START(i), stream, err);
+  if (st == OVL_OK)
+    st = exec_op(rk, op, err);
+  if (st == OVL_OK && marked)
+    st = be->timer_mark(br, MARK_END(i), stream, err);
+  return st;
+}
+
+/* After a drain: add each timed op's span to the result. */
 static ovl_status collect_op_times(rank_t *rk, ovl_error *err) {
   const ovl_program *prog = rk->run->prog;
   double *sum = rk->run->res->op_times + (size_t)rk->rank * prog->nops;
@@ -363,12 +543,48 @@ static ovl_status collect_op_times(rank_t *rk, ovl_error *err) {
     ovl_status st;
     if (!op_on_stream(&prog->ops[i]))
       continue;
-    st = rk->run->world->be->timer_elapsed(rk->br, 2 * i, 2 * i + 1, &sec,
-                                           err);
+    st = rk->run->world->be->timer_elapsed(rk->br, MARK_START(i),
+                                           MARK_END(i), &sec, err);
     if (st != OVL_OK)
       return st;
     sum[i] += sec;
   }
+  return OVL_OK;
+}
+
+/* After the traced iteration's drain: every stream op's span from the
+ * base (host ops were noted as they ran). */
+static ovl_status collect_spans(rank_t *rk, ovl_error *err) {
+  const ovl__backend_ops *be = rk->run->world->be;
+  const ovl_program *prog = rk->run->prog;
+  ovl_status st = OVL_OK;
+  for (size_t i = 0; st == OVL_OK && i < prog->nops; i++) {
+    const ovl__op *op = &prog->ops[i];
+    double *sp = span_of(rk, i);
+    if (op_on_host(op))
+      continue;
+    st = be->timer_elapsed(rk->br, MARK_BASE, MARK_START(i), &sp[0], err);
+    if (st == OVL_OK)
+      st = be->timer_elapsed(rk->br, MARK_BASE, MARK_END(i), &sp[1], err);
+    if (st == OVL_OK && op_is_wait_pair(op))
+      st = be->timer_elapsed(rk->br, MARK_BASE, MARK_REC_START(prog->nops, i),
+                             &sp[2], err);
+    if (st == OVL_OK && op_is_wait_pair(op))
+      st = be->timer_elapsed(rk->br, MARK_BASE, MARK_REC_END(prog->nops, i),
+                             &sp[3], err);
+  }
+  if (st != OVL_OK) {
+    ovl__err_prefix(err, "reading the trace's timers: ");
+    return st;
+  }
+  /* An idle stream may reach its first mark before calc reaches the base
+   * (by the enqueue latency, microseconds): such a time reads 0. */
+  for (size_t i = 0; i < 4 * prog->nops; i++) {
+    double *t = rk->run->res->spans + (size_t)rk->rank * prog->nops * 4 + i;
+    if (*t < 0)
+      *t = 0;
+  }
+  rk->run->res->trace_base[rk->rank] = rk->base_host;
   return OVL_OK;
 }
 
@@ -428,8 +644,12 @@ static ovl_status rank_setup(rank_t *rk, ovl_error *err) {
         p[i] = ovl__var_init_value(var, rk->rank, i);
     }
   }
-  if (rk->run->opts.op_times) {
-    st = be->timers_reserve(rk->br, 2 * prog->nops, err);
+  if (rk->run->opts.op_times || rk->run->traced >= 0) {
+    st = be->timers_reserve(rk->br,
+                            rk->run->traced >= 0
+                                ? MARK_REC_END(prog->nops, prog->nops)
+                                : MARK_END(prog->nops),
+                            err);
     if (st != OVL_OK)
       return st;
   }
@@ -498,6 +718,7 @@ static ovl_status run_iterations(rank_t *rk, ovl_error *err) {
 
   for (int it = 0; it < total; it++) {
     double t0 = 0;
+    bool trace = it == run->traced;
     st = upload_inputs(rk, err);
     if (st != OVL_OK)
       return st;
@@ -505,15 +726,17 @@ static ovl_status run_iterations(rank_t *rk, ovl_error *err) {
       return OVL_EABORTED;
     if (rk->rank == 0)
       t0 = ovl__now();
+    if (trace) {
+      rk->base_host = ovl__now();
+      st = be->timer_mark(rk->br, MARK_BASE, OVL_STREAM_CALC, err);
+      if (st != OVL_OK) {
+        ovl__err_prefix(err, "the trace's base mark: ");
+        return st;
+      }
+    }
     for (size_t i = 0; i < prog->nops; i++) {
       const ovl__op *op = &prog->ops[i];
-      bool timed = run->opts.op_times && op_on_stream(op);
-      int stream = ovl__op_stream(op);
-      st = timed ? be->timer_mark(rk->br, 2 * i, stream, err) : OVL_OK;
-      if (st == OVL_OK)
-        st = exec_op(rk, op, err);
-      if (st == OVL_OK && timed)
-        st = be->timer_mark(rk->br, 2 * i + 1, stream, err);
+      st = exec_marked(rk, i, run->opts.op_times != 0, trace, err);
       if (st != OVL_OK) {
         ovl__err_prefix(err, "%s:%d:%d: %s on %s stream: ", prog->filename,
                         op->line, op->col, op->def->name,
@@ -530,6 +753,11 @@ static ovl_status run_iterations(rank_t *rk, ovl_error *err) {
       run->res->times[it - run->opts.warmup] = ovl__now() - t0;
     if (run->opts.op_times && it >= run->opts.warmup) {
       st = collect_op_times(rk, err);
+      if (st != OVL_OK)
+        return st;
+    }
+    if (trace) {
+      st = collect_spans(rk, err);
       if (st != OVL_OK)
         return st;
     }
@@ -593,7 +821,7 @@ static void *rank_main(void *arg) {
 }
 
 static ovl_status result_new(const ovl_program *prog, int nranks, int iters,
-                             bool op_times, ovl_result **out,
+                             bool op_times, int trace_iter, ovl_result **out,
                              ovl_error *err) {
   ovl_result *res = calloc(1, sizeof *res);
   if (res == NULL)
@@ -608,8 +836,17 @@ static ovl_status result_new(const ovl_program *prog, int nranks, int iters,
   if (op_times)
     res->op_times = calloc((size_t)nranks * prog->nops + 1,
                            sizeof *res->op_times);
+  res->trace_iter = trace_iter;
+  if (trace_iter >= 0) {
+    size_t n = (size_t)nranks * prog->nops * 4;
+    res->spans = malloc((n ? n : 1) * sizeof *res->spans);
+    res->trace_base = calloc((size_t)nranks, sizeof *res->trace_base);
+    for (size_t i = 0; res->spans != NULL && i < n; i++)
+      res->spans[i] = NAN;
+  }
   if (res->times == NULL || res->fetched == NULL ||
-      (op_times && res->op_times == NULL)) {
+      (op_times && res->op_times == NULL) ||
+      (trace_iter >= 0 && (res->spans == NULL || res->trace_base == NULL))) {
     ovl_result_free(res);
     return ovl__err(err, OVL_ENOMEM, "out of memory");
   }
@@ -646,7 +883,20 @@ ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
   run.world = world;
   run.prog = prog;
   run.opts = *opts;
+  run.traced = -1;
+  if (opts->trace) {
+    int k = opts->trace_iter < 0 ? opts->iters + opts->trace_iter
+                                 : opts->trace_iter;
+    if (k < 0 || k >= opts->iters)
+      return ovl__err(err, OVL_EINVAL,
+                      "trace iteration %d: there are %d timed iterations "
+                      "(0 to %d, or -1 to -%d from the end)",
+                      opts->trace_iter, opts->iters, opts->iters - 1,
+                      opts->iters);
+    run.traced = opts->warmup + k;
+  }
   st = result_new(prog, world->nranks, opts->iters, opts->op_times != 0,
+                  run.traced >= 0 ? run.traced - opts->warmup : -1,
                   &run.res, err);
   if (st != OVL_OK)
     return st;

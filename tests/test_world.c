@@ -299,6 +299,135 @@ START_TEST(op_times_measure_stream_ops) {
 }
 END_TEST
 
+/* Index of the n-th (0-based) op named `name`. */
+static size_t find_op(const ovl_program *prog, const char *name, int n) {
+  for (size_t i = 0; i < ovl_program_op_count(prog); i++) {
+    const char *nm;
+    ovl_program_op(prog, i, &nm, NULL, NULL);
+    if (strcmp(nm, name) == 0 && n-- == 0)
+      return i;
+  }
+  ck_abort_msg("no op %s", name);
+  return 0;
+}
+
+/* A trace: every op has a span; the spans of one stream (the record halves
+ * of the wait ops included) are in program order and do not overlap; a
+ * delay of 20 ms spans at least 20 ms; the collective that waits on the
+ * compute event starts after the compute op before it ends, and the op
+ * after c_wait_comm after the collective ends; fetch returns after the
+ * last calc op. Off by default; trace_iter picks the iteration. */
+START_TEST(trace_spans_order_and_durations) {
+  static const char text[] =
+      "x = data(shape=[4096], init=uniform)\n"
+      "y = scale(x, scale=2.0)\n"
+      "delay(us=20000, stream=calc)\n"
+      "c_wait_compute(y, ring_id=0)\n"
+      "c_allreduce_sum(y, ring_id=0)\n"
+      "z = scale(x, scale=3.0)\n"
+      "c_wait_comm(y, ring_id=0)\n"
+      "w = elementwise_add(y, z)\n"
+      "fetch(w)\n";
+  ovl_program *prog = parse_text(text, 2);
+  ovl_world *w = make_world(2);
+  ovl_result *res = NULL;
+  ovl_error err = {0};
+  ovl_run_opts ro = {.iters = 3, .warmup = 1, .trace = 1, .trace_iter = -1};
+  size_t nops = ovl_program_op_count(prog);
+  size_t delay = find_op(prog, "delay", 0);
+  size_t wcomp = find_op(prog, "c_wait_compute", 0);
+  size_t ar = find_op(prog, "c_allreduce_sum", 0);
+  size_t wcomm = find_op(prog, "c_wait_comm", 0);
+  size_t add = find_op(prog, "elementwise_add", 0);
+  size_t fetch = find_op(prog, "fetch", 0);
+  double s, e, s2, e2;
+
+  ck_assert_msg(ovl_world_run(w, prog, &ro, &res, &err) == OVL_OK, "%s",
+                err.msg);
+  ck_assert_int_eq(ovl_result_trace_iter(res), 2);
+  for (int r = 0; r < 2; r++) {
+    double last_end[1 + OVL_MAX_RINGS];
+    ck_assert(isfinite(ovl_result_trace_base(res, r)));
+    for (int k = 0; k < 1 + OVL_MAX_RINGS; k++)
+      last_end[k] = 0;
+    for (size_t i = 0; i < nops; i++) {
+      const ovl__op *op = &prog->ops[i];
+      int st = ovl__op_stream(op);
+      ck_assert_int_eq(ovl_result_span(res, r, i, &s, &e), 0);
+      ck_assert_msg(s >= 0 && e >= s, "rank %d op %zu: %g..%g", r, i, s, e);
+      if (ovl_result_record_span(res, r, i, &s2, &e2) == 0) {
+        int rec = op->def->kind == OVL_KIND_WAIT_COMPUTE
+                      ? OVL_STREAM_CALC
+                      : OVL_STREAM_COMM(op->ring_id);
+        ck_assert_msg(s2 >= last_end[rec] && e2 >= s2,
+                      "rank %d op %zu record: %g..%g after %g", r, i, s2, e2,
+                      last_end[rec]);
+        last_end[rec] = e2;
+      }
+      if (i == fetch)
+        continue; /* the host's */
+      ck_assert_msg(s >= last_end[st], "rank %d op %zu starts at %g before "
+                    "its stream's last op ended (%g)", r, i, s, last_end[st]);
+      last_end[st] = e;
+    }
+    ck_assert_int_eq(ovl_result_record_span(res, r, delay, NULL, NULL), -1);
+    ck_assert_int_eq(ovl_result_record_span(res, r, wcomp, NULL, NULL), 0);
+    ck_assert_int_eq(ovl_result_record_span(res, r, wcomm, NULL, NULL), 0);
+    ovl_result_span(res, r, delay, &s, &e);
+    ck_assert_msg(e - s >= 0.020, "delay spans %g s", e - s);
+    ovl_result_span(res, r, ar, &s2, &e2);
+    ck_assert_msg(s2 >= e, "allreduce starts at %g, delay ends at %g", s2,
+                  e);
+    ovl_result_span(res, r, add, &s, &e);
+    ck_assert_msg(s >= e2, "add starts at %g, allreduce ends at %g", s, e2);
+    ovl_result_span(res, r, fetch, &s2, &e2);
+    ck_assert_msg(e2 >= e, "fetch returns at %g, add ends at %g", e2, e);
+  }
+  /* The ranks' bases are on one host clock, and close. */
+  ck_assert(fabs(ovl_result_trace_base(res, 0) -
+                 ovl_result_trace_base(res, 1)) < 1.0);
+  ck_assert_int_eq(ovl_result_span(res, 2, 0, &s, &e), -1);
+  ck_assert_int_eq(ovl_result_span(res, 0, nops, &s, &e), -1);
+  ovl_result_free(res);
+
+  ro.trace_iter = 0;
+  ck_assert_int_eq(ovl_world_run(w, prog, &ro, &res, &err), OVL_OK);
+  ck_assert_int_eq(ovl_result_trace_iter(res), 0);
+  ovl_result_free(res);
+  ro.trace_iter = 3;
+  ck_assert_int_eq(ovl_world_run(w, prog, &ro, &res, &err), OVL_EINVAL);
+  ro.trace_iter = -4;
+  ck_assert_int_eq(ovl_world_run(w, prog, &ro, &res, &err), OVL_EINVAL);
+
+  /* Off by default. */
+  ro = (ovl_run_opts){.iters = 2, .warmup = 0};
+  ck_assert_int_eq(ovl_world_run(w, prog, &ro, &res, &err), OVL_OK);
+  ck_assert_int_eq(ovl_result_trace_iter(res), -1);
+  ck_assert_int_eq(ovl_result_span(res, 0, 0, &s, &e), -1);
+  ck_assert(isnan(ovl_result_trace_base(res, 0)));
+  ovl_result_free(res);
+  ovl_program_free(prog);
+  ovl_world_free(w);
+}
+END_TEST
+
+/* The machine: per-rank device names and the info struct. */
+START_TEST(world_info_and_device_names) {
+  ovl_world *w = make_world(3);
+  ovl_world_info info;
+  ck_assert_str_eq(ovl_world_device_name(w, 2), "emulated (cpu)");
+  ck_assert_ptr_null(ovl_world_device_name(w, 3));
+  ck_assert_ptr_null(ovl_world_device_name(w, -1));
+  ovl_world_info_get(w, &info);
+  ck_assert_str_eq(info.driver_version, "n/a");
+  ck_assert_str_eq(info.runtime_version, "n/a");
+  ck_assert_str_eq(info.nccl_version, "n/a");
+  ck_assert(info.hostname[0] != '\0');
+  ck_assert(info.cpu_model[0] != '\0');
+  ovl_world_free(w);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Example schedules: every bad one gives wrong numbers, its twin not  */
 /* ------------------------------------------------------------------ */
@@ -615,6 +744,8 @@ static Suite *world_suite(void) {
   tcase_add_test(tc, run_rejects_program_for_other_rank_count);
   tcase_add_test(tc, sync_comm_stream_orders_fetch);
   tcase_add_test(tc, op_times_measure_stream_ops);
+  tcase_add_test(tc, trace_spans_order_and_durations);
+  tcase_add_test(tc, world_info_and_device_names);
   tcase_add_test(tc, cpu_backend_refuses_cuda_tuning);
   suite_add_tcase(s, tc);
 
