@@ -1,0 +1,137 @@
+#!/bin/sh
+# End-to-end tests of tools/overlap_sweep on the cpu backend: help and
+# version, usage errors (exit 2, naming the flag), a small sweep of every
+# collective (every row checked and right), the table's shape, --csv, and
+# busbw = algbw x nccl-tests' factor.
+set -u
+
+sweep=${OVL_SWEEP:-${OVL_BUILDDIR:-.}/tools/overlap_sweep}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ovl-sweep.XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT INT TERM
+pass=0
+fail=0
+
+ok() { pass=$((pass + 1)); echo "PASS: $1"; }
+ko() { fail=$((fail + 1)); echo "FAIL: $1"; sed 's/^/    | /' "$tmp/out" "$tmp/err" | head -40; }
+
+# run EXPECTED_EXIT ARGS...: the sweep on the cpu backend, short runs.
+run() {
+  want=$1
+  shift
+  "$sweep" --backend=cpu "$@" >"$tmp/out" 2>"$tmp/err"
+  got=$?
+  if [ "$got" -eq "$want" ]; then return 0; fi
+  echo "    exit $got, expected $want"
+  return 1
+}
+has() { grep -Eq -- "$2" "$tmp/$1"; }
+# The table's rows: lines that are not comments.
+rows() { grep -v '^#' "$tmp/out"; }
+
+# --help and --version
+if "$sweep" --help >"$tmp/out" 2>"$tmp/err" && has out '^Usage: overlap_sweep' &&
+  has out '--collective=NAME' && has out '--csv' && has out 'Exit status'
+then ok "--help"; else ko "--help"; fi
+if "$sweep" --version >"$tmp/out" 2>"$tmp/err" &&
+  has out '^overlap_sweep \(overlap-sim\) [0-9]+\.[0-9]+\.[0-9]+$'
+then ok "--version"; else ko "--version"; fi
+
+# Usage errors: exit 2, the flag named on stderr, nothing on stdout.
+bad() {
+  flag=$1
+  shift
+  if run 2 "$@" && has err "$flag" && [ ! -s "$tmp/out" ]; then
+    ok "usage error: $*"
+  else
+    ko "usage error: $* (want exit 2 naming $flag)"
+  fi
+}
+bad "'--bogus'" --bogus
+bad "--collective: unknown collective 'alltoall'" -c alltoall
+bad "--op: unknown reduction 'avg'" -o avg
+bad "--op: reducescatter has sum only" -c reducescatter -o max
+bad "--op: broadcast does not reduce" -c broadcast -o sum
+bad "--datatype: unknown type 'int8'" -d int8
+bad "--minbytes: '0' is not a size" -b 0
+bad "--minbytes: '1X' is not a size" -b 1X
+bad "--maxbytes: 'K' is not a size" -e K
+bad "--minbytes \(2048\) is larger than --maxbytes \(1024\)" -b 2K -e 1K
+bad "--stepfactor: '1' is not a factor" -f 1
+bad "--sizes: 'x' is not a size" --sizes=1K,x
+bad "--sizes excludes" --sizes=1K -b 1K
+bad "--iters: '0'" -n 0
+bad "--warmup: '-1'" -w -1
+bad "--reps: 'many'" --reps=many
+bad "--compute-bytes: '2' is not a size" --compute-bytes=2
+bad "--timing: 'wall'" --timing=wall
+bad "--root: only broadcast" --root=1
+bad "--root: 2 is not a rank \(0 to 1\)" -c broadcast --root=2 --ranks=2
+bad "--backend: unknown backend 'gpu'" --backend=gpu
+bad "--ranks: '0'" --ranks=0
+bad "option '-c' needs a value" -c
+bad "unexpected argument 'x.sched'" x.sched
+
+# A small sweep of each collective: 1K to 16K by 2 is 5 rows of 19 columns
+# (size count type redop root, 3 x (time algbw busbw #wrong), 2 slowdowns);
+# every #wrong is 0; the verdict is PASS.
+for c in allreduce broadcast allgather reducescatter; do
+  if run 0 -c "$c" -b 1K -e 16K -n 2 -w 1 &&
+    has out "^# overlap_sweep .*: $c, backend cpu, 2 ranks" &&
+    has out '^# time: device clock' && has out '^#.*#wrong.*kernel +coll$' &&
+    [ "$(rows | wc -l)" -eq 5 ] &&
+    rows | awk 'NF != 19 { exit 1 }' &&
+    rows | awk '$9 != "0" || $13 != "0" || $17 != "0" { exit 1 }' &&
+    rows | awk '$3 != "float" { exit 1 }' &&
+    has out '^# result: PASS$'
+  then ok "$c sweep: 5 rows, 19 columns, #wrong 0"; else ko "$c sweep: 5 rows, 19 columns, #wrong 0"; fi
+done
+
+# Sizes as nccl-tests counts them: allgather's size is the receive buffer
+# (count = one rank's share, rounded down to 16 bytes), reducescatter's the
+# send buffer; allreduce's the buffer.
+if run 0 -c allgather --ranks=3 --sizes=1K -n 1 -w 0 && rows | awk '$1 != 1008 || $2 != 84 || $4 != "none" { exit 1 }'
+then ok "allgather size and count (3 ranks)"; else ko "allgather size and count (3 ranks)"; fi
+if run 0 -c allreduce -d float64 -o prod --sizes=1K,3000 -n 1 -w 0 &&
+  rows | awk 'NR == 1 && ($1 != 1024 || $2 != 128 || $3 != "double" || $4 != "prod") { exit 1 }
+              NR == 2 && ($1 != 3000 || $2 != 375) { exit 1 }'
+then ok "--sizes, float64, prod"; else ko "--sizes, float64, prod"; fi
+if run 0 -c broadcast --root=1 --sizes=2K -n 1 -w 0 && rows | awk '$5 != 1 { exit 1 }'
+then ok "broadcast --root in the root column"; else ko "broadcast --root in the root column"; fi
+
+# -q: the rows only.
+if run 0 -q -b 1K -e 2K -n 1 -w 0 && ! has out '^#' && [ "$(wc -l <"$tmp/out")" -eq 2 ]
+then ok "-q prints the rows only"; else ko "-q prints the rows only"; fi
+
+# --csv: a header line and one line a row, every line with the header's
+# number of fields, numbers where numbers belong.
+if run 0 --csv -c reducescatter -b 1K -e 4K -n 1 -w 0 &&
+  head -n 1 "$tmp/out" | grep -q '^size,count,type,redop,root,ranks,reps,kernels,timing,calc_time_us,' &&
+  [ "$(wc -l <"$tmp/out")" -eq 4 ] &&
+  awk -F, 'NR == 1 { n = NF; next }
+    NF != n || $1 !~ /^[0-9]+$/ || $9 != "device" || $13 != "0" || $19 != "0" || $25 != "0" { exit 1 }
+    { for (i = 10; i <= NF; i++) if (i != 13 && i != 19 && i != 25 && $i !~ /^[0-9.e+-]+$/) exit 1 }' "$tmp/out"
+then ok "--csv well-formed"; else ko "--csv well-formed"; fi
+
+# busbw = algbw x factor: allreduce 2(n-1)/n, allgather (n-1)/n, with 3
+# ranks; from the table (2 decimals: within rounding) and from --csv.
+busbw_table() { # COLLECTIVE FACTOR
+  run 0 -c "$1" --ranks=3 --sizes=8K -n 1 -w 0 &&
+    rows | awk -v f="$2" '{
+      for (i = 7; i <= 15; i += 4) {
+        d = $(i + 1) - $i * f; if (d < 0) d = -d
+        if ($i <= 0 || d > 0.015) exit 1
+      } }'
+}
+if busbw_table allreduce 1.3333333; then ok "allreduce busbw = algbw x 2(n-1)/n (table)"; else ko "allreduce busbw = algbw x 2(n-1)/n (table)"; fi
+if busbw_table allgather 0.6666667; then ok "allgather busbw = algbw x (n-1)/n (table)"; else ko "allgather busbw = algbw x (n-1)/n (table)"; fi
+if run 0 --csv -c allreduce --ranks=3 --sizes=8K -n 1 -w 0 &&
+  awk -F, 'NR == 2 { r = $12 / $11; if (r < 1.33323 || r > 1.33343) exit 1
+                     t = 8192 / ($10 * 1e-6) / 1e9; d = $11 / t - 1; if (d < -1e-4 || d > 1e-4) exit 1 }' "$tmp/out"
+then ok "allreduce busbw and algbw = size / time (csv)"; else ko "allreduce busbw and algbw = size / time (csv)"; fi
+
+# --timing=host says so, in the header and in --csv.
+if run 0 --timing=host --sizes=1K -n 1 -w 0 && has out '^# time: host clock'
+then ok "--timing=host header"; else ko "--timing=host header"; fi
+
+echo "cli_sweep.sh: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
