@@ -965,10 +965,10 @@ int main(int argc, char **argv) {
     printf("# overlap_sweep %s: %s, backend %s, %d ranks (%s)\n",
            OVL_VERSION_STRING, coll_names[o.coll],
            ovl_world_backend_name(world), nranks, ovl_world_devices(world));
-    printf("# %s %s, out of place (y = %s(x)), %d iterations (%d warmup) "
-           "of reps collectives back to back per measurement\n",
-           ovl_dtype_name(o.dtype), redop_name(&o), s.op_name,
-           o.iters + o.warmup, o.warmup);
+    printf("# %s %s, out of place (y = %s(x)); each measurement: %d "
+           "warmup + %d timed iterations of reps collectives back to back\n",
+           ovl_dtype_name(o.dtype), redop_name(&o), s.op_name, o.warmup,
+           o.iters);
     if (o.host_timing)
       printf("# time: host clock, per collective: timed iterations' total "
              "/ (%d iterations x reps), as nccl-tests times\n",
