@@ -94,8 +94,8 @@ then ok "--races --json"; else ko "--races --json"; fi
 if run 4 races-json-file --races --json="$tmp/r.json" "$src/schedules/bad/missing_wait_compute.sched" &&
   grep -q '"fix":"insert c_wait_compute(c, ring_id=0) after line 13"' "$tmp/r.json"
 then ok "--races --json=FILE"; else ko "--races --json=FILE"; fi
-if run 2 json-needs-races --json && has err -- '--json needs --races'
-then ok "--json without --races"; else ko "--json without --races"; fi
+if run 2 json-needs-file --json && has err -- '--json needs a file'
+then ok "--json without a file, for a run"; else ko "--json without a file, for a run"; fi
 # A run reports races next to the numeric check.
 if run_racy 1 run-races -n 2 -w 0 "$src/schedules/bad/missing_wait_compute.sched" &&
   has out '^async .*MISMATCH .*; RACES: 1 \(below\)$' && has out '^sync .*ok .*; no races$' &&
@@ -171,6 +171,77 @@ if run 0 op-times --op-times -n 2 -w 1 -D cols=10 &&
   has out '^sync +22  c_allreduce_sum +calc +64 ' &&
   has out '^async +24  scale +calc +640 '
 then ok "--op-times"; else ko "--op-times"; fi
+
+# JSON checks need python3; without it only grep-level checks are made.
+if command -v python3 >/dev/null 2>&1 && python3 -c 'import json' 2>/dev/null; then
+  have_python=1
+else
+  have_python=0
+  echo "# python3 not found: JSON files are checked with grep only"
+fi
+# json_ok KIND FILE ARGS...: tests/check_json.py, or true without python3.
+json_ok() {
+  [ "$have_python" -eq 0 ] && return 0
+  python3 "$src/tests/check_json.py" "$@" >>"$tmp/err" 2>&1
+}
+
+# --trace: a Chrome trace of one timed iteration, per rank and stream.
+if run 0 trace -n 3 -w 1 -D cols=10 --trace="$tmp/t.json" && has out '^result: PASS$' &&
+  [ -s "$tmp/t.json" ] && [ ! -e "$tmp/t.json.tmp" ] &&
+  grep -q '"traceEvents"' "$tmp/t.json" && grep -q '"displayTimeUnit":"ms"' "$tmp/t.json" &&
+  grep -q '"name":"process_name","args":{"name":"sync: rank 0 (emulated (cpu))"}' "$tmp/t.json" &&
+  grep -q '"name":"process_name","args":{"name":"async: rank 1 (emulated (cpu))"}' "$tmp/t.json" &&
+  grep -q '"name":"thread_name","args":{"name":"comm\[0\]"}' "$tmp/t.json" &&
+  grep -q '"ph":"s"' "$tmp/t.json" && grep -q '"ph":"f","bp":"e"' "$tmp/t.json" &&
+  grep -q '"name":"c_allreduce_sum #63 (ring 0)"' "$tmp/t.json" && grep -q '"seq":63' "$tmp/t.json" &&
+  grep -q '"trace_iter":1' "$tmp/t.json" &&
+  json_ok trace "$tmp/t.json" 2 sync,async
+then ok "--trace"; else ko "--trace"; fi
+if run 0 trace-one-mode --mode=async -r 3 -n 2 -w 0 -D cols=10 --trace="$tmp/t1.json" --trace-iter=0 &&
+  grep -q '"name":"process_name","args":{"name":"rank 2 (emulated (cpu))"}' "$tmp/t1.json" &&
+  grep -q '"trace_iter":0' "$tmp/t1.json" &&
+  json_ok trace "$tmp/t1.json" 3 async
+then ok "--trace --mode=async --trace-iter=0"; else ko "--trace --mode=async --trace-iter=0"; fi
+if run 2 trace-iter-range -n 3 -w 1 --trace="$tmp/x.json" --trace-iter=2 && has err -- '--trace-iter: 2: there are 2 timed' &&
+  [ ! -e "$tmp/x.json" ]
+then ok "--trace-iter out of range"; else ko "--trace-iter out of range"; fi
+if run 2 trace-iter-alone --trace-iter=0 && has err -- '--trace-iter needs --trace or --svg'
+then ok "--trace-iter alone"; else ko "--trace-iter alone"; fi
+if run 2 trace-races --races --trace="$tmp/x.json" && has err -- '--races runs nothing'
+then ok "--trace with --races"; else ko "--trace with --races"; fi
+if run 3 trace-bad-path -n 2 -w 1 -D cols=10 --trace="$tmp/no/such/dir/t.json" &&
+  has err -- "--trace=$tmp/no/such/dir/t.json: cannot create .*No such file"
+then ok "--trace to a bad path: exit 3, the path named"; else ko "--trace to a bad path: exit 3, the path named"; fi
+
+# --svg: a picture of the same iteration (tests/svg_render.sh renders it).
+if run 0 svg --mode=all -n 2 -w 1 -D cols=10 --svg="$tmp/t.svg" &&
+  head -1 "$tmp/t.svg" | grep -q '^<?xml' && grep -q '^<svg xmlns="http://www.w3.org/2000/svg" width="1200"' "$tmp/t.svg" &&
+  grep -q 'seed\.sched (rows=1000 cols=10) — sync, async, comp vs comm — backend cpu' "$tmp/t.svg" &&
+  grep -q 'class="ph" x="10" y="[0-9]*">comm<' "$tmp/t.svg" && grep -q 'time (ms)' "$tmp/t.svg" &&
+  grep -q 'class="ov"' "$tmp/t.svg" && tail -1 "$tmp/t.svg" | grep -q '^</svg>$'
+then ok "--svg"; else ko "--svg"; fi
+
+# --json=FILE: the results of a run, with stable keys (README).
+if run 0 json-results -n 3 -w 1 -D cols=10 --json="$tmp/r.json" && has out '^result: PASS$' &&
+  grep -q '"result": "PASS"' "$tmp/r.json" && grep -q '"exit_status": 0' "$tmp/r.json" &&
+  grep -q '"backend": "cpu", "ranks": 2' "$tmp/r.json" && grep -q '"nccl_version": "n/a"' "$tmp/r.json" &&
+  grep -q '"sync": {"total_s": ' "$tmp/r.json" && grep -q '"status": "ok", "checked": 20000' "$tmp/r.json" &&
+  json_ok results "$tmp/r.json" sync,async
+then ok "--json=FILE for a run"; else ko "--json=FILE for a run"; fi
+if run_racy 1 json-mismatch -n 2 -w 0 --mode=async --json="$tmp/m.json" "$src/schedules/bad/missing_wait_compute.sched" &&
+  grep -q '"status": "mismatch"' "$tmp/m.json" && grep -q '"first_index": [0-9]' "$tmp/m.json" &&
+  grep -q '"result": "FAIL: numeric mismatch"' "$tmp/m.json" && grep -q '"exit_status": 1' "$tmp/m.json" &&
+  grep -q '"races": {"schedule"' "$tmp/m.json" &&
+  json_ok results "$tmp/m.json" async
+then ok "--json=FILE of a mismatch"; else ko "--json=FILE of a mismatch"; fi
+if run 0 json-stdout --mode=all -n 2 -w 1 -D cols=10 --op-times --json=- &&
+  head -c 1 "$tmp/out" | grep -q '{' && has err '^result: PASS$' && ! has out '^result' &&
+  grep -q '"ideal_speedup": [0-9]' "$tmp/out" && grep -q '"op_times": \[' "$tmp/out" &&
+  json_ok results "$tmp/out" sync,async,comp,comm
+then ok "--json=- (the table on stderr)"; else ko "--json=- (the table on stderr)"; fi
+if run 3 json-bad-path -n 2 -w 1 -D cols=10 --json="$tmp/no/such/r.json" &&
+  has err -- "--json=$tmp/no/such/r.json: cannot create" && ! has out '^result'
+then ok "--json to a bad path: exit 3"; else ko "--json to a bad path: exit 3"; fi
 
 # More ranks on 3 and 4 ranks still pass.
 if run 0 ranks4 --ranks=4 -n 2 -w 1 -D cols=10 && has out '4 ranks' && has out '^result: PASS$'

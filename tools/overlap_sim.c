@@ -7,6 +7,7 @@
  * 3 runtime error.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
@@ -48,6 +49,10 @@ typedef struct {
   int races_only, no_races;
   int mode_given;
   const char *json; /* --json[=FILE]: "-" for stdout */
+  int json_bare;    /* --json without =FILE */
+  const char *trace, *svg; /* --trace=FILE, --svg=FILE */
+  int trace_iter;          /* --trace-iter=K; -1: the last */
+  int trace_iter_given;
   int comm_priority_high;
   int nccl_min_ctas, nccl_max_ctas;
   unsigned chaos_seed;
@@ -98,8 +103,27 @@ static void usage(FILE *f) {
           "--mode names)\n"
           "      --no-races       skip the race check a run makes before "
           "it executes\n"
-          "      --json[=FILE]    with --races: the report as JSON (on "
-          "stdout, or FILE)\n"
+          "      --json=FILE      the results of the run as JSON (stable "
+          "keys, see README;\n"
+          "                       FILE '-' is stdout, and the table then "
+          "goes to stderr);\n"
+          "                       with --races, --json[=FILE]: the race "
+          "report as JSON\n"
+          "                       (on stdout, or FILE)\n"
+          "      --trace=FILE     a Chrome trace of one timed iteration "
+          "(open it in\n"
+          "                       ui.perfetto.dev or chrome://tracing): per "
+          "rank a track\n"
+          "                       per stream and the host, a slice per op, "
+          "arrows from\n"
+          "                       event records to their waits\n"
+          "      --svg=FILE       a picture (SVG) of the same iteration: one "
+          "lane per\n"
+          "                       (rank, stream), one panel per mode on a "
+          "common time axis\n"
+          "      --trace-iter=K   the timed iteration --trace and --svg show "
+          "(0-based;\n"
+          "                       default: the last)\n"
           "      --op-times       time every op on its stream (device "
           "timers around\n"
           "                       each op; off by default: it perturbs what "
@@ -175,7 +199,10 @@ static int parse_options(int argc, char **argv, options *o) {
     OPT_JSON,
     OPT_COMM_PRIORITY,
     OPT_MIN_CTAS,
-    OPT_MAX_CTAS
+    OPT_MAX_CTAS,
+    OPT_TRACE,
+    OPT_SVG,
+    OPT_TRACE_ITER
   };
   static const struct option longopts[] = {
       {"backend", required_argument, NULL, 'b'},
@@ -193,6 +220,9 @@ static int parse_options(int argc, char **argv, options *o) {
       {"chaos", required_argument, NULL, OPT_CHAOS},
       {"no-races", no_argument, NULL, OPT_NO_RACES},
       {"json", optional_argument, NULL, OPT_JSON},
+      {"trace", required_argument, NULL, OPT_TRACE},
+      {"svg", required_argument, NULL, OPT_SVG},
+      {"trace-iter", required_argument, NULL, OPT_TRACE_ITER},
       {"comm-priority", required_argument, NULL, OPT_COMM_PRIORITY},
       {"nccl-min-ctas", required_argument, NULL, OPT_MIN_CTAS},
       {"nccl-max-ctas", required_argument, NULL, OPT_MAX_CTAS},
@@ -289,6 +319,24 @@ static int parse_options(int argc, char **argv, options *o) {
       if (optarg != NULL && optarg[0] == '\0')
         return usage_error("--json=: empty file name");
       o->json = optarg != NULL ? optarg : "-";
+      o->json_bare = optarg == NULL;
+      break;
+    case OPT_TRACE:
+    case OPT_SVG:
+      if (optarg[0] == '\0' || strcmp(optarg, "-") == 0)
+        return usage_error("%s: '%s' is not a file name",
+                           c == OPT_TRACE ? "--trace" : "--svg", optarg);
+      if (c == OPT_TRACE)
+        o->trace = optarg;
+      else
+        o->svg = optarg;
+      break;
+    case OPT_TRACE_ITER:
+      if (!parse_int(optarg, 0, 999999, &o->trace_iter))
+        return usage_error("--trace-iter: '%s' is not a number from 0 to "
+                           "999999",
+                           optarg);
+      o->trace_iter_given = 1;
       break;
     case OPT_COMM_PRIORITY:
       if (strcmp(optarg, "high") == 0)
@@ -331,13 +379,24 @@ static int parse_options(int argc, char **argv, options *o) {
   }
   if (o->races_only && o->no_races)
     return usage_error("--races and --no-races exclude each other");
-  if (o->json != NULL && !o->races_only)
-    return usage_error("--json needs --races (JSON results of runs are "
-                       "not written yet)");
+  if (o->json_bare && !o->races_only)
+    return usage_error("--json needs a file for the results of a run "
+                       "(--json=FILE, or --json=- for stdout); --json "
+                       "alone is for --races");
+  if (o->races_only && (o->trace != NULL || o->svg != NULL))
+    return usage_error("--races runs nothing: %s needs a run",
+                       o->trace != NULL ? "--trace" : "--svg");
+  if (o->trace_iter_given && o->trace == NULL && o->svg == NULL)
+    return usage_error("--trace-iter needs --trace or --svg");
   if (o->warmup >= o->iters)
     return usage_error("--warmup (%d) must be less than --iters (%d): no "
                        "iteration would be timed",
                        o->warmup, o->iters);
+  if (o->trace_iter_given && o->trace_iter >= o->iters - o->warmup)
+    return usage_error("--trace-iter: %d: there are %d timed iterations "
+                       "(0 to %d)",
+                       o->trace_iter, o->iters - o->warmup,
+                       o->iters - o->warmup - 1);
   if (optind < argc)
     o->schedule = argv[optind++];
   if (optind < argc)
@@ -764,6 +823,439 @@ static int races_only(const options *o, const char *path, mode_run *runs,
   return rc;
 }
 
+/* ------------------------------------------------------------------ */
+/* Output files (--json=FILE for runs, --trace, --svg): written whole to
+ * FILE.tmp, then renamed over FILE, so that nobody reads half a file. */
+
+/* --json=-: the real stdout (the human report goes to stderr). */
+static FILE *json_stdout;
+
+/* Returns 0, or -1 with the message printed (it names the flag and the
+ * path). */
+static int write_output(const char *flag, const char *path,
+                        const char *text, size_t len) {
+  char *tmp;
+  FILE *f;
+  int e = 0;
+
+  if (strcmp(path, "-") == 0) {
+    if (fwrite(text, 1, len, json_stdout) != len ||
+        fflush(json_stdout) != 0) {
+      fprintf(stderr, "%s: %s=-: writing to stdout: %s\n", progname, flag,
+              strerror(errno));
+      return -1;
+    }
+    return 0;
+  }
+  tmp = malloc(strlen(path) + sizeof ".tmp");
+  if (tmp == NULL) {
+    fprintf(stderr, "%s: %s=%s: out of memory\n", progname, flag, path);
+    return -1;
+  }
+  sprintf(tmp, "%s.tmp", path);
+  f = fopen(tmp, "w");
+  if (f == NULL) {
+    fprintf(stderr, "%s: %s=%s: cannot create %s: %s\n", progname, flag,
+            path, tmp, strerror(errno));
+    free(tmp);
+    return -1;
+  }
+  if (fwrite(text, 1, len, f) != len)
+    e = errno ? errno : EIO;
+  if (fclose(f) != 0 && e == 0)
+    e = errno ? errno : EIO;
+  if (e == 0 && rename(tmp, path) != 0)
+    e = errno;
+  if (e != 0) {
+    fprintf(stderr, "%s: %s=%s: %s\n", progname, flag, path, strerror(e));
+    (void)remove(tmp);
+  }
+  free(tmp);
+  return e != 0 ? -1 : 0;
+}
+
+/* A growing string for the JSON results. */
+typedef struct {
+  char *s;
+  size_t len, cap;
+  bool fail;
+} strbuf;
+
+static void sb_printf(strbuf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void sb_printf(strbuf *b, const char *fmt, ...) {
+  va_list ap;
+  int n;
+  if (b->fail)
+    return;
+  va_start(ap, fmt);
+  n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0) {
+    b->fail = true;
+    return;
+  }
+  if (b->len + (size_t)n + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 4096;
+    char *p;
+    while (cap < b->len + (size_t)n + 1)
+      cap *= 2;
+    p = realloc(b->s, cap);
+    if (p == NULL) {
+      b->fail = true;
+      return;
+    }
+    b->s = p;
+    b->cap = cap;
+  }
+  va_start(ap, fmt);
+  vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  b->len += (size_t)n;
+}
+
+static void sb_str(strbuf *b, const char *s) {
+  sb_printf(b, "\"");
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\')
+      sb_printf(b, "\\%c", *p);
+    else if (*p < 0x20)
+      sb_printf(b, "\\u%04x", *p);
+    else
+      sb_printf(b, "%c", *p);
+  }
+  sb_printf(b, "\"");
+}
+
+/* A number; JSON has no NaN or infinity: those are "nan", "inf", "-inf". */
+static void sb_num(strbuf *b, double v) {
+  if (isnan(v))
+    sb_printf(b, "\"nan\"");
+  else if (isinf(v))
+    sb_printf(b, v > 0 ? "\"inf\"" : "\"-inf\"");
+  else
+    sb_printf(b, "%.17g", v);
+}
+
+/* A number, or null when it does not apply (NaN). */
+static void sb_num_or_null(strbuf *b, double v) {
+  if (isnan(v))
+    sb_printf(b, "null");
+  else
+    sb_num(b, v);
+}
+
+/* The lines print_summary prints, as numbers (NaN: not computed). */
+static void summary_numbers(mode_run *runs, int nruns, double *speedup,
+                            double *ideal, double *efficiency) {
+  mode_run *s = find_run(runs, nruns, OVL_MODE_SYNC);
+  mode_run *a = find_run(runs, nruns, OVL_MODE_ASYNC);
+  mode_run *cp = find_run(runs, nruns, OVL_MODE_COMP);
+  mode_run *cm = find_run(runs, nruns, OVL_MODE_COMM);
+  *speedup = *ideal = *efficiency = NAN;
+  if (s != NULL && a != NULL && a->total > 0)
+    *speedup = s->total / a->total;
+  if (s != NULL && a != NULL && cp != NULL && cm != NULL) {
+    double hi = fmax(cp->total, cm->total), lo = fmin(cp->total, cm->total);
+    if (hi > 0)
+      *ideal = s->total / hi;
+    if (lo > 0)
+      *efficiency = (s->total - a->total) / lo;
+  }
+}
+
+static void json_check(strbuf *b, const ovl_program *prog,
+                       const mode_run *m, int nranks) {
+  sb_printf(b, "\"check\": {");
+  if (!m->checked) {
+    sb_printf(b, "\"status\": \"n/a\", \"reason\": ");
+    if (m->mode == OVL_MODE_COMP || m->mode == OVL_MODE_COMM)
+      sb_printf(b, "\"%s-only numbers are not checked\"",
+                ovl_mode_name(m->mode));
+    else
+      sb_printf(b, "\"nothing fetched\"");
+    sb_printf(b, ", \"checked\": 0, \"mismatched\": 0, \"vars\": []}");
+    return;
+  }
+  sb_printf(b, "\"status\": \"%s\", \"checked\": %lld, "
+               "\"mismatched\": %lld, \"vars\": [",
+            m->check.mismatched == 0 ? "ok" : "mismatch",
+            (long long)m->check.checked, (long long)m->check.mismatched);
+  for (int r = 0; r < nranks; r++) {
+    for (size_t i = 0; i < ovl_program_fetch_count(prog); i++) {
+      const ovl_mismatch *mm = NULL;
+      ovl_var_info v;
+      ovl_program_fetch_info(prog, i, &v);
+      for (size_t k = 0; k < m->check.nmismatch; k++)
+        if (m->check.mismatch[k].rank == r &&
+            m->check.mismatch[k].fetch_index == i)
+          mm = &m->check.mismatch[k];
+      sb_printf(b, "%s\n        {\"rank\": %d, \"var\": ",
+                r == 0 && i == 0 ? "" : ",", r);
+      sb_str(b, v.name);
+      sb_printf(b, ", \"checked\": %lld, \"mismatched\": %lld, "
+                   "\"fetched\": %s, ",
+                (long long)v.numel, (long long)(mm ? mm->count : 0),
+                ovl_result_fetched(m->res, r, i) != NULL ? "true" : "false");
+      if (mm == NULL) {
+        sb_printf(b, "\"first_index\": null, \"first_at\": null, "
+                     "\"got\": null, \"expected\": null}");
+      } else {
+        char idx[128];
+        format_index(&v, mm->first_index, idx, sizeof idx);
+        sb_printf(b, "\"first_index\": %lld, \"first_at\": ",
+                  (long long)mm->first_index);
+        sb_str(b, idx);
+        sb_printf(b, ", \"got\": ");
+        sb_num(b, mm->got);
+        sb_printf(b, ", \"expected\": ");
+        sb_num(b, mm->expected);
+        sb_printf(b, "}");
+      }
+    }
+  }
+  sb_printf(b, "]}");
+}
+
+/* The --op-times table of one mode: per (source line, op, stream). */
+static void json_op_times(strbuf *b, const mode_run *m, int nranks) {
+  const ovl_program *p = m->prog;
+  size_t nops = ovl_program_op_count(p);
+  int iters = ovl_result_iters(m->res);
+  bool *done = calloc(nops ? nops : 1, sizeof *done);
+  bool first = true;
+  if (done == NULL) {
+    b->fail = true;
+    return;
+  }
+  sb_printf(b, "\"op_times\": [");
+  for (size_t i = 0; i < nops; i++) {
+    const char *name, *name2;
+    int line, line2, stream, stream2;
+    long count = 0;
+    double sum = 0;
+    char sname[32];
+    ovl_program_op(p, i, &name, &line, &stream);
+    if (done[i] || stream < 0)
+      continue;
+    for (size_t j = i; j < nops; j++) {
+      ovl_program_op(p, j, &name2, &line2, &stream2);
+      if (line2 != line || stream2 != stream || strcmp(name, name2) != 0)
+        continue;
+      done[j] = true;
+      count++;
+      for (int r = 0; r < nranks; r++)
+        sum += ovl_result_op_times(m->res, r)[j];
+    }
+    sum /= (double)nranks * iters;
+    if (stream == 0)
+      snprintf(sname, sizeof sname, "calc");
+    else
+      snprintf(sname, sizeof sname, "comm[%d]", stream - 1);
+    sb_printf(b, "%s\n        {\"line\": %d, \"op\": \"%s\", \"stream\": "
+                 "\"%s\", \"count\": %ld, \"ms_per_iter\": %.9g, "
+                 "\"us_per_op\": %.9g}",
+              first ? "" : ",", line, name, sname, count, sum * 1e3,
+              sum * 1e6 / (double)count);
+    first = false;
+  }
+  sb_printf(b, "]");
+  free(done);
+}
+
+/* The results of a run as JSON (README, "JSON results"). */
+static char *results_json(const options *o, ovl_world *world,
+                          const ovl_program *prog, const char *path,
+                          mode_run *runs, int nruns, const char *result,
+                          int exit_status, size_t *len) {
+  strbuf b = {0};
+  ovl_world_info info;
+  int nranks = ovl_world_nranks(world);
+  double speedup, ideal, eff;
+
+  ovl_world_info_get(world, &info);
+  sb_printf(&b, "{\n  \"tool\": \"overlap_sim\",\n  \"version\": \"%s\",\n",
+            OVL_VERSION_STRING);
+  sb_printf(&b, "  \"schedule\": {\"path\": ");
+  sb_str(&b, path);
+  sb_printf(&b, ", \"params\": {");
+  for (size_t i = 0; i < ovl_program_param_count(prog); i++) {
+    const char *name, *value;
+    ovl_program_param(prog, i, &name, &value, NULL, NULL);
+    sb_printf(&b, "%s", i ? ", " : "");
+    sb_str(&b, name);
+    sb_printf(&b, ": ");
+    sb_str(&b, value);
+  }
+  sb_printf(&b, "}, \"ops\": %zu, \"fetched\": [",
+            ovl_program_op_count(prog));
+  for (size_t i = 0; i < ovl_program_fetch_count(prog); i++) {
+    ovl_var_info v;
+    ovl_program_fetch_info(prog, i, &v);
+    sb_printf(&b, "%s", i ? ", " : "");
+    sb_str(&b, v.name);
+  }
+  sb_printf(&b, "], \"bytes_per_rank\": %llu},\n",
+            (unsigned long long)ovl_program_bytes_per_rank(prog));
+  sb_printf(&b, "  \"machine\": {\"backend\": \"%s\", \"ranks\": %d, "
+                "\"devices\": [",
+            ovl_world_backend_name(world), nranks);
+  for (int r = 0; r < nranks; r++) {
+    sb_printf(&b, "%s", r ? ", " : "");
+    sb_str(&b, ovl_world_device_name(world, r));
+  }
+  sb_printf(&b, "], \"device_summary\": ");
+  sb_str(&b, ovl_world_devices(world));
+  sb_printf(&b, ", \"hostname\": ");
+  sb_str(&b, info.hostname);
+  sb_printf(&b, ", \"cpu_model\": ");
+  sb_str(&b, info.cpu_model);
+  sb_printf(&b, ", \"driver_version\": ");
+  sb_str(&b, info.driver_version);
+  sb_printf(&b, ", \"cuda_runtime_version\": ");
+  sb_str(&b, info.runtime_version);
+  sb_printf(&b, ", \"nccl_version\": ");
+  sb_str(&b, info.nccl_version);
+  sb_printf(&b, "},\n");
+  sb_printf(&b, "  \"options\": {\"mode\": \"%s\", \"iters\": %d, "
+                "\"warmup\": %d, \"timed\": %d, \"rtol\": %.17g, "
+                "\"atol\": %.17g, \"timeout_s\": %.17g, \"races\": %s, "
+                "\"op_times\": %s, \"chaos_seed\": %u, \"comm_priority\": "
+                "\"%s\", \"nccl_min_ctas\": %d, \"nccl_max_ctas\": %d, "
+                "\"trace\": ",
+            o->mode, o->iters, o->warmup, o->iters - o->warmup, o->rtol,
+            o->atol, o->timeout_s > 0 ? o->timeout_s : 60.0,
+            o->no_races ? "false" : "true", o->op_times ? "true" : "false",
+            o->chaos_seed, o->comm_priority_high ? "high" : "default",
+            o->nccl_min_ctas, o->nccl_max_ctas);
+  if (o->trace != NULL)
+    sb_str(&b, o->trace);
+  else
+    sb_printf(&b, "null");
+  sb_printf(&b, ", \"svg\": ");
+  if (o->svg != NULL)
+    sb_str(&b, o->svg);
+  else
+    sb_printf(&b, "null");
+  sb_printf(&b, ", \"trace_iter\": ");
+  if (o->trace != NULL || o->svg != NULL)
+    sb_printf(&b, "%d", o->trace_iter_given ? o->trace_iter
+                                            : o->iters - o->warmup - 1);
+  else
+    sb_printf(&b, "null");
+  sb_printf(&b, ", \"defines\": [");
+  for (size_t i = 0; i < o->ndefines; i++) {
+    sb_printf(&b, "%s", i ? ", " : "");
+    sb_str(&b, o->defines[i]);
+  }
+  sb_printf(&b, "]},\n  \"modes\": {");
+  for (int i = 0; i < nruns; i++) {
+    mode_run *m = &runs[i];
+    int n = ovl_result_iters(m->res);
+    const double *t = ovl_result_times(m->res);
+    sb_printf(&b, "%s\n    \"%s\": {\"total_s\": %.9g, \"median_s\": %.9g, "
+                  "\"min_s\": %.9g, \"max_s\": %.9g, \"iter_s\": [",
+              i ? "," : "", ovl_mode_name(m->mode), m->total, m->median,
+              m->min, m->max);
+    for (int k = 0; k < n; k++)
+      sb_printf(&b, "%s%.9g", k ? ", " : "", t[k]);
+    sb_printf(&b, "],\n      ");
+    json_check(&b, prog, m, nranks);
+    sb_printf(&b, ",\n      \"races\": ");
+    if (m->races == NULL) {
+      sb_printf(&b, "null");
+    } else {
+      ovl_error err = {0};
+      char *text = NULL;
+      if (ovl_races_format(m->races, m->prog, 1, &text, &err) != OVL_OK) {
+        b.fail = true;
+      } else {
+        size_t l = strlen(text);
+        while (l > 0 && text[l - 1] == '\n')
+          text[--l] = '\0';
+        sb_printf(&b, "%s", text);
+      }
+      free(text);
+    }
+    if (o->op_times) {
+      sb_printf(&b, ",\n      ");
+      json_op_times(&b, m, nranks);
+    }
+    sb_printf(&b, "}");
+  }
+  summary_numbers(runs, nruns, &speedup, &ideal, &eff);
+  sb_printf(&b, "\n  },\n  \"speedup\": ");
+  sb_num_or_null(&b, speedup);
+  sb_printf(&b, ",\n  \"ideal_speedup\": ");
+  sb_num_or_null(&b, ideal);
+  sb_printf(&b, ",\n  \"overlap_efficiency\": ");
+  sb_num_or_null(&b, eff);
+  sb_printf(&b, ",\n  \"result\": ");
+  sb_str(&b, result);
+  sb_printf(&b, ",\n  \"exit_status\": %d\n}\n", exit_status);
+  if (b.fail) {
+    free(b.s);
+    return NULL;
+  }
+  *len = b.len;
+  return b.s;
+}
+
+/* --trace, --svg and --json=FILE after a run. Returns -1, or EXIT_RUNTIME
+ * with the message printed. */
+static int write_run_outputs(const options *o, ovl_world *world,
+                             const ovl_program *prog, const char *path,
+                             mode_run *runs, int nruns, const char *result,
+                             int exit_status) {
+  ovl_timeline_run tl[4];
+  size_t ntl = 0;
+  char *text = NULL;
+  size_t len = 0;
+  ovl_error err = {0};
+
+  for (int i = 0; i < nruns; i++) {
+    if (!runs[i].ran)
+      continue;
+    tl[ntl].mode = runs[i].mode;
+    tl[ntl].prog = runs[i].prog;
+    tl[ntl].res = runs[i].res;
+    ntl++;
+  }
+  if (o->trace != NULL) {
+    if (ovl_timeline_trace(world, tl, ntl, &text, &len, &err) != OVL_OK) {
+      fprintf(stderr, "%s: --trace=%s: %s\n", progname, o->trace, err.msg);
+      return EXIT_RUNTIME;
+    }
+    int w = write_output("--trace", o->trace, text, len);
+    free(text);
+    if (w < 0)
+      return EXIT_RUNTIME;
+  }
+  if (o->svg != NULL) {
+    if (ovl_timeline_svg(world, tl, ntl, &text, &len, &err) != OVL_OK) {
+      fprintf(stderr, "%s: --svg=%s: %s\n", progname, o->svg, err.msg);
+      return EXIT_RUNTIME;
+    }
+    int w = write_output("--svg", o->svg, text, len);
+    free(text);
+    if (w < 0)
+      return EXIT_RUNTIME;
+  }
+  if (o->json != NULL) {
+    text = results_json(o, world, prog, path, runs, nruns, result,
+                        exit_status, &len);
+    if (text == NULL) {
+      fprintf(stderr, "%s: --json=%s: out of memory\n", progname, o->json);
+      return EXIT_RUNTIME;
+    }
+    int w = write_output("--json", o->json, text, len);
+    free(text);
+    if (w < 0)
+      return EXIT_RUNTIME;
+  }
+  return -1;
+}
+
 int main(int argc, char **argv) {
   options o = {.backend = "auto", .mode = "both", .iters = 10, .warmup = 2,
                .rtol = 1e-5, .atol = 1e-6, .show = -1};
@@ -809,6 +1301,19 @@ int main(int argc, char **argv) {
 
   if (o.races_only)
     return races_only(&o, path, runs, nruns);
+
+  /* --json=-: the JSON alone on stdout; what the tool prints goes to
+   * stderr. */
+  if (o.json != NULL && strcmp(o.json, "-") == 0) {
+    int fd = dup(STDOUT_FILENO);
+    if (fd >= 0)
+      (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+    if (fd < 0 || (json_stdout = fdopen(fd, "w")) == NULL ||
+        dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+      fprintf(stderr, "%s: --json=-: %s\n", progname, strerror(errno));
+      return EXIT_RUNTIME;
+    }
+  }
 
   wopts.backend = o.backend;
   wopts.nranks = o.ranks;
@@ -873,7 +1378,10 @@ int main(int argc, char **argv) {
   for (int i = 0; i < nruns; i++) {
     mode_run *m = &runs[i];
     ovl_run_opts ropts = {.iters = o.iters - o.warmup, .warmup = o.warmup,
-                          .op_times = o.op_times};
+                          .op_times = o.op_times,
+                          .trace = o.trace != NULL || o.svg != NULL,
+                          .trace_iter = o.trace_iter_given ? o.trace_iter
+                                                           : -1};
 
     st = m->prog != NULL ? OVL_OK
                          : ovl_program_transform(prog, m->mode, &m->prog,
@@ -944,6 +1452,15 @@ int main(int argc, char **argv) {
     print_show(prog, m != NULL ? m : &runs[0], ovl_world_nranks(world),
                o.show);
   }
+  rc = write_run_outputs(&o, world, prog, path, runs, nruns,
+                         mismatch      ? "FAIL: numeric mismatch"
+                         : races > 0   ? "FAIL: races"
+                                       : "PASS",
+                         mismatch      ? EXIT_MISMATCH
+                         : races > 0   ? EXIT_RACES
+                                       : EXIT_SUCCESS);
+  if (rc >= 0)
+    goto out;
   if (mismatch) {
     printf("result: FAIL: numeric mismatch (tolerance |got-ref| <= %g + %g "
            "* |ref|)%s\n",
@@ -968,5 +1485,9 @@ out:
   ovl_reference_free(ref);
   ovl_program_free(prog);
   ovl_world_free(world);
+  if (json_stdout != NULL) {
+    fclose(json_stdout);
+    json_stdout = NULL;
+  }
   return rc;
 }

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Checks of overlap_sim's JSON outputs, for tests/cli.sh (which runs this
+only where python3 exists).
+
+    check_json.py trace FILE RANKS MODES   # --trace: a Chrome trace file
+    check_json.py results FILE MODES       # --json=FILE of a run
+
+MODES is a comma-separated list (sync,async). Exits 0 when every check
+holds, else prints what failed and exits 1.
+"""
+import json
+import sys
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+    return cond
+
+
+def check_trace(path, nranks, modes):
+    with open(path) as f:
+        doc = json.load(f)
+    check(isinstance(doc, dict), "the file is a JSON object")
+    for key in ("traceEvents", "displayTimeUnit", "otherData"):
+        check(key in doc, "key %s" % key)
+    ev = doc["traceEvents"]
+    procs = {}    # pid -> name
+    threads = {}  # (pid, tid) -> name
+    slices = {}   # (pid, tid) -> [(ts, end, event)]
+    flows = {}    # id -> {"s": event, "f": event}
+    for e in ev:
+        ph = e.get("ph")
+        if ph == "M" and e["name"] == "process_name":
+            procs[e["pid"]] = e["args"]["name"]
+        elif ph == "M" and e["name"] == "thread_name":
+            threads[(e["pid"], e["tid"])] = e["args"]["name"]
+        elif ph == "X":
+            for key in ("ts", "dur", "name", "pid", "tid", "args"):
+                check(key in e, "slice has %s: %r" % (key, e))
+            check(e["dur"] >= 0, "slice duration >= 0: %r" % e)
+            slices.setdefault((e["pid"], e["tid"]), []).append(
+                (e["ts"], e["ts"] + e["dur"], e))
+        elif ph in ("s", "f"):
+            flows.setdefault(e["id"], {})[ph] = e
+    # A process per (mode, rank), named after the rank and its device.
+    for mode in modes:
+        for r in range(nranks):
+            want = "rank %d (" % r
+            if len(modes) > 1:
+                want = "%s: %s" % (mode, want)
+            check(any(n.startswith(want) for n in procs.values()),
+                  "a process named %r..." % want)
+    names = set(threads.values())
+    for t in ("calc", "comm[0]", "host"):
+        check(t in names, "a track named %s" % t)
+    # Slices on calc and on comm tracks; none overlap on one track.
+    for tname in ("calc", "comm[0]"):
+        check(any(threads.get(k) == tname and v for k, v in slices.items()),
+              "slices on a %s track" % tname)
+    for key, lst in slices.items():
+        lst.sort(key=lambda x: x[0])
+        for a, b in zip(lst, lst[1:]):
+            check(b[0] >= a[1] - 1e-9,
+                  "slices on %r do not overlap: %r then %r" %
+                  (key, a[2]["name"], b[2]["name"]))
+    # Every slice: source file:line, bytes, mode.
+    for lst in slices.values():
+        for _, _, e in lst:
+            a = e["args"]
+            check(":" in a.get("source", ""), "source file:line: %r" % e)
+            check(isinstance(a.get("bytes"), int), "bytes: %r" % e)
+            check(a.get("mode") in modes, "mode: %r" % e)
+    # Collectives carry ring and seq, also in their name.
+    colls = [e for lst in slices.values() for _, _, e in lst
+             if e.get("cat") == "collective"]
+    check(colls, "collective slices")
+    for e in colls:
+        check("seq" in e["args"] and "ring" in e["args"],
+              "collective args seq, ring: %r" % e)
+        check("#%d" % e["args"].get("seq", -1) in e["name"],
+              "collective name has #seq: %r" % e["name"])
+    # Flow arrows: pairs, each end inside a slice of its track.
+    if "async" in modes:
+        check(flows, "flow arrows")
+
+    def enclosed(e):
+        for ts, end, _ in slices.get((e["pid"], e["tid"]), []):
+            if ts <= e["ts"] <= end:
+                return True
+        return False
+    for fid, pair in flows.items():
+        if not check("s" in pair and "f" in pair, "flow %r has s and f" % fid):
+            continue
+        check(pair["f"].get("bp") == "e", "flow %r: f has bp e" % fid)
+        check(enclosed(pair["s"]), "flow %r starts inside a slice" % fid)
+        check(enclosed(pair["f"]), "flow %r ends inside a slice" % fid)
+        check(pair["s"]["tid"] != pair["f"]["tid"],
+              "flow %r goes to another stream" % fid)
+
+
+RESULT_KEYS = ("tool", "version", "schedule", "machine", "options", "modes",
+               "speedup", "ideal_speedup", "overlap_efficiency", "result",
+               "exit_status")
+SCHEDULE_KEYS = ("path", "params", "ops", "fetched", "bytes_per_rank")
+MACHINE_KEYS = ("backend", "ranks", "devices", "device_summary", "hostname",
+                "cpu_model", "driver_version", "cuda_runtime_version",
+                "nccl_version")
+OPTION_KEYS = ("mode", "iters", "warmup", "timed", "rtol", "atol",
+               "timeout_s", "races", "op_times", "chaos_seed",
+               "comm_priority", "nccl_min_ctas", "nccl_max_ctas", "trace",
+               "svg", "trace_iter", "defines")
+MODE_KEYS = ("total_s", "median_s", "min_s", "max_s", "iter_s", "check",
+             "races")
+CHECK_KEYS = ("status", "checked", "mismatched", "vars")
+VAR_KEYS = ("rank", "var", "checked", "mismatched", "fetched", "first_index",
+            "first_at", "got", "expected")
+
+
+def has_keys(obj, keys, where):
+    for k in keys:
+        check(k in obj, "%s has key %s" % (where, k))
+
+
+def check_results(path, modes):
+    with open(path) as f:
+        doc = json.load(f)
+    has_keys(doc, RESULT_KEYS, "results")
+    has_keys(doc["schedule"], SCHEDULE_KEYS, "schedule")
+    has_keys(doc["machine"], MACHINE_KEYS, "machine")
+    has_keys(doc["options"], OPTION_KEYS, "options")
+    check(len(doc["machine"]["devices"]) == doc["machine"]["ranks"],
+          "one device per rank")
+    check(list(doc["modes"]) == modes, "modes %r" % list(doc["modes"]))
+    for name, m in doc["modes"].items():
+        has_keys(m, MODE_KEYS, "modes.%s" % name)
+        check(len(m["iter_s"]) == doc["options"]["timed"],
+              "one time per timed iteration")
+        check(m["min_s"] <= m["median_s"] <= m["max_s"], "min <= median <= max")
+        check(abs(sum(m["iter_s"]) - m["total_s"]) < 1e-6, "total is the sum")
+        has_keys(m["check"], CHECK_KEYS, "modes.%s.check" % name)
+        for v in m["check"]["vars"]:
+            has_keys(v, VAR_KEYS, "modes.%s.check.vars[]" % name)
+    if "sync" in modes and "async" in modes:
+        check(isinstance(doc["speedup"], float), "speedup is a number")
+    check(doc["result"].startswith(("PASS", "FAIL")), "result")
+
+
+def main():
+    if len(sys.argv) < 3:
+        print(__doc__)
+        return 2
+    what, path = sys.argv[1], sys.argv[2]
+    if what == "trace":
+        check_trace(path, int(sys.argv[3]), sys.argv[4].split(","))
+    elif what == "results":
+        check_results(path, sys.argv[3].split(","))
+    else:
+        print(__doc__)
+        return 2
+    for f in failures[:20]:
+        print("check_json: %s: %s" % (path, f))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
