@@ -145,8 +145,9 @@ static void usage(FILE *f) {
           "\n"
           "Exit status: 0 ok, 1 numeric mismatch, 2 usage or schedule "
           "error,\n"
-          "3 runtime error (device, collective timeout), 4 races found "
-          "(numbers right).\n",
+          "3 runtime error (device, collective timeout, an output file "
+          "not written),\n"
+          "4 races found (numbers right).\n",
           progname);
 }
 
