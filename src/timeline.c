@@ -526,6 +526,7 @@ ovl_status ovl_timeline_trace(const ovl_world *world,
   rank_slices *all;
   sbuf b = {0};
   long flow_id = 1;
+  size_t first;
 
   if (st != OVL_OK)
     return st;
@@ -534,10 +535,8 @@ ovl_status ovl_timeline_trace(const ovl_world *world,
   if (all == NULL)
     return ovl__err(err, OVL_ENOMEM, "timeline: out of memory");
 
-  sb_puts(&b, "{\"traceEvents\":[\n");
-  /* A first event so that every later one starts with a comma. */
-  sb_printf(&b, "{\"ph\":\"M\",\"pid\":0,\"name\":\"process_name\","
-                "\"args\":{\"name\":\"overlap-sim\"}}");
+  sb_puts(&b, "{\"traceEvents\":[");
+  first = b.len; /* every event starts with ",\n": the first one's goes */
   for (size_t k = 0; k < nruns; k++) {
     const ovl_program *prog = runs[k].prog;
     int nstreams = 1 + prog->nrings;
@@ -572,6 +571,8 @@ ovl_status ovl_timeline_trace(const ovl_world *world,
     }
     free(seq);
   }
+  if (!b.fail && b.len > first && b.s[first] == ',')
+    b.s[first] = ' ';
   sb_puts(&b, "\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":{");
   sb_printf(&b, "\"tool\":\"overlap-sim\",\"version\":\"%s\",",
             OVL_VERSION_STRING);
