@@ -713,7 +713,8 @@ static double tick_step(double span) {
 }
 
 /* A lane's rects: one per slice, except that consecutive slices of one
- * kind narrower than a pixel, less than a pixel apart, are one rect. */
+ * kind narrower than a pixel, less than a pixel apart, are one rect. Rects
+ * 2 px wide or more have a tooltip (<title>). */
 typedef struct {
   bool open;
   cat_t cat;
@@ -728,7 +729,6 @@ typedef struct {
   const ovl_program *prog;
   const int *seq;
   double scale; /* px per ns */
-  double y;
 } lane_ctx;
 
 static void flush_rect(lane_ctx *lc, pending_rect *p) {
@@ -739,10 +739,13 @@ static void flush_rect(lane_ctx *lc, pending_rect *p) {
   w = p->x1 - p->x0;
   if (w < 0.5)
     w = 0.5;
-  sb_printf(b, "<rect class=\"k%d\" x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" "
-               "height=\"%d\"><title>",
-            (int)p->cat, p->x0, lc->y, w, LANE_H);
-  if (p->count == 1) {
+  /* The lane's <g> gives y; a tooltip where there is room to hover. */
+  sb_printf(b, "<rect class=\"k%d\" x=\"%.1f\" width=\"%.1f\" height=\"%d\"",
+            (int)p->cat, p->x0, w, LANE_H);
+  if (w < 2) {
+    sb_puts(b, "/>\n");
+  } else if (p->count == 1) {
+    sb_puts(b, "><title>");
     const ovl__op *op = &lc->prog->ops[p->op];
     sb_xml_str(b, op->def->name);
     if (lc->seq[p->op] >= 0)
@@ -750,11 +753,11 @@ static void flush_rect(lane_ctx *lc, pending_rect *p) {
     if (p->record)
       sb_puts(b, " [record]");
     sb_printf(b, " :%d %.3f ms", op->line, (double)p->busy * 1e-6);
+    sb_puts(b, "</title></rect>\n");
   } else {
-    sb_printf(b, "%zu %s ops %.3f ms", p->count, cat_names[p->cat],
-              (double)p->busy * 1e-6);
+    sb_printf(b, "><title>%zu %s ops %.3f ms</title></rect>\n", p->count,
+              cat_names[p->cat], (double)p->busy * 1e-6);
   }
-  sb_puts(b, "</title></rect>\n");
   p->open = false;
 }
 
@@ -976,8 +979,9 @@ ovl_status ovl_timeline_svg(const ovl_world *world,
                   SVG_LEFT - 6, y + LANE_H - 2, r);
         sb_puts(&b, lane_name(lane, nstreams, lname, sizeof lname));
         sb_puts(&b, "</text>\n");
-        lc.y = y;
+        sb_printf(&b, "<g transform=\"translate(0,%d)\">\n", y);
         draw_lane(&lc, rs, lane);
+        sb_puts(&b, "</g>\n");
         y += LANE_H + LANE_GAP;
       }
       sb_printf(&b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" "
