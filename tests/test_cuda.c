@@ -1063,6 +1063,84 @@ START_TEST(test_invalid) {
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Traces through the executor (ovl_world_run), and the machine's info  */
+/* ------------------------------------------------------------------ */
+
+/* With timing events: every op has a span; the ops of one stream are in
+ * order; a 20 ms delay spans >= 20 ms; the collective that waits on the
+ * compute event starts after the delay before it ends; the op after
+ * c_wait_comm starts after the collective ends. Ranks line up on the host
+ * clock. The versions are known. */
+START_TEST(test_trace_spans) {
+  static const char text[] =
+      "x = data(shape=[1048576], init=uniform)\n"
+      "y = scale(x, scale=2.0)\n"
+      "delay(us=20000, stream=calc)\n"
+      "c_wait_compute(y, ring_id=0)\n"
+      "c_allreduce_sum(y, ring_id=0)\n"
+      "z = scale(x, scale=3.0)\n"
+      "c_wait_comm(y, ring_id=0)\n"
+      "w = elementwise_add(y, z)\n"
+      "fetch(w)\n";
+  int nranks = ngpus < 2 ? ngpus : 2;
+  ovl_world_opts wo = {.backend = "cuda", .nranks = nranks, .timeout_s = 30};
+  ovl_parse_opts po = {.nranks = nranks};
+  ovl_run_opts ro = {.iters = 3, .warmup = 1, .trace = 1, .trace_iter = -1};
+  ovl_world *world = NULL;
+  ovl_program *prog = NULL;
+  ovl_result *res = NULL;
+  ovl_world_info info;
+  ovl_error err = {0};
+  size_t delay = 1, ar = 3, add = 6, fetch = 7;
+
+  ck_assert_msg(ovl_world_create(&wo, &world, &err) == OVL_OK, "%s",
+                err.msg);
+  ck_assert_msg(ovl_program_parse(text, sizeof text - 1, "t.sched", &po,
+                                  &prog, &err) == OVL_OK,
+                "%s", err.msg);
+  ck_assert_uint_eq(ovl_program_op_count(prog), 8);
+  ck_assert_msg(ovl_world_run(world, prog, &ro, &res, &err) == OVL_OK, "%s",
+                err.msg);
+  ck_assert_int_eq(ovl_result_trace_iter(res), 2);
+  for (int r = 0; r < nranks; r++) {
+    double last[1 + OVL_MAX_RINGS] = {0}, s, e, s2, e2;
+    for (size_t i = 0; i < ovl_program_op_count(prog); i++) {
+      const ovl__op *op = &prog->ops[i];
+      int st = ovl__op_stream(op);
+      ck_assert_int_eq(ovl_result_span(res, r, i, &s, &e), 0);
+      ck_assert_msg(s >= 0 && e >= s, "rank %d op %zu: %g..%g", r, i, s, e);
+      if (ovl_result_record_span(res, r, i, &s2, &e2) == 0) {
+        int rec = op->def->kind == OVL_KIND_WAIT_COMPUTE ? CALC : COMM0;
+        ck_assert(s2 >= last[rec] && e2 >= s2);
+        last[rec] = e2;
+      }
+      if (i == fetch)
+        continue;
+      ck_assert_msg(s >= last[st], "rank %d op %zu at %g, before %g", r, i,
+                    s, last[st]);
+      last[st] = e;
+    }
+    ovl_result_span(res, r, delay, &s, &e);
+    ck_assert_msg(e - s >= 0.0199, "delay spans %g s", e - s);
+    ovl_result_span(res, r, ar, &s2, &e2);
+    ck_assert_msg(s2 >= e, "allreduce at %g, delay ends %g", s2, e);
+    ovl_result_span(res, r, add, &s, &e);
+    ck_assert_msg(s >= e2, "add at %g, allreduce ends %g", s, e2);
+    ck_assert(isfinite(ovl_result_trace_base(res, r)));
+    ck_assert_ptr_nonnull(ovl_world_device_name(world, r));
+  }
+  ovl_world_info_get(world, &info);
+  ck_assert_str_ne(info.driver_version, "n/a");
+  ck_assert_str_ne(info.runtime_version, "n/a");
+  ck_assert_str_ne(info.nccl_version, "n/a");
+  ck_assert_str_ne(info.nccl_version, "unknown");
+  ovl_result_free(res);
+  ovl_program_free(prog);
+  ovl_world_free(world);
+}
+END_TEST
+
 static Suite *cuda_suite(void) {
   Suite *s = suite_create("cuda");
   TCase *tc = tcase_create("cuda");
@@ -1081,6 +1159,7 @@ static Suite *cuda_suite(void) {
   tcase_add_test(tc, test_timeout);
   tcase_add_test(tc, test_stuck_collective);
   tcase_add_test(tc, test_invalid);
+  tcase_add_test(tc, test_trace_spans);
   suite_add_tcase(s, tc);
   return s;
 }
