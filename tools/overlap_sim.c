@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "ovl.h"
+#include "tool_util.h"
 
 #define EXIT_MISMATCH 1
 #define EXIT_USAGE 2
@@ -59,7 +60,6 @@ typedef struct {
   const char *schedule;
 } options;
 
-static const char *progname = "overlap_sim";
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -151,40 +151,8 @@ static void usage(FILE *f) {
           progname);
 }
 
-static int usage_error(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...) {
-  va_list ap;
-  fprintf(stderr, "%s: ", progname);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fprintf(stderr, "\nTry '%s --help' for more information.\n", progname);
-  return EXIT_USAGE;
-}
 
-static bool parse_int(const char *s, long lo, long hi, int *out) {
-  char *end;
-  long v;
-  errno = 0;
-  v = strtol(s, &end, 10);
-  if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
-    return false;
-  *out = (int)v;
-  return true;
-}
 
-static bool parse_double(const char *s, double lo, double hi, double *out) {
-  char *end;
-  double v;
-  errno = 0;
-  v = strtod(s, &end);
-  if (errno != 0 || end == s || *end != '\0' || !isfinite(v) || v < lo ||
-      v > hi)
-    return false;
-  *out = v;
-  return true;
-}
 
 /* Returns -1 to go on, or an exit status. */
 static int parse_options(int argc, char **argv, options *o) {
@@ -575,43 +543,72 @@ static void print_show(const ovl_program *prog, const mode_run *m, int nranks,
   }
 }
 
-/* Per source line and stream: how many ops, and their device time per
- * iteration, averaged over iterations and ranks. */
-static void print_op_times(const mode_run *m, const ovl_program *p,
-                           int nranks) {
+/* The op times of one run, grouped per (source line, op, stream) in
+ * program order: how many ops, and their device time per iteration,
+ * averaged over the timed iterations and the ranks. */
+typedef struct {
+  int line;
+  const char *name;
+  char stream[32];
+  long count;
+  double sec_per_iter;
+} op_time_group;
+
+/* Returns the number of groups (*out malloc'd), or -1 out of memory. */
+static long op_time_groups(const mode_run *m, int nranks,
+                           op_time_group **out) {
+  const ovl_program *p = m->prog;
   size_t nops = ovl_program_op_count(p);
   int iters = ovl_result_iters(m->res);
   bool *done = calloc(nops ? nops : 1, sizeof *done);
-  if (done == NULL)
-    return;
+  op_time_group *g = malloc((nops ? nops : 1) * sizeof *g);
+  long n = 0;
+  if (done == NULL || g == NULL) {
+    free(done);
+    free(g);
+    return -1;
+  }
   for (size_t i = 0; i < nops; i++) {
     const char *name, *name2;
     int line, line2, stream, stream2;
-    long count = 0;
-    double sum = 0;
-    char sname[32];
     ovl_program_op(p, i, &name, &line, &stream);
     if (done[i] || stream < 0)
       continue;
+    g[n].line = line;
+    g[n].name = name;
+    g[n].count = 0;
+    g[n].sec_per_iter = 0;
     for (size_t j = i; j < nops; j++) {
       ovl_program_op(p, j, &name2, &line2, &stream2);
       if (line2 != line || stream2 != stream || strcmp(name, name2) != 0)
         continue;
       done[j] = true;
-      count++;
+      g[n].count++;
       for (int r = 0; r < nranks; r++)
-        sum += ovl_result_op_times(m->res, r)[j];
+        g[n].sec_per_iter += ovl_result_op_times(m->res, r)[j];
     }
-    sum /= (double)nranks * iters;
+    g[n].sec_per_iter /= (double)nranks * iters;
     if (stream == 0)
-      snprintf(sname, sizeof sname, "calc");
+      snprintf(g[n].stream, sizeof g[n].stream, "calc");
     else
-      snprintf(sname, sizeof sname, "comm[%d]", stream - 1);
-    printf("%-6s %5d  %-18s %-8s %6ld %10.3f %10.1f\n",
-           ovl_mode_name(m->mode), line, name, sname, count, sum * 1e3,
-           sum * 1e6 / (double)count);
+      snprintf(g[n].stream, sizeof g[n].stream, "comm[%d]", stream - 1);
+    n++;
   }
   free(done);
+  *out = g;
+  return n;
+}
+
+static void print_op_times(const mode_run *m, int nranks) {
+  op_time_group *g;
+  long n = op_time_groups(m, nranks, &g);
+  for (long k = 0; k < n; k++)
+    printf("%-6s %5d  %-18s %-8s %6ld %10.3f %10.1f\n",
+           ovl_mode_name(m->mode), g[k].line, g[k].name, g[k].stream,
+           g[k].count, g[k].sec_per_iter * 1e3,
+           g[k].sec_per_iter * 1e6 / (double)g[k].count);
+  if (n >= 0)
+    free(g);
 }
 
 static mode_run *find_run(mode_run *runs, int nruns, ovl_mode mode) {
@@ -641,63 +638,9 @@ static void print_summary(mode_run *runs, int nruns) {
   }
 }
 
-/* ------------------------------------------------------------------ */
-/* Host memory: refuse a run that cannot fit before allocating it, so that
- * a schedule too big for the machine is an error message, not an OOM
- * kill. */
 
-static uint64_t mul_sat(uint64_t a, uint64_t b) {
-  return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
-}
 
-static uint64_t add_sat(uint64_t a, uint64_t b) {
-  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
 
-/* A limit from a cgroup file ("max" or a number of bytes), or 0. */
-static uint64_t cgroup_limit(const char *file) {
-  FILE *f = fopen(file, "r");
-  unsigned long long v = 0;
-  if (f == NULL)
-    return 0;
-  if (fscanf(f, "%llu", &v) != 1)
-    v = 0;
-  fclose(f);
-  return (uint64_t)v;
-}
-
-/* Physical memory, or the memory limit of this process's cgroup (v2 or
- * v1) where that is lower. 0 if unknown. */
-static uint64_t host_memory(void) {
-  static const char *const limits[] = {
-      "/sys/fs/cgroup/memory.max",
-      "/sys/fs/cgroup/memory/memory.limit_in_bytes",
-  };
-  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-  uint64_t mem = pages > 0 && size > 0 ? mul_sat((uint64_t)pages,
-                                                 (uint64_t)size)
-                                       : 0;
-  for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
-    uint64_t lim = cgroup_limit(limits[i]);
-    if (lim > 0 && (mem == 0 || lim < mem))
-      mem = lim;
-  }
-  return mem;
-}
-
-/* "1.5 GB" */
-static const char *format_bytes(uint64_t b, char *buf, size_t len) {
-  static const char *const units[] = {"B", "kB", "MB", "GB", "TB", "PB",
-                                      "EB"};
-  double v = (double)b;
-  size_t u = 0;
-  while (v >= 1000 && u + 1 < sizeof units / sizeof units[0]) {
-    v /= 1000;
-    u++;
-  }
-  snprintf(buf, len, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
-  return buf;
-}
 
 /* The least host memory the run needs: every rank's variables on the cpu
  * backend (its devices are host memory), and the float64 reference, which
@@ -1020,48 +963,22 @@ static void json_check(strbuf *b, const ovl_program *prog,
 
 /* The --op-times table of one mode: per (source line, op, stream). */
 static void json_op_times(strbuf *b, const mode_run *m, int nranks) {
-  const ovl_program *p = m->prog;
-  size_t nops = ovl_program_op_count(p);
-  int iters = ovl_result_iters(m->res);
-  bool *done = calloc(nops ? nops : 1, sizeof *done);
-  bool first = true;
-  if (done == NULL) {
+  op_time_group *g;
+  long n = op_time_groups(m, nranks, &g);
+  if (n < 0) {
     b->fail = true;
     return;
   }
   sb_printf(b, "\"op_times\": [");
-  for (size_t i = 0; i < nops; i++) {
-    const char *name, *name2;
-    int line, line2, stream, stream2;
-    long count = 0;
-    double sum = 0;
-    char sname[32];
-    ovl_program_op(p, i, &name, &line, &stream);
-    if (done[i] || stream < 0)
-      continue;
-    for (size_t j = i; j < nops; j++) {
-      ovl_program_op(p, j, &name2, &line2, &stream2);
-      if (line2 != line || stream2 != stream || strcmp(name, name2) != 0)
-        continue;
-      done[j] = true;
-      count++;
-      for (int r = 0; r < nranks; r++)
-        sum += ovl_result_op_times(m->res, r)[j];
-    }
-    sum /= (double)nranks * iters;
-    if (stream == 0)
-      snprintf(sname, sizeof sname, "calc");
-    else
-      snprintf(sname, sizeof sname, "comm[%d]", stream - 1);
+  for (long k = 0; k < n; k++)
     sb_printf(b, "%s\n        {\"line\": %d, \"op\": \"%s\", \"stream\": "
                  "\"%s\", \"count\": %ld, \"ms_per_iter\": %.9g, "
                  "\"us_per_op\": %.9g}",
-              first ? "" : ",", line, name, sname, count, sum * 1e3,
-              sum * 1e6 / (double)count);
-    first = false;
-  }
+              k ? "," : "", g[k].line, g[k].name, g[k].stream, g[k].count,
+              g[k].sec_per_iter * 1e3,
+              g[k].sec_per_iter * 1e6 / (double)g[k].count);
   sb_printf(b, "]");
-  free(done);
+  free(g);
 }
 
 /* The results of a run as JSON (README, "JSON results"). */
@@ -1428,7 +1345,7 @@ int main(int argc, char **argv) {
     printf("%-6s %5s  %-18s %-8s %6s %10s %10s\n", "mode", "line", "op",
            "stream", "count", "ms/iter", "us/op");
     for (int i = 0; i < nruns; i++)
-      print_op_times(&runs[i], runs[i].prog, ovl_world_nranks(world));
+      print_op_times(&runs[i], ovl_world_nranks(world));
   }
   if (!o.quiet) {
     print_summary(runs, nruns);

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "ovl.h"
+#include "tool_util.h"
 
 #define EXIT_WRONG 1
 #define EXIT_USAGE 2
@@ -121,7 +122,6 @@ typedef struct {
   int nccl_min_ctas, nccl_max_ctas;
 } options;
 
-static const char *progname = "overlap_sweep";
 
 static void usage(FILE *f) {
   fprintf(
@@ -211,40 +211,8 @@ static void usage(FILE *f) {
       progname);
 }
 
-static int usage_error(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...) {
-  va_list ap;
-  fprintf(stderr, "%s: ", progname);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fprintf(stderr, "\nTry '%s --help' for more information.\n", progname);
-  return EXIT_USAGE;
-}
 
-static bool parse_int(const char *s, long lo, long hi, int *out) {
-  char *end;
-  long v;
-  errno = 0;
-  v = strtol(s, &end, 10);
-  if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
-    return false;
-  *out = (int)v;
-  return true;
-}
 
-static bool parse_double(const char *s, double lo, double hi, double *out) {
-  char *end;
-  double v;
-  errno = 0;
-  v = strtod(s, &end);
-  if (errno != 0 || end == s || *end != '\0' || !isfinite(v) || v < lo ||
-      v > hi)
-    return false;
-  *out = v;
-  return true;
-}
 
 /* "1024", "1K", "40M", "1g": bytes, with nccl-tests' 1024-based suffixes.
  * [s, s + len) need not be terminated. */
@@ -535,55 +503,8 @@ static int parse_options(int argc, char **argv, options *o) {
 }
 
 /* ------------------------------------------------------------------ */
-/* Host memory (the reference, and the cpu backend's devices).          */
-/* ------------------------------------------------------------------ */
 
-static uint64_t mul_sat(uint64_t a, uint64_t b) {
-  return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
-}
 
-static uint64_t cgroup_limit(const char *file) {
-  FILE *f = fopen(file, "r");
-  unsigned long long v = 0;
-  if (f == NULL)
-    return 0;
-  if (fscanf(f, "%llu", &v) != 1)
-    v = 0;
-  fclose(f);
-  return (uint64_t)v;
-}
-
-/* Physical memory, or this process's cgroup limit where lower; 0 if
- * unknown. */
-static uint64_t host_memory(void) {
-  static const char *const limits[] = {
-      "/sys/fs/cgroup/memory.max",
-      "/sys/fs/cgroup/memory/memory.limit_in_bytes",
-  };
-  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-  uint64_t mem = pages > 0 && size > 0
-                     ? mul_sat((uint64_t)pages, (uint64_t)size)
-                     : 0;
-  for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
-    uint64_t lim = cgroup_limit(limits[i]);
-    if (lim > 0 && (mem == 0 || lim < mem))
-      mem = lim;
-  }
-  return mem;
-}
-
-/* "1.5 GB" */
-static const char *format_bytes(uint64_t b, char *buf, size_t len) {
-  static const char *const units[] = {"B", "kB", "MB", "GB", "TB"};
-  double v = (double)b;
-  size_t u = 0;
-  while (v >= 1000 && u + 1 < sizeof units / sizeof units[0]) {
-    v /= 1000;
-    u++;
-  }
-  snprintf(buf, len, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
-  return buf;
-}
 
 /* ------------------------------------------------------------------ */
 /* Generated schedules.                                                 */
