@@ -16,6 +16,7 @@
  */
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <unistd.h>
 #include <stdlib.h>
@@ -312,6 +313,24 @@ static void barrier_abort(barrier_t *b) {
 /* The run                                                             */
 /* ------------------------------------------------------------------ */
 
+/* Where a rank is, so that a failure can say where every rank was (a
+ * timeout is only half the story without the others' positions). Packed
+ * in one atomic word: kind, iteration, op index. */
+typedef enum {
+  AT_SETUP,
+  AT_UPLOAD,
+  AT_START_BARRIER,
+  AT_OP,
+  AT_DRAIN,
+  AT_END_BARRIER,
+  AT_DONE
+} at_kind;
+
+static uint64_t pos_pack(at_kind kind, int iter, size_t op) {
+  return (uint64_t)kind << 56 | (uint64_t)(iter & 0xffffff) << 32 |
+         (uint64_t)(op & 0xffffffffu);
+}
+
 typedef struct run_s {
   ovl_world *world;
   const ovl_program *prog;
@@ -322,6 +341,8 @@ typedef struct run_s {
   pthread_mutex_t err_mu;
   bool failed;
   ovl_error first; /* the first error that is not a consequence of another */
+  _Atomic uint64_t *pos; /* per rank: where it is now */
+  uint64_t *pos_at_fail; /* per rank: where it was at the first failure */
 } run_t;
 
 typedef struct rank_s {
@@ -347,12 +368,95 @@ static void run_fail(run_t *run, const ovl_error *e) {
   if (!run->failed) {
     run->failed = true;
     abort_now = true;
+    for (int r = 0; r < run->world->nranks; r++)
+      run->pos_at_fail[r] = atomic_load(&run->pos[r]);
   }
   pthread_mutex_unlock(&run->err_mu);
   if (abort_now) {
     run->world->be->world_abort(run->world->bw);
     barrier_abort(&run->barrier);
   }
+}
+
+static void set_pos(rank_t *rk, at_kind kind, int iter, size_t op) {
+  atomic_store_explicit(&rk->run->pos[rk->rank], pos_pack(kind, iter, op),
+                        memory_order_relaxed);
+}
+
+/* One position in words: "at t.sched:9 (fetch, iteration 2 of 10)". */
+static void pos_text(const run_t *run, uint64_t pos, char *buf, size_t len) {
+  at_kind kind = (at_kind)(pos >> 56);
+  int iter = (int)((pos >> 32) & 0xffffff) + 1;
+  size_t op = (size_t)(pos & 0xffffffffu);
+  int total = run->opts.warmup + run->opts.iters;
+  const ovl__op *o = op < run->prog->nops ? &run->prog->ops[op] : NULL;
+  switch (kind) {
+  case AT_SETUP:
+    snprintf(buf, len, "setting up");
+    break;
+  case AT_UPLOAD:
+    snprintf(buf, len, "uploading inputs (iteration %d of %d)", iter, total);
+    break;
+  case AT_START_BARRIER:
+    snprintf(buf, len, "at the barrier before iteration %d of %d", iter,
+             total);
+    break;
+  case AT_OP:
+    if (o != NULL)
+      snprintf(buf, len, "at %s:%d (%s, iteration %d of %d)",
+               run->prog->filename, o->line, o->def->name, iter, total);
+    else
+      snprintf(buf, len, "in iteration %d of %d", iter, total);
+    break;
+  case AT_DRAIN:
+    snprintf(buf, len,
+             "draining its streams after the ops of iteration %d of %d",
+             iter, total);
+    break;
+  case AT_END_BARRIER:
+    snprintf(buf, len, "at the barrier after iteration %d of %d", iter,
+             total);
+    break;
+  case AT_DONE:
+  default:
+    snprintf(buf, len, "done");
+    break;
+  }
+}
+
+/* Append "; where the ranks were: ranks 0,1 at ...; rank 2 ..." to the
+ * failure's message, ranks at the same place grouped. */
+static void append_positions(run_t *run) {
+  int n = run->world->nranks;
+  bool *done = calloc((size_t)n, sizeof *done);
+  char text[256], list[256];
+  size_t len = strlen(run->first.msg);
+  const char *sep = "; where the ranks were: ";
+  if (done == NULL)
+    return;
+  for (int r = 0; r < n; r++) {
+    int count = 0;
+    size_t off = 0;
+    if (done[r])
+      continue;
+    list[0] = '\0';
+    for (int q = r; q < n; q++) {
+      if (done[q] || run->pos_at_fail[q] != run->pos_at_fail[r])
+        continue;
+      done[q] = true;
+      count++;
+      if (off < sizeof list)
+        off += (size_t)snprintf(list + off, sizeof list - off, "%s%d",
+                                count > 1 ? "," : "", q);
+    }
+    pos_text(run, run->pos_at_fail[r], text, sizeof text);
+    if (len < sizeof run->first.msg)
+      len += (size_t)snprintf(run->first.msg + len,
+                              sizeof run->first.msg - len, "%s%s %s %s", sep,
+                              count > 1 ? "ranks" : "rank", list, text);
+    sep = "; ";
+  }
+  free(done);
 }
 
 static const char *stream_name(int stream, char *buf, size_t len) {
@@ -719,9 +823,11 @@ static ovl_status run_iterations(rank_t *rk, ovl_error *err) {
   for (int it = 0; it < total; it++) {
     double t0 = 0;
     bool trace = it == run->traced;
+    set_pos(rk, AT_UPLOAD, it, 0);
     st = upload_inputs(rk, err);
     if (st != OVL_OK)
       return st;
+    set_pos(rk, AT_START_BARRIER, it, 0);
     if (!barrier_wait(&run->barrier))
       return OVL_EABORTED;
     if (rk->rank == 0)
@@ -736,6 +842,7 @@ static ovl_status run_iterations(rank_t *rk, ovl_error *err) {
     }
     for (size_t i = 0; i < prog->nops; i++) {
       const ovl__op *op = &prog->ops[i];
+      set_pos(rk, AT_OP, it, i);
       st = exec_marked(rk, i, run->opts.op_times != 0, trace, err);
       if (st != OVL_OK) {
         ovl__err_prefix(err, "%s:%d:%d: %s on %s stream: ", prog->filename,
@@ -744,9 +851,11 @@ static ovl_status run_iterations(rank_t *rk, ovl_error *err) {
         return st;
       }
     }
+    set_pos(rk, AT_DRAIN, it, 0);
     st = drain(rk, err);
     if (st != OVL_OK)
       return st;
+    set_pos(rk, AT_END_BARRIER, it, 0);
     if (!barrier_wait(&run->barrier))
       return OVL_EABORTED;
     if (rk->rank == 0 && it >= run->opts.warmup)
@@ -762,6 +871,7 @@ static ovl_status run_iterations(rank_t *rk, ovl_error *err) {
         return st;
     }
   }
+  set_pos(rk, AT_DONE, total, 0);
   return keep_fetched(rk, err);
 }
 
@@ -902,12 +1012,19 @@ ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
     return st;
   ranks = calloc((size_t)world->nranks, sizeof *ranks);
   threads = calloc((size_t)world->nranks, sizeof *threads);
-  if (ranks == NULL || threads == NULL) {
+  run.pos = calloc((size_t)world->nranks, sizeof *run.pos);
+  run.pos_at_fail = calloc((size_t)world->nranks, sizeof *run.pos_at_fail);
+  if (ranks == NULL || threads == NULL || run.pos == NULL ||
+      run.pos_at_fail == NULL) {
     free(ranks);
     free(threads);
+    free((void *)run.pos);
+    free(run.pos_at_fail);
     ovl_result_free(run.res);
     return ovl__err(err, OVL_ENOMEM, "out of memory");
   }
+  for (int r = 0; r < world->nranks; r++)
+    atomic_init(&run.pos[r], pos_pack(AT_SETUP, 0, 0));
   barrier_init(&run.barrier, world->nranks);
   pthread_mutex_init(&run.err_mu, NULL);
 
@@ -929,6 +1046,10 @@ ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
   barrier_destroy(&run.barrier);
   free(ranks);
   free(threads);
+  if (run.failed && world->nranks > 1)
+    append_positions(&run);
+  free((void *)run.pos);
+  free(run.pos_at_fail);
   if (run.failed) {
     ovl_result_free(run.res);
     if (err != NULL)

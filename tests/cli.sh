@@ -133,6 +133,7 @@ done
 t0=$(date +%s)
 if run 3 hang-stream --timeout=1 --mode=async -n 1 -w 0 "$src/tests/schedules/hang_stream.sched" &&
   has err 'hang_stream\.sched:9:1: fetch on calc stream: rank [01]: calc stream: waited 1\.0 s for event 1 of comm\[0\] stream' &&
+  has err '; where the ranks were: ranks 0,1 at .*hang_stream\.sched:9 \(fetch, iteration 1 of 1\)$' &&
   [ $(( $(date +%s) - t0 )) -lt 20 ]
 then ok "a stuck stream times out"; else ko "a stuck stream times out"; fi
 

@@ -731,6 +731,28 @@ START_TEST(cpu_backend_refuses_cuda_tuning) {
 }
 END_TEST
 
+/* A failure says where every rank was: a stream that never finishes
+ * times out at the fetch on each of 3 ranks, and the message lists them. */
+START_TEST(failure_says_where_the_ranks_were) {
+  ovl_world_opts wo = {.backend = "cpu", .nranks = 3, .timeout_s = 0.3};
+  ovl_world *w = NULL;
+  ovl_program *prog = load("tests/schedules/hang_stream.sched", 3, NULL, 0);
+  ovl_result *res = NULL;
+  ovl_error err = {0};
+  ovl_run_opts ro = {.iters = 1, .warmup = 0};
+  ck_assert_int_eq(ovl_world_create(&wo, &w, &err), OVL_OK);
+  ck_assert_int_eq(ovl_world_run(w, prog, &ro, &res, &err), OVL_ETIMEDOUT);
+  ck_assert_ptr_null(res);
+  ck_assert_msg(strstr(err.msg, "; where the ranks were: ranks 0,1,2 at ") !=
+                        NULL &&
+                    strstr(err.msg, "hang_stream.sched:9 (fetch, iteration "
+                                    "1 of 1)") != NULL,
+                "%s", err.msg);
+  ovl_program_free(prog);
+  ovl_world_free(w);
+}
+END_TEST
+
 static Suite *world_suite(void) {
   Suite *s = suite_create("world");
   TCase *tc = tcase_create("cpu");
@@ -744,6 +766,7 @@ static Suite *world_suite(void) {
   tcase_add_test(tc, run_rejects_program_for_other_rank_count);
   tcase_add_test(tc, sync_comm_stream_orders_fetch);
   tcase_add_test(tc, op_times_measure_stream_ops);
+  tcase_add_test(tc, failure_says_where_the_ranks_were);
   tcase_add_test(tc, trace_spans_order_and_durations);
   tcase_add_test(tc, world_info_and_device_names);
   tcase_add_test(tc, cpu_backend_refuses_cuda_tuning);
