@@ -26,6 +26,21 @@ ovl_status ovl__verr(ovl_error *err, ovl_status status, const char *fmt,
 void ovl__err_prefix(ovl_error *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* A growing string. Appending never fails loudly: an allocation failure
+ * sets `fail`, later appends do nothing, and the caller checks `fail` once
+ * at the end (then frees `s`). Start with {0}. */
+typedef struct ovl__sbuf {
+  char *s;
+  size_t len, cap;
+  bool fail;
+} ovl__sbuf;
+bool ovl__sb_reserve(ovl__sbuf *b, size_t more);
+void ovl__sb_printf(ovl__sbuf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void ovl__sb_puts(ovl__sbuf *b, const char *s);
+/* A JSON string, quotes included. */
+void ovl__sb_json_str(ovl__sbuf *b, const char *s);
+
 /* Allocation helpers that never return NULL silently: they return NULL only
  * for failure, and callers map that to OVL_ENOMEM. */
 char *ovl__strdup(const char *s);

@@ -614,157 +614,84 @@ int ovl_races_get(const ovl_races *r, size_t i, ovl_race_info *info) {
 /* Formatting                                                          */
 /* ------------------------------------------------------------------ */
 
-typedef struct sbuf {
-  char *s;
-  size_t n, cap;
-  bool fail;
-} sbuf;
-
-static void sb_reserve(sbuf *b, size_t more) {
-  size_t need = b->n + more + 1;
-  char *ns;
-  size_t ncap;
-  if (b->fail || need <= b->cap)
-    return;
-  ncap = b->cap ? b->cap : 256;
-  while (ncap < need)
-    ncap *= 2;
-  if ((ns = realloc(b->s, ncap)) == NULL) {
-    b->fail = true;
-    return;
-  }
-  b->s = ns;
-  b->cap = ncap;
-}
-
-static void sb_printf(sbuf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-  va_list ap;
-  int len;
-  va_start(ap, fmt);
-  len = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  if (len < 0) {
-    b->fail = true;
-    return;
-  }
-  sb_reserve(b, (size_t)len);
-  if (b->fail)
-    return;
-  va_start(ap, fmt);
-  vsnprintf(b->s + b->n, (size_t)len + 1, fmt, ap);
-  va_end(ap);
-  b->n += (size_t)len;
-}
-
-static void sb_json_str(sbuf *b, const char *s) {
-  sb_printf(b, "\"");
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    switch (*p) {
-    case '"':
-      sb_printf(b, "\\\"");
-      break;
-    case '\\':
-      sb_printf(b, "\\\\");
-      break;
-    case '\n':
-      sb_printf(b, "\\n");
-      break;
-    case '\r':
-      sb_printf(b, "\\r");
-      break;
-    case '\t':
-      sb_printf(b, "\\t");
-      break;
-    default:
-      if (*p < 0x20)
-        sb_printf(b, "\\u%04x", *p);
-      else
-        sb_printf(b, "%c", *p);
-    }
-  }
-  sb_printf(b, "\"");
-}
-
-static void fmt_ranks(sbuf *b, const ovl_races *r) {
+static void fmt_ranks(ovl__sbuf *b, const ovl_races *r) {
   if (r->nranks == 1)
-    sb_printf(b, "rank 0");
+    ovl__sb_printf(b, "rank 0");
   else
-    sb_printf(b, "ranks 0-%d", r->nranks - 1);
+    ovl__sb_printf(b, "ranks 0-%d", r->nranks - 1);
 }
 
-static void fmt_human(sbuf *b, const ovl_races *r, const char *file) {
+static void fmt_human(ovl__sbuf *b, const ovl_races *r, const char *file) {
   char s1[32], s2[32];
   for (size_t i = 0; i < r->n; i++) {
     const race_rec *rr = &r->races[i];
     int w0 = snprintf(NULL, 0, "%s:%d", file, rr->a[0].line);
     int w1 = snprintf(NULL, 0, "%s:%d", file, rr->a[1].line);
     int w = w0 > w1 ? w0 : w1;
-    sb_printf(b, "race %zu: '%s' on ", i + 1, rr->var_name);
+    ovl__sb_printf(b, "race %zu: '%s' on ", i + 1, rr->var_name);
     fmt_ranks(b, r);
     if (rr->occurrences > 1)
-      sb_printf(b, " (%llu times in the expanded program)",
+      ovl__sb_printf(b, " (%llu times in the expanded program)",
                 (unsigned long long)rr->occurrences);
-    sb_printf(b, "\n");
+    ovl__sb_printf(b, "\n");
     for (int k = 0; k < 2; k++) {
       const ovl_race_access *a = &rr->a[k];
-      sb_printf(b, "  %-6s %-16s %s:%d%*s  %s\n", a->write ? "write" : "read",
+      ovl__sb_printf(b, "  %-6s %-16s %s:%d%*s  %s\n", a->write ? "write" : "read",
                 a->op_name, file, a->line, w - (k ? w1 : w0), "",
                 stream_label(a->stream, k ? s2 : s1, sizeof s1));
     }
-    sb_printf(b, "  fix: %s\n", rr->fix);
+    ovl__sb_printf(b, "  fix: %s\n", rr->fix);
   }
   if (r->more > 0)
-    sb_printf(b,
+    ovl__sb_printf(b,
               "and %llu more unordered pair%s not listed (the list stops at "
               "%d races)\n",
               (unsigned long long)r->more, r->more == 1 ? "" : "s",
               OVL_RACES_LIST_MAX);
   if (r->n == 0 && r->more == 0)
-    sb_printf(b, "no races in %s (%zu op%s checked)\n", file, r->nops,
+    ovl__sb_printf(b, "no races in %s (%zu op%s checked)\n", file, r->nops,
               r->nops == 1 ? "" : "s");
   else
-    sb_printf(b, "%zu race%s in %s (%d rank%s)\n", r->n, r->n == 1 ? "" : "s",
+    ovl__sb_printf(b, "%zu race%s in %s (%d rank%s)\n", r->n, r->n == 1 ? "" : "s",
               file, r->nranks, r->nranks == 1 ? "" : "s");
 }
 
-static void fmt_json_access(sbuf *b, const ovl_race_access *a) {
+static void fmt_json_access(ovl__sbuf *b, const ovl_race_access *a) {
   char s[32];
-  sb_printf(b, "{\"line\":%d,\"col\":%d,\"op\":", a->line, a->col);
-  sb_json_str(b, a->op_name);
-  sb_printf(b, ",\"stream\":");
-  sb_json_str(b, stream_label(a->stream, s, sizeof s));
-  sb_printf(b, ",\"access\":\"%s\"}", a->write ? "write" : "read");
+  ovl__sb_printf(b, "{\"line\":%d,\"col\":%d,\"op\":", a->line, a->col);
+  ovl__sb_json_str(b, a->op_name);
+  ovl__sb_printf(b, ",\"stream\":");
+  ovl__sb_json_str(b, stream_label(a->stream, s, sizeof s));
+  ovl__sb_printf(b, ",\"access\":\"%s\"}", a->write ? "write" : "read");
 }
 
-static void fmt_json(sbuf *b, const ovl_races *r, const char *file) {
-  sb_printf(b, "{\"schedule\":");
-  sb_json_str(b, file);
-  sb_printf(b, ",\"ranks\":%d,\"ops\":%zu,\"races\":[", r->nranks, r->nops);
+static void fmt_json(ovl__sbuf *b, const ovl_races *r, const char *file) {
+  ovl__sb_printf(b, "{\"schedule\":");
+  ovl__sb_json_str(b, file);
+  ovl__sb_printf(b, ",\"ranks\":%d,\"ops\":%zu,\"races\":[", r->nranks, r->nops);
   for (size_t i = 0; i < r->n; i++) {
     const race_rec *rr = &r->races[i];
-    sb_printf(b, "%s{\"var\":", i ? "," : "");
-    sb_json_str(b, rr->var_name);
-    sb_printf(b, ",\"ranks\":[");
+    ovl__sb_printf(b, "%s{\"var\":", i ? "," : "");
+    ovl__sb_json_str(b, rr->var_name);
+    ovl__sb_printf(b, ",\"ranks\":[");
     for (int k = 0; k < r->nranks; k++)
-      sb_printf(b, "%s%d", k ? "," : "", r->ranks[k]);
-    sb_printf(b, "],\"first\":");
+      ovl__sb_printf(b, "%s%d", k ? "," : "", r->ranks[k]);
+    ovl__sb_printf(b, "],\"first\":");
     fmt_json_access(b, &rr->a[0]);
-    sb_printf(b, ",\"second\":");
+    ovl__sb_printf(b, ",\"second\":");
     fmt_json_access(b, &rr->a[1]);
-    sb_printf(b, ",\"fix\":");
-    sb_json_str(b, rr->fix);
-    sb_printf(b, ",\"occurrences\":%llu}",
+    ovl__sb_printf(b, ",\"fix\":");
+    ovl__sb_json_str(b, rr->fix);
+    ovl__sb_printf(b, ",\"occurrences\":%llu}",
               (unsigned long long)rr->occurrences);
   }
-  sb_printf(b, "],\"count\":%zu,\"more\":%llu}\n", r->n,
+  ovl__sb_printf(b, "],\"count\":%zu,\"more\":%llu}\n", r->n,
             (unsigned long long)r->more);
 }
 
 ovl_status ovl_races_format(const ovl_races *r, const ovl_program *prog,
                             int json, char **text, ovl_error *err) {
-  sbuf b = {0};
+  ovl__sbuf b = {0};
   const char *file = prog != NULL && prog->filename != NULL ? prog->filename
                                                             : "<program>";
   if (r == NULL || text == NULL)

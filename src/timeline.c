@@ -23,103 +23,28 @@
 #include "internal.h"
 
 /* ------------------------------------------------------------------ */
-/* A growing string                                                    */
+/* Text for the picture (the growing string is ovl__sbuf, strbuf.c)    */
 /* ------------------------------------------------------------------ */
 
-typedef struct {
-  char *s;
-  size_t len, cap;
-  bool fail;
-} sbuf;
-
-static bool sb_reserve(sbuf *b, size_t more) {
-  size_t cap;
-  char *s;
-  if (b->fail)
-    return false;
-  if (b->len + more + 1 <= b->cap)
-    return true;
-  cap = b->cap ? b->cap : 4096;
-  while (cap < b->len + more + 1)
-    cap *= 2;
-  s = realloc(b->s, cap);
-  if (s == NULL) {
-    b->fail = true;
-    return false;
-  }
-  b->s = s;
-  b->cap = cap;
-  return true;
-}
-
-static void sb_printf(sbuf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-  va_list ap;
-  int n;
-  char small[256];
-  va_start(ap, fmt);
-  n = vsnprintf(small, sizeof small, fmt, ap);
-  va_end(ap);
-  if (n < 0) {
-    b->fail = true;
-    return;
-  }
-  if (!sb_reserve(b, (size_t)n))
-    return;
-  if ((size_t)n < sizeof small) {
-    memcpy(b->s + b->len, small, (size_t)n + 1);
-  } else {
-    va_start(ap, fmt);
-    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-  }
-  b->len += (size_t)n;
-}
-
-static void sb_puts(sbuf *b, const char *s) {
-  size_t n = strlen(s);
-  if (!sb_reserve(b, n))
-    return;
-  memcpy(b->s + b->len, s, n + 1);
-  b->len += n;
-}
-
-/* A JSON string, quotes included. */
-static void sb_json_str(sbuf *b, const char *s) {
-  sb_puts(b, "\"");
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '"' || *p == '\\')
-      sb_printf(b, "\\%c", *p);
-    else if (*p == '\n')
-      sb_puts(b, "\\n");
-    else if (*p < 0x20)
-      sb_printf(b, "\\u%04x", *p);
-    else
-      sb_printf(b, "%c", *p);
-  }
-  sb_puts(b, "\"");
-}
-
 /* Text for XML (element content or an attribute value). */
-static void sb_xml_str(sbuf *b, const char *s) {
+static void sb_xml_str(ovl__sbuf *b, const char *s) {
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
     switch (*p) {
     case '&':
-      sb_puts(b, "&amp;");
+      ovl__sb_puts(b, "&amp;");
       break;
     case '<':
-      sb_puts(b, "&lt;");
+      ovl__sb_puts(b, "&lt;");
       break;
     case '>':
-      sb_puts(b, "&gt;");
+      ovl__sb_puts(b, "&gt;");
       break;
     case '"':
-      sb_puts(b, "&quot;");
+      ovl__sb_puts(b, "&quot;");
       break;
     default:
       /* XML 1.0 has no other control characters than tab and newline. */
-      sb_printf(b, "%c", *p < 0x20 && *p != '\t' && *p != '\n' ? '?' : *p);
+      ovl__sb_printf(b, "%c", *p < 0x20 && *p != '\t' && *p != '\n' ? '?' : *p);
     }
   }
 }
@@ -354,7 +279,7 @@ static ovl_status check_runs(const ovl_world *world,
   return OVL_OK;
 }
 
-static ovl_status finish(sbuf *b, char **text, size_t *len, ovl_error *err) {
+static ovl_status finish(ovl__sbuf *b, char **text, size_t *len, ovl_error *err) {
   if (b->fail || b->s == NULL) {
     free(b->s);
     return ovl__err(err, OVL_ENOMEM, "timeline: out of memory");
@@ -376,48 +301,48 @@ static int lane_tid(int lane, int nstreams) {
 }
 
 /* "12.345" microseconds from nanoseconds. */
-static void sb_us(sbuf *b, int64_t ns) {
-  sb_printf(b, "%lld.%03lld", (long long)(ns / 1000),
+static void sb_us(ovl__sbuf *b, int64_t ns) {
+  ovl__sb_printf(b, "%lld.%03lld", (long long)(ns / 1000),
             (long long)(ns % 1000));
 }
 
-static void trace_meta(sbuf *b, int pid, int tid, const char *what,
+static void trace_meta(ovl__sbuf *b, int pid, int tid, const char *what,
                        const char *key, const char *sval, int ival) {
-  sb_printf(b, ",\n{\"ph\":\"M\",\"pid\":%d,", pid);
+  ovl__sb_printf(b, ",\n{\"ph\":\"M\",\"pid\":%d,", pid);
   if (tid >= 0)
-    sb_printf(b, "\"tid\":%d,", tid);
-  sb_printf(b, "\"name\":\"%s\",\"args\":{\"%s\":", what, key);
+    ovl__sb_printf(b, "\"tid\":%d,", tid);
+  ovl__sb_printf(b, "\"name\":\"%s\",\"args\":{\"%s\":", what, key);
   if (sval != NULL)
-    sb_json_str(b, sval);
+    ovl__sb_json_str(b, sval);
   else
-    sb_printf(b, "%d", ival);
-  sb_puts(b, "}}");
+    ovl__sb_printf(b, "%d", ival);
+  ovl__sb_puts(b, "}}");
 }
 
-static void trace_slice(sbuf *b, const ovl_timeline_run *run, int pid,
+static void trace_slice(ovl__sbuf *b, const ovl_timeline_run *run, int pid,
                         int nstreams, const slice *sl, const int *seq) {
   const ovl_program *prog = run->prog;
   const ovl__op *op = &prog->ops[sl->op];
   char lname[32];
-  sb_printf(b, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", pid,
+  ovl__sb_printf(b, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", pid,
             lane_tid(sl->lane, nstreams));
   sb_us(b, sl->t0);
-  sb_puts(b, ",\"dur\":");
+  ovl__sb_puts(b, ",\"dur\":");
   sb_us(b, sl->t1 - sl->t0);
-  sb_puts(b, ",\"name\":");
+  ovl__sb_puts(b, ",\"name\":");
   if (seq[sl->op] >= 0) {
     char name[128];
     snprintf(name, sizeof name, "%s #%d (ring %d)", op->def->name,
              seq[sl->op], op->ring_id);
-    sb_json_str(b, name);
+    ovl__sb_json_str(b, name);
   } else if (sl->record) {
     char name[128];
     snprintf(name, sizeof name, "%s [record]", op->def->name);
-    sb_json_str(b, name);
+    ovl__sb_json_str(b, name);
   } else {
-    sb_json_str(b, op->def->name);
+    ovl__sb_json_str(b, op->def->name);
   }
-  sb_printf(b, ",\"cat\":\"%s\",\"args\":{\"op\":%zu,\"source\":",
+  ovl__sb_printf(b, ",\"cat\":\"%s\",\"args\":{\"op\":%zu,\"source\":",
             cat_names[sl->cat], sl->op);
   {
     size_t n = strlen(prog->filename) + 32;
@@ -427,56 +352,56 @@ static void trace_slice(sbuf *b, const ovl_timeline_run *run, int pid,
       return;
     }
     snprintf(src, n, "%s:%d", prog->filename, op->line);
-    sb_json_str(b, src);
+    ovl__sb_json_str(b, src);
     free(src);
   }
-  sb_printf(b, ",\"mode\":\"%s\",\"stream\":\"%s\",\"bytes\":%llu",
+  ovl__sb_printf(b, ",\"mode\":\"%s\",\"stream\":\"%s\",\"bytes\":%llu",
             ovl_mode_name(run->mode),
             lane_name(sl->lane, nstreams, lname, sizeof lname),
             (unsigned long long)(sl->record ? 0 : op_bytes(prog, op)));
-  sb_puts(b, ",\"in\":[");
+  ovl__sb_puts(b, ",\"in\":[");
   for (int k = 0; k < op->nin; k++) {
     if (k)
-      sb_puts(b, ",");
-    sb_json_str(b, prog->vars[op->in[k]].name);
+      ovl__sb_puts(b, ",");
+    ovl__sb_json_str(b, prog->vars[op->in[k]].name);
   }
-  sb_puts(b, "]");
+  ovl__sb_puts(b, "]");
   if (op->out >= 0) {
-    sb_puts(b, ",\"out\":");
-    sb_json_str(b, prog->vars[op->out].name);
+    ovl__sb_puts(b, ",\"out\":");
+    ovl__sb_json_str(b, prog->vars[op->out].name);
   }
   if (seq[sl->op] >= 0)
-    sb_printf(b, ",\"ring\":%d,\"seq\":%d", op->ring_id, seq[sl->op]);
+    ovl__sb_printf(b, ",\"ring\":%d,\"seq\":%d", op->ring_id, seq[sl->op]);
   if (op->def->kind == OVL_KIND_WAIT_COMPUTE ||
       op->def->kind == OVL_KIND_WAIT_COMM)
-    sb_printf(b, ",\"ring\":%d,\"part\":\"%s\"", op->ring_id,
+    ovl__sb_printf(b, ",\"ring\":%d,\"part\":\"%s\"", op->ring_id,
               sl->record ? "record" : "wait");
   if (op->event >= 0 && (size_t)op->event < prog->nevents) {
-    sb_puts(b, ",\"event\":");
-    sb_json_str(b, prog->events[op->event]);
+    ovl__sb_puts(b, ",\"event\":");
+    ovl__sb_json_str(b, prog->events[op->event]);
   }
-  sb_puts(b, "}}");
+  ovl__sb_puts(b, "}}");
 }
 
-static void trace_flow(sbuf *b, int pid, int nstreams, long id,
+static void trace_flow(ovl__sbuf *b, int pid, int nstreams, long id,
                        const slice *from, const slice *to) {
-  sb_printf(b,
+  ovl__sb_printf(b,
             ",\n{\"ph\":\"s\",\"id\":%ld,\"pid\":%d,\"tid\":%d,\"ts\":", id,
             pid, lane_tid(from->lane, nstreams));
   sb_us(b, from->t0 + (from->t1 - from->t0) / 2);
-  sb_puts(b, ",\"name\":\"event\",\"cat\":\"event\"}");
-  sb_printf(b,
+  ovl__sb_puts(b, ",\"name\":\"event\",\"cat\":\"event\"}");
+  ovl__sb_printf(b,
             ",\n{\"ph\":\"f\",\"bp\":\"e\",\"id\":%ld,\"pid\":%d,\"tid\":%d,"
             "\"ts\":",
             id, pid, lane_tid(to->lane, nstreams));
   sb_us(b, to->t0 + (to->t1 - to->t0) / 2);
-  sb_puts(b, ",\"name\":\"event\",\"cat\":\"event\"}");
+  ovl__sb_puts(b, ",\"name\":\"event\",\"cat\":\"event\"}");
 }
 
 /* Flow arrows of one rank: from each event record to the waits that
  * consume it (its own wait for c_wait_compute / c_wait_comm; for a named
  * event, every stream_wait_event until the next record). */
-static void trace_flows(sbuf *b, const ovl_program *prog, int pid,
+static void trace_flows(ovl__sbuf *b, const ovl_program *prog, int pid,
                         int nstreams, const rank_slices *rs, long *id) {
   const slice **last_rec =
       calloc(prog->nevents + 1, sizeof *last_rec);
@@ -506,16 +431,16 @@ static void trace_flows(sbuf *b, const ovl_program *prog, int pid,
   free(last_rec);
 }
 
-static void sb_params(sbuf *b, const ovl_program *prog) {
-  sb_puts(b, "{");
+static void sb_params(ovl__sbuf *b, const ovl_program *prog) {
+  ovl__sb_puts(b, "{");
   for (size_t i = 0; i < prog->nparams; i++) {
     if (i)
-      sb_puts(b, ",");
-    sb_json_str(b, prog->params[i].name);
-    sb_puts(b, ":");
-    sb_json_str(b, prog->params[i].value);
+      ovl__sb_puts(b, ",");
+    ovl__sb_json_str(b, prog->params[i].name);
+    ovl__sb_puts(b, ":");
+    ovl__sb_json_str(b, prog->params[i].value);
   }
-  sb_puts(b, "}");
+  ovl__sb_puts(b, "}");
 }
 
 ovl_status ovl_timeline_trace(const ovl_world *world,
@@ -524,7 +449,7 @@ ovl_status ovl_timeline_trace(const ovl_world *world,
   ovl_status st = check_runs(world, runs, nruns, text, err);
   int nranks;
   rank_slices *all;
-  sbuf b = {0};
+  ovl__sbuf b = {0};
   long flow_id = 1;
   size_t first;
 
@@ -535,7 +460,7 @@ ovl_status ovl_timeline_trace(const ovl_world *world,
   if (all == NULL)
     return ovl__err(err, OVL_ENOMEM, "timeline: out of memory");
 
-  sb_puts(&b, "{\"traceEvents\":[");
+  ovl__sb_puts(&b, "{\"traceEvents\":[");
   first = b.len; /* every event starts with ",\n": the first one's goes */
   for (size_t k = 0; k < nruns; k++) {
     const ovl_program *prog = runs[k].prog;
@@ -573,28 +498,28 @@ ovl_status ovl_timeline_trace(const ovl_world *world,
   }
   if (!b.fail && b.len > first && b.s[first] == ',')
     b.s[first] = ' ';
-  sb_puts(&b, "\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":{");
-  sb_printf(&b, "\"tool\":\"overlap-sim\",\"version\":\"%s\",",
+  ovl__sb_puts(&b, "\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":{");
+  ovl__sb_printf(&b, "\"tool\":\"overlap-sim\",\"version\":\"%s\",",
             OVL_VERSION_STRING);
-  sb_puts(&b, "\"backend\":");
-  sb_json_str(&b, ovl_world_backend_name(world));
-  sb_printf(&b, ",\"ranks\":%d,\"devices\":", nranks);
-  sb_json_str(&b, ovl_world_devices(world));
-  sb_puts(&b, ",\"schedule\":");
-  sb_json_str(&b, runs[0].prog->filename);
-  sb_puts(&b, ",\"params\":");
+  ovl__sb_puts(&b, "\"backend\":");
+  ovl__sb_json_str(&b, ovl_world_backend_name(world));
+  ovl__sb_printf(&b, ",\"ranks\":%d,\"devices\":", nranks);
+  ovl__sb_json_str(&b, ovl_world_devices(world));
+  ovl__sb_puts(&b, ",\"schedule\":");
+  ovl__sb_json_str(&b, runs[0].prog->filename);
+  ovl__sb_puts(&b, ",\"params\":");
   sb_params(&b, runs[0].prog);
-  sb_printf(&b, ",\"trace_iter\":%d,\"modes\":[",
+  ovl__sb_printf(&b, ",\"trace_iter\":%d,\"modes\":[",
             ovl_result_trace_iter(runs[0].res));
   for (size_t k = 0; k < nruns; k++)
-    sb_printf(&b, "%s\"%s\"", k ? "," : "", ovl_mode_name(runs[k].mode));
-  sb_puts(&b, "],\"iteration_s\":{");
+    ovl__sb_printf(&b, "%s\"%s\"", k ? "," : "", ovl_mode_name(runs[k].mode));
+  ovl__sb_puts(&b, "],\"iteration_s\":{");
   for (size_t k = 0; k < nruns; k++)
-    sb_printf(&b, "%s\"%s\":%.9g", k ? "," : "",
+    ovl__sb_printf(&b, "%s\"%s\":%.9g", k ? "," : "",
               ovl_mode_name(runs[k].mode),
               ovl_result_times(runs[k].res)[ovl_result_trace_iter(
                   runs[k].res)]);
-  sb_puts(&b, "},\"time\":\"microseconds; each mode's run starts at 0; "
+  ovl__sb_puts(&b, "},\"time\":\"microseconds; each mode's run starts at 0; "
               "ranks lined up on the host clock\"}}\n");
   free_all(all, nruns * (size_t)nranks);
   return finish(&b, text, len, err);
@@ -725,14 +650,14 @@ typedef struct {
 } pending_rect;
 
 typedef struct {
-  sbuf *b;
+  ovl__sbuf *b;
   const ovl_program *prog;
   const int *seq;
   double scale; /* px per ns */
 } lane_ctx;
 
 static void flush_rect(lane_ctx *lc, pending_rect *p) {
-  sbuf *b = lc->b;
+  ovl__sbuf *b = lc->b;
   double w;
   if (!p->open)
     return;
@@ -740,22 +665,22 @@ static void flush_rect(lane_ctx *lc, pending_rect *p) {
   if (w < 0.5)
     w = 0.5;
   /* The lane's <g> gives y; a tooltip where there is room to hover. */
-  sb_printf(b, "<rect class=\"k%d\" x=\"%.1f\" width=\"%.1f\" height=\"%d\"",
+  ovl__sb_printf(b, "<rect class=\"k%d\" x=\"%.1f\" width=\"%.1f\" height=\"%d\"",
             (int)p->cat, p->x0, w, LANE_H);
   if (w < 2) {
-    sb_puts(b, "/>\n");
+    ovl__sb_puts(b, "/>\n");
   } else if (p->count == 1) {
-    sb_puts(b, "><title>");
+    ovl__sb_puts(b, "><title>");
     const ovl__op *op = &lc->prog->ops[p->op];
     sb_xml_str(b, op->def->name);
     if (lc->seq[p->op] >= 0)
-      sb_printf(b, " #%d (ring %d)", lc->seq[p->op], op->ring_id);
+      ovl__sb_printf(b, " #%d (ring %d)", lc->seq[p->op], op->ring_id);
     if (p->record)
-      sb_puts(b, " [record]");
-    sb_printf(b, " :%d %.3f ms", op->line, (double)p->busy * 1e-6);
-    sb_puts(b, "</title></rect>\n");
+      ovl__sb_puts(b, " [record]");
+    ovl__sb_printf(b, " :%d %.3f ms", op->line, (double)p->busy * 1e-6);
+    ovl__sb_puts(b, "</title></rect>\n");
   } else {
-    sb_printf(b, "><title>%zu %s ops %.3f ms</title></rect>\n", p->count,
+    ovl__sb_printf(b, "><title>%zu %s ops %.3f ms</title></rect>\n", p->count,
               cat_names[p->cat], (double)p->busy * 1e-6);
   }
   p->open = false;
@@ -793,7 +718,7 @@ static void draw_lane(lane_ctx *lc, const rank_slices *rs, int lane) {
 }
 
 /* Intervals as rects of `cls`, merging those less than a pixel apart. */
-static void draw_intervals(sbuf *b, const ivec *iv, double scale, double y,
+static void draw_intervals(ovl__sbuf *b, const ivec *iv, double scale, double y,
                            int h, const char *cls) {
   size_t i = 0;
   while (i < iv->n) {
@@ -802,7 +727,7 @@ static void draw_intervals(sbuf *b, const ivec *iv, double scale, double y,
     for (i++; i < iv->n && SVG_LEFT + (double)iv->v[i].t0 * scale - x1 < 1.0;
          i++)
       x1 = SVG_LEFT + (double)iv->v[i].t1 * scale;
-    sb_printf(b, "<rect class=\"%s\" x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" "
+    ovl__sb_printf(b, "<rect class=\"%s\" x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" "
                  "height=\"%d\"/>\n",
               cls, x0, y, x1 - x0 < 0.5 ? 0.5 : x1 - x0, h);
   }
@@ -812,10 +737,10 @@ static int rank_block_height(int nstreams) {
   return (nstreams + 1) * (LANE_H + LANE_GAP) + OVERLAP_H + RANK_GAP;
 }
 
-static void svg_axis(sbuf *b, double y, double scale, double step_ms,
+static void svg_axis(ovl__sbuf *b, double y, double scale, double step_ms,
                      int64_t tmax, const char *label) {
   double x_end = SVG_LEFT + (double)tmax * scale;
-  sb_printf(b, "<line class=\"ax\" x1=\"%d\" y1=\"%.0f\" x2=\"%.1f\" "
+  ovl__sb_printf(b, "<line class=\"ax\" x1=\"%d\" y1=\"%.0f\" x2=\"%.1f\" "
                "y2=\"%.0f\"/>\n",
             SVG_LEFT, y, x_end, y);
   for (int i = 0;; i++) {
@@ -823,12 +748,12 @@ static void svg_axis(sbuf *b, double y, double scale, double step_ms,
     double x = SVG_LEFT + t_ms * 1e6 * scale;
     if (x > x_end + 0.5)
       break;
-    sb_printf(b, "<line class=\"ax\" x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" "
+    ovl__sb_printf(b, "<line class=\"ax\" x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" "
                  "y2=\"%.0f\"/><text x=\"%.1f\" y=\"%.0f\" "
                  "text-anchor=\"middle\">%g</text>\n",
               x, y, x, y + 4, x, y + 15, t_ms);
   }
-  sb_printf(b, "<text x=\"%d\" y=\"%.0f\" text-anchor=\"end\">%s</text>\n",
+  ovl__sb_printf(b, "<text x=\"%d\" y=\"%.0f\" text-anchor=\"end\">%s</text>\n",
             SVG_LEFT - 6, y + 15, label);
 }
 
@@ -838,7 +763,7 @@ ovl_status ovl_timeline_svg(const ovl_world *world,
   ovl_status st = check_runs(world, runs, nruns, text, err);
   int nranks;
   rank_slices *all;
-  sbuf b = {0};
+  ovl__sbuf b = {0};
   int64_t tmax = 1;
   int height, y;
   double scale, step_ms;
@@ -863,44 +788,44 @@ ovl_status ovl_timeline_svg(const ovl_world *world,
               AXIS_H;
   height += 6;
 
-  sb_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+  ovl__sb_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                 "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
                 "height=\"%d\" viewBox=\"0 0 %d %d\">\n",
             SVG_W, height, SVG_W, height);
-  sb_puts(&b, "<style>text{font-family:DejaVu Sans,Arial,sans-serif;"
+  ovl__sb_puts(&b, "<style>text{font-family:DejaVu Sans,Arial,sans-serif;"
               "font-size:11px;fill:#222}.ti{font-size:14px;font-weight:bold}"
               ".ph{font-size:12px;font-weight:bold}.ax{stroke:#444;"
               "stroke-width:1}.gr{stroke:#e4e4e4;stroke-width:1}");
   for (int c = 0; c < CAT__COUNT; c++)
-    sb_printf(&b, ".k%d{fill:%s}", c, cat_colour[c]);
-  sb_puts(&b, ".ov{fill:" OVERLAP_COLOUR "}.bd{fill:" OVERLAP_COLOUR
+    ovl__sb_printf(&b, ".k%d{fill:%s}", c, cat_colour[c]);
+  ovl__sb_puts(&b, ".ov{fill:" OVERLAP_COLOUR "}.bd{fill:" OVERLAP_COLOUR
               ";fill-opacity:0.16}</style>\n");
-  sb_printf(&b, "<rect width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", SVG_W,
+  ovl__sb_printf(&b, "<rect width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", SVG_W,
             height);
 
   /* Title line: schedule and params, modes, backend, iteration. */
   {
     const ovl_program *p0 = runs[0].prog;
     const ovl_result *r0 = runs[0].res;
-    sb_puts(&b, "<text class=\"ti\" x=\"10\" y=\"20\">");
+    ovl__sb_puts(&b, "<text class=\"ti\" x=\"10\" y=\"20\">");
     sb_xml_str(&b, base_name(p0->filename));
     for (size_t i = 0; i < p0->nparams; i++) {
-      sb_puts(&b, i ? " " : " (");
+      ovl__sb_puts(&b, i ? " " : " (");
       sb_xml_str(&b, p0->params[i].name);
-      sb_puts(&b, "=");
+      ovl__sb_puts(&b, "=");
       sb_xml_str(&b, p0->params[i].value);
       if (i + 1 == p0->nparams)
-        sb_puts(&b, ")");
+        ovl__sb_puts(&b, ")");
     }
-    sb_puts(&b, " \xe2\x80\x94 ");
+    ovl__sb_puts(&b, " \xe2\x80\x94 ");
     for (size_t k = 0; k < nruns; k++)
-      sb_printf(&b, "%s%s", k ? (k + 1 == nruns ? " vs " : ", ") : "",
+      ovl__sb_printf(&b, "%s%s", k ? (k + 1 == nruns ? " vs " : ", ") : "",
                 ovl_mode_name(runs[k].mode));
-    sb_puts(&b, " \xe2\x80\x94 backend ");
+    ovl__sb_puts(&b, " \xe2\x80\x94 backend ");
     sb_xml_str(&b, ovl_world_backend_name(world));
-    sb_puts(&b, ", ");
+    ovl__sb_puts(&b, ", ");
     sb_xml_str(&b, ovl_world_devices(world));
-    sb_printf(&b, " \xe2\x80\x94 timed iteration %d (0-based) of %d</text>\n",
+    ovl__sb_printf(&b, " \xe2\x80\x94 timed iteration %d (0-based) of %d</text>\n",
               ovl_result_trace_iter(r0), ovl_result_iters(r0));
   }
   /* Legend. */
@@ -910,12 +835,12 @@ ovl_status ovl_timeline_svg(const ovl_world *world,
         "host (fetch, sync)"};
     double x = 10;
     for (int c = 0; c < CAT__COUNT; c++) {
-      sb_printf(&b, "<rect class=\"k%d\" x=\"%.0f\" y=\"32\" width=\"14\" "
+      ovl__sb_printf(&b, "<rect class=\"k%d\" x=\"%.0f\" y=\"32\" width=\"14\" "
                     "height=\"10\"/><text x=\"%.0f\" y=\"41\">%s</text>\n",
                 c, x, x + 18, labels[c]);
       x += 18 + 7.0 * (double)strlen(labels[c]) + 16;
     }
-    sb_printf(&b, "<rect class=\"ov\" x=\"%.0f\" y=\"32\" width=\"14\" "
+    ovl__sb_printf(&b, "<rect class=\"ov\" x=\"%.0f\" y=\"32\" width=\"14\" "
                   "height=\"10\"/><text x=\"%.0f\" y=\"41\">overlap: a "
                   "collective and compute at the same time</text>\n",
               x, x + 18);
@@ -949,13 +874,13 @@ ovl_status ovl_timeline_svg(const ovl_world *world,
       double x = SVG_LEFT + i * step_ms * 1e6 * scale;
       if (x > SVG_LEFT + (double)tmax * scale + 0.5)
         break;
-      sb_printf(&b, "<line class=\"gr\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" "
+      ovl__sb_printf(&b, "<line class=\"gr\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" "
                     "y2=\"%d\"/>\n",
                 x, panel_top + PANEL_HEAD - 2, x, panel_bottom + 2);
     }
-    sb_printf(&b, "<text class=\"ph\" x=\"10\" y=\"%d\">%s</text>",
+    ovl__sb_printf(&b, "<text class=\"ph\" x=\"10\" y=\"%d\">%s</text>",
               y + 14, ovl_mode_name(runs[k].mode));
-    sb_printf(&b, "<text x=\"%d\" y=\"%d\">iteration %.3f ms (host clock, "
+    ovl__sb_printf(&b, "<text x=\"%d\" y=\"%d\">iteration %.3f ms (host clock, "
                   "barrier to barrier); collectives %.3f ms per rank, "
                   "%.0f%% of it beside compute</text>\n",
               SVG_LEFT, y + 14,
@@ -975,16 +900,16 @@ ovl_status ovl_timeline_svg(const ovl_world *world,
       draw_intervals(&b, &ov, scale, top - 1,
                      (nstreams + 1) * (LANE_H + LANE_GAP) + OVERLAP_H, "bd");
       for (int lane = 0; lane <= nstreams; lane++) {
-        sb_printf(&b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">r%d ",
+        ovl__sb_printf(&b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">r%d ",
                   SVG_LEFT - 6, y + LANE_H - 2, r);
-        sb_puts(&b, lane_name(lane, nstreams, lname, sizeof lname));
-        sb_puts(&b, "</text>\n");
-        sb_printf(&b, "<g transform=\"translate(0,%d)\">\n", y);
+        ovl__sb_puts(&b, lane_name(lane, nstreams, lname, sizeof lname));
+        ovl__sb_puts(&b, "</text>\n");
+        ovl__sb_printf(&b, "<g transform=\"translate(0,%d)\">\n", y);
         draw_lane(&lc, rs, lane);
-        sb_puts(&b, "</g>\n");
+        ovl__sb_puts(&b, "</g>\n");
         y += LANE_H + LANE_GAP;
       }
-      sb_printf(&b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" "
+      ovl__sb_printf(&b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" "
                     "font-size=\"9\">overlap</text>\n",
                 SVG_LEFT - 6, y + OVERLAP_H);
       draw_intervals(&b, &ov, scale, y, OVERLAP_H, "ov");
@@ -995,7 +920,7 @@ ovl_status ovl_timeline_svg(const ovl_world *world,
     svg_axis(&b, y + 4, scale, step_ms, tmax, "time (ms)");
     y += AXIS_H + RANK_GAP;
   }
-  sb_puts(&b, "</svg>\n");
+  ovl__sb_puts(&b, "</svg>\n");
   free(ov.v);
   free(coll.v);
   free_all(all, nruns * (size_t)nranks);

@@ -1,0 +1,87 @@
+/* A growing string, for the text the library hands back to its callers
+ * (race reports, traces, pictures): see ovl__sbuf in internal.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+bool ovl__sb_reserve(ovl__sbuf *b, size_t more) {
+  size_t cap;
+  char *s;
+  if (b->fail)
+    return false;
+  if (b->len + more + 1 <= b->cap)
+    return true;
+  cap = b->cap ? b->cap : 4096;
+  while (cap < b->len + more + 1)
+    cap *= 2;
+  s = realloc(b->s, cap);
+  if (s == NULL) {
+    b->fail = true;
+    return false;
+  }
+  b->s = s;
+  b->cap = cap;
+  return true;
+}
+
+void ovl__sb_printf(ovl__sbuf *b, const char *fmt, ...) {
+  va_list ap;
+  int n;
+  char small[256];
+  va_start(ap, fmt);
+  n = vsnprintf(small, sizeof small, fmt, ap);
+  va_end(ap);
+  if (n < 0) {
+    b->fail = true;
+    return;
+  }
+  if (!ovl__sb_reserve(b, (size_t)n))
+    return;
+  if ((size_t)n < sizeof small) {
+    memcpy(b->s + b->len, small, (size_t)n + 1);
+  } else {
+    va_start(ap, fmt);
+    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+  }
+  b->len += (size_t)n;
+}
+
+void ovl__sb_puts(ovl__sbuf *b, const char *s) {
+  size_t n = strlen(s);
+  if (!ovl__sb_reserve(b, n))
+    return;
+  memcpy(b->s + b->len, s, n + 1);
+  b->len += n;
+}
+
+void ovl__sb_json_str(ovl__sbuf *b, const char *s) {
+  ovl__sb_puts(b, "\"");
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    switch (*p) {
+    case '"':
+      ovl__sb_puts(b, "\\\"");
+      break;
+    case '\\':
+      ovl__sb_puts(b, "\\\\");
+      break;
+    case '\n':
+      ovl__sb_puts(b, "\\n");
+      break;
+    case '\r':
+      ovl__sb_puts(b, "\\r");
+      break;
+    case '\t':
+      ovl__sb_puts(b, "\\t");
+      break;
+    default:
+      if (*p < 0x20)
+        ovl__sb_printf(b, "\\u%04x", *p);
+      else
+        ovl__sb_printf(b, "%c", *p);
+    }
+  }
+  ovl__sb_puts(b, "\"");
+}
