@@ -201,7 +201,7 @@ static int parse_options(int argc, char **argv, options *o) {
       {"version", no_argument, NULL, 'V'},
       {NULL, 0, NULL, 0},
   };
-  int c;
+  int c, rc;
 
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":b:r:m:n:w:D:qvhV", longopts,
@@ -308,25 +308,19 @@ static int parse_options(int argc, char **argv, options *o) {
       o->trace_iter_given = 1;
       break;
     case OPT_COMM_PRIORITY:
-      if (strcmp(optarg, "high") == 0)
-        o->comm_priority_high = 1;
-      else if (strcmp(optarg, "default") == 0)
-        o->comm_priority_high = 0;
-      else
-        return usage_error("--comm-priority: '%s' is not high or default",
-                           optarg);
+      if ((rc = parse_tuning_flag("--comm-priority", optarg,
+                                  &o->comm_priority_high)) != 0)
+        return rc;
       break;
     case OPT_MIN_CTAS:
-      if (!parse_int(optarg, 0, 64, &o->nccl_min_ctas))
-        return usage_error("--nccl-min-ctas: '%s' is not a number from 0 to "
-                           "64",
-                           optarg);
+      if ((rc = parse_tuning_flag("--nccl-min-ctas", optarg,
+                                  &o->nccl_min_ctas)) != 0)
+        return rc;
       break;
     case OPT_MAX_CTAS:
-      if (!parse_int(optarg, 0, 64, &o->nccl_max_ctas))
-        return usage_error("--nccl-max-ctas: '%s' is not a number from 0 to "
-                           "64",
-                           optarg);
+      if ((rc = parse_tuning_flag("--nccl-max-ctas", optarg,
+                                  &o->nccl_max_ctas)) != 0)
+        return rc;
       break;
     case 'q':
       o->quiet = 1;

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 const char *progname = "overlap-sim";
@@ -41,6 +42,21 @@ bool parse_double(const char *s, double lo, double hi, double *out) {
     return false;
   *out = v;
   return true;
+}
+
+int parse_tuning_flag(const char *flag, const char *arg, int *value) {
+  if (strcmp(flag, "--comm-priority") == 0) {
+    if (strcmp(arg, "high") == 0)
+      *value = 1;
+    else if (strcmp(arg, "default") == 0)
+      *value = 0;
+    else
+      return usage_error("--comm-priority: '%s' is not high or default", arg);
+    return 0;
+  }
+  if (!parse_int(arg, 0, 64, value))
+    return usage_error("%s: '%s' is not a number from 0 to 64", flag, arg);
+  return 0;
 }
 
 uint64_t mul_sat(uint64_t a, uint64_t b) {

@@ -22,6 +22,12 @@ int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 bool parse_int(const char *s, long lo, long hi, int *out);
 bool parse_double(const char *s, double lo, double hi, double *out);
 
+/* The cuda tuning flags both tools take: --comm-priority=high|default
+ * (*value 1 or 0), --nccl-min-ctas=N and --nccl-max-ctas=N (0..64). `flag`
+ * is the flag's name as given ("--nccl-max-ctas"). Returns 0, or the exit
+ * status of a usage error (message printed). */
+int parse_tuning_flag(const char *flag, const char *arg, int *value);
+
 /* Saturating arithmetic for byte counts. */
 uint64_t mul_sat(uint64_t a, uint64_t b);
 uint64_t add_sat(uint64_t a, uint64_t b);
