@@ -233,6 +233,10 @@ static bool cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu,
          ovl__now() < deadline;
 }
 
+/* Decimals for a time in a message: a timeout of 0.005 s must not read
+ * "0.0 s". */
+static int secs_prec(double s) { return s >= 0.1 ? 1 : 3; }
+
 static bool is_aborted(ovl__bworld *bw) {
   return atomic_load(&bw->aborted) != 0;
 }
@@ -610,9 +614,10 @@ static ovl_status rendezvous(ovl__bworld *bw, ring *rg, uint64_t seq,
           sl->state == SLOT_OPEN) {
         size_t len = (size_t)snprintf(
             buf, sizeof buf,
-            "ring %d collective #%llu (%s): timed out after %.1f s waiting "
+            "ring %d collective #%llu (%s): timed out after %.*f s waiting "
             "for ",
-            rg->id, (unsigned long long)seq, op, timeout);
+            rg->id, (unsigned long long)seq, op, secs_prec(timeout),
+            timeout);
         uint64_t all = n == 64 ? ~0ull : (1ull << n) - 1;
         append_ranks(buf, sizeof buf, len, all & ~sl->arrived, n);
         slot_fail(rg, sl, OVL_ETIMEDOUT, "%s", buf);
@@ -679,11 +684,12 @@ static ovl_status run_wait(stream *s, const cmd *c, ovl_error *err) {
       continue;
     }
     double since = src->progress_at > start ? src->progress_at : start;
-    if (ovl__now() >= since + bw->timeout_s) {
+    double now = ovl__now();
+    if (now >= since + bw->timeout_s) {
       snprintf(what, sizeof what,
-               "waited %.1f s for event %d of %s stream (%llu of the %llu "
+               "waited %.*f s for event %d of %s stream (%llu of the %llu "
                "commands it waits for done)",
-               ovl__now() - start, c->u.wait.event, src->name,
+               secs_prec(now - start), now - start, c->u.wait.event, src->name,
                (unsigned long long)src->done,
                (unsigned long long)c->u.wait.target);
       st = OVL_ETIMEDOUT;
@@ -1093,6 +1099,20 @@ static ovl_status cpu_events_reserve(ovl__brank *br, int nevents,
   return OVL_OK;
 }
 
+/* Every command ends by itself: after an abort, collectives and waits fail
+ * at once and delays and chaos sleeps stop within a slice; a kernel runs
+ * to its end. So this waits for no deadline. */
+static bool cpu_rank_quiesce(ovl__brank *br) {
+  for (int i = 0; i < br->nstreams; i++) {
+    stream *s = &br->streams[i];
+    pthread_mutex_lock(&s->mu);
+    while (s->done < s->enq)
+      pthread_cond_wait(&s->done_cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+  }
+  return true;
+}
+
 static void cpu_rank_fini(ovl__brank *br) {
   ovl__bworld *bw;
   if (br == NULL)
@@ -1248,10 +1268,11 @@ static ovl_status cpu_stream_sync(ovl__brank *br, int stream_idx,
       continue;
     }
     double since = s->progress_at > start ? s->progress_at : start;
-    if (ovl__now() >= since + timeout) {
+    double now = ovl__now();
+    if (now >= since + timeout) {
       snprintf(what, sizeof what,
-               "sync timed out after %.1f s (%llu of %llu commands done)",
-               ovl__now() - start, (unsigned long long)s->done,
+               "sync timed out after %.*f s (%llu of %llu commands done)",
+               secs_prec(now - start), now - start, (unsigned long long)s->done,
                (unsigned long long)target);
       pthread_mutex_unlock(&s->mu);
       set_error(err, OVL_ETIMEDOUT, s, what);
@@ -1406,6 +1427,7 @@ const ovl__backend_ops ovl__backend_cpu = {
     .world_abort = cpu_world_abort,
     .rank_init = cpu_rank_init,
     .rank_fini = cpu_rank_fini,
+    .rank_quiesce = cpu_rank_quiesce,
     .events_reserve = cpu_events_reserve,
     .mem_alloc = cpu_mem_alloc,
     .mem_free = cpu_mem_free,

@@ -58,6 +58,10 @@
  * are in (an enqueue takes microseconds). */
 #define ABORT_LOCK_WAIT_S 2
 #define DEFAULT_TIMEOUT_S 60.0
+/* rank_quiesce gives a stream this long to empty after an abort. */
+#define QUIESCE_GRACE_S 30.0
+
+static void sleep_ns(long ns);
 
 struct ovl__bworld {
   int nranks;
@@ -714,6 +718,34 @@ fail:
   return st;
 }
 
+/* After an abort NCCL's kernels leave and our delay kernels see the
+ * abort flag, so a stream empties within the time its running kernels
+ * take. A stream still busy after QUIESCE_GRACE_S (a kernel the abort did
+ * not reach) is given up on: the caller then leaks the rank's memory rather
+ * than free what the device may still write. */
+static bool cuda_rank_quiesce(ovl__brank *br) {
+  double deadline = ovl__now() + QUIESCE_GRACE_S;
+  bool idle = true;
+  for (int s = 0; s < br->nstreams; s++) {
+    for (;;) {
+      cudaError_t e = cudaStreamQuery(br->streams[s]);
+      if (e != cudaErrorNotReady) {
+        /* Done, or failed for good: either way nothing more runs. */
+        (void)cudaGetLastError();
+        break;
+      }
+      if (ovl__now() >= deadline) {
+        idle = false;
+        break;
+      }
+      sleep_ns(SYNC_SLEEP_NS);
+    }
+  }
+  if (!idle)
+    atomic_store(&br->bw->dirty, 1);
+  return idle;
+}
+
 static void cuda_rank_fini(ovl__brank *br) {
   if (br == NULL)
     return;
@@ -1203,6 +1235,7 @@ const ovl__backend_ops ovl__backend_cuda = {
     .world_abort = cuda_world_abort,
     .rank_init = cuda_rank_init,
     .rank_fini = cuda_rank_fini,
+    .rank_quiesce = cuda_rank_quiesce,
     .events_reserve = cuda_events_reserve,
     .mem_alloc = cuda_mem_alloc,
     .mem_free = cuda_mem_free,

@@ -268,6 +268,15 @@ typedef struct ovl__backend_ops {
                           ovl__brank **out, ovl_error *err);
   /* Release streams and events; the rank's streams must be drained. */
   void (*rank_fini)(ovl__brank *br);
+  /* Wait until nothing queued on any stream of this rank runs or will
+   * run, so that the memory its commands use can be freed. Not bounded by
+   * the run's timeout: it is called at teardown, after world_abort when
+   * the run failed, and then queued collectives and waits fail at once and
+   * delays end, so what is left is kernels already running. Looks at every
+   * stream even when one has failed. Returns false only if the backend had
+   * to give up on a stream (cuda: still busy after a long grace); the
+   * caller must then not free the rank's memory. */
+  bool (*rank_quiesce)(ovl__brank *br);
   /* Make sure the rank has at least `nevents` events (timing disabled),
    * numbered 0..nevents-1: the first 2 * nrings are the per-ring events
    * rank_init made, the rest are the schedule's named events

@@ -302,6 +302,19 @@ static bool barrier_wait(barrier_t *b) {
   return ok;
 }
 
+/* Fewer threads will come from now on (n >= 0): release the ones waiting
+ * if that completes the barrier. */
+static void barrier_resize(barrier_t *b, int n) {
+  pthread_mutex_lock(&b->mu);
+  b->n = n;
+  if (b->waiting > 0 && b->waiting >= n) {
+    b->waiting = 0;
+    b->gen++;
+    pthread_cond_broadcast(&b->cv);
+  }
+  pthread_mutex_unlock(&b->mu);
+}
+
 static void barrier_abort(barrier_t *b) {
   pthread_mutex_lock(&b->mu);
   b->aborted = true;
@@ -338,6 +351,9 @@ typedef struct run_s {
   int traced; /* the iteration traced, counting warmup; -1: none */
   ovl_result *res;
   barrier_t barrier;
+  /* Every rank thread meets here before it frees its memory; never
+   * aborted (see rank_teardown). */
+  barrier_t teardown;
   pthread_mutex_t err_mu;
   bool failed;
   ovl_error first; /* the first error that is not a consequence of another */
@@ -878,15 +894,18 @@ static ovl_status run_iterations(rank_t *rk, ovl_error *err) {
 static void rank_teardown(rank_t *rk) {
   const ovl__backend_ops *be = rk->run->world->be;
   const ovl_program *prog = rk->run->prog;
-  ovl_error ignored;
+  bool idle = true;
 
-  if (rk->br != NULL) {
-    /* Nothing may still run on a buffer we free: drain first (after an
-     * abort the backend returns promptly). Then wait for every rank, so no
-     * rank frees memory while another's collectives may touch the device.
-     */
-    (void)drain(rk, &ignored);
-    (void)barrier_wait(&rk->run->barrier);
+  /* Nothing may still run on a buffer we free, on this rank or on another
+   * (a collective writes into every rank's buffers): every rank first waits
+   * until its own streams are idle, with no deadline (a failed run has
+   * aborted the world, so that takes no longer than the kernels already
+   * running), then all ranks meet at a barrier that no abort opens. A
+   * rank whose streams would not empty leaks its memory instead. */
+  if (rk->br != NULL)
+    idle = be->rank_quiesce(rk->br);
+  barrier_wait(&rk->run->teardown);
+  if (rk->br != NULL && idle) {
     for (size_t v = 0; rk->dev != NULL && v < prog->nvars; v++)
       if (rk->dev[v] != NULL)
         be->mem_free(rk->br, rk->dev[v]);
@@ -896,8 +915,9 @@ static void rank_teardown(rank_t *rk) {
     for (size_t i = 0; rk->host_out != NULL && i < prog->nfetch; i++)
       if (rk->host_out[i] != NULL)
         be->host_free(rk->br, rk->host_out[i]);
-    be->rank_fini(rk->br);
   }
+  if (rk->br != NULL)
+    be->rank_fini(rk->br);
   free(rk->dev);
   free(rk->host_in);
   free(rk->host_out);
@@ -1026,6 +1046,7 @@ ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
   for (int r = 0; r < world->nranks; r++)
     atomic_init(&run.pos[r], pos_pack(AT_SETUP, 0, 0));
   barrier_init(&run.barrier, world->nranks);
+  barrier_init(&run.teardown, world->nranks);
   pthread_mutex_init(&run.err_mu, NULL);
 
   for (int r = 0; r < world->nranks; r++) {
@@ -1035,6 +1056,8 @@ ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
       ovl_error e;
       ovl__err(&e, OVL_EBACKEND, "could not start the thread of rank %d", r);
       run_fail(&run, &e);
+      /* The ranks that will never start do not come to the teardown. */
+      barrier_resize(&run.teardown, started);
       break;
     }
     started++;
@@ -1044,6 +1067,7 @@ ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
 
   pthread_mutex_destroy(&run.err_mu);
   barrier_destroy(&run.barrier);
+  barrier_destroy(&run.teardown);
   free(ranks);
   free(threads);
   if (run.failed && world->nranks > 1)

@@ -137,6 +137,18 @@ if run 3 hang-stream --timeout=1 --mode=async -n 1 -w 0 "$src/tests/schedules/ha
   [ $(( $(date +%s) - t0 )) -lt 20 ]
 then ok "a stuck stream times out"; else ko "a stuck stream times out"; fi
 
+# Kernels still running when the timeout fires: exit 3 with the timeout,
+# and no buffer freed under them (under ASan and TSan in CI this was a
+# use-after-free in the cpu backend's kernel; issue 10). The seed at full
+# size with a 5 ms timeout was the first reproduction.
+for i in 1 2 3; do
+  if run 3 long-kernels --timeout=0.001 -n 1 -w 0 "$src/tests/schedules/long_kernels.sched" &&
+    has err 'long_kernels\.sched:12:1: fetch on calc stream: rank [01]: calc stream: sync timed out after 0\.0[0-9]+ s'
+  then ok "kernels outlast the timeout ($i)"; else ko "kernels outlast the timeout ($i)"; fi
+done
+if run 3 seed-timeout -n 2 -w 0 -D cols=2000 --timeout=0.002 && has err 'timed out after'
+then ok "the seed outlasts a 2 ms timeout"; else ko "the seed outlasts a 2 ms timeout"; fi
+
 # Schedule errors: file:line:col and exit 2, nothing runs.
 printf 'a = data(shape=[4])\nb = assgn(a)\n' >"$tmp/bad.sched"
 if run 2 parse-error "$tmp/bad.sched" && has err "bad\.sched:2:5: .*unknown op 'assgn'" && ! has out '^sync'

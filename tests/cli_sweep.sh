@@ -129,6 +129,11 @@ if run 0 --csv -c allreduce --ranks=3 --sizes=8K -n 1 -w 0 &&
                      t = 8192 / ($10 * 1e-6) / 1e9; d = $11 / t - 1; if (d < -1e-4 || d > 1e-4) exit 1 }' "$tmp/out"
 then ok "allreduce busbw and algbw = size / time (csv)"; else ko "allreduce busbw and algbw = size / time (csv)"; fi
 
+# A timeout while kernels and collectives still run: exit 3 with the
+# timeout message, no crash (issue 10: a use-after-free under ASan).
+if run 3 -n 1 -w 0 --timeout=0.001 --sizes=4M && has err 'timed out after'
+then ok "a timeout mid-sweep ends cleanly"; else ko "a timeout mid-sweep ends cleanly"; fi
+
 # --timing=host says so, in the header and in --csv.
 if run 0 --timing=host --sizes=1K -n 1 -w 0 && has out '^# time: host clock'
 then ok "--timing=host header"; else ko "--timing=host header"; fi
