@@ -670,14 +670,20 @@ static ovl_status run_wait(stream *s, const cmd *c, ovl_error *err) {
   ovl_status st = OVL_OK;
   char what[OVL_ERROR_MSG_MAX];
 
+  /* The abort is looked at before the source's progress, every time: once
+   * the world is aborted every wait fails (internal.h, world_abort), also
+   * one whose source finished meanwhile, which an abort makes likely (it
+   * cuts the source's delays short). */
   pthread_mutex_lock(&src->mu);
-  while (src->done < c->u.wait.target) {
+  for (;;) {
     if (is_aborted(bw)) {
       snprintf(what, sizeof what, "wait for event %d of %s stream aborted",
                c->u.wait.event, src->name);
       st = OVL_EABORTED;
       break;
     }
+    if (src->done >= c->u.wait.target)
+      break;
     if (src->blocked) {
       /* It unblocks only by finishing, which broadcasts done_cv. */
       pthread_cond_wait(&src->done_cv, &src->mu);
