@@ -4,7 +4,7 @@
  * GPU, at the seed's size and at a large one. Not part of the build (it
  * needs nvcc and a GPU); after `make`, on the GPU machine:
  *
- *   nvcc -O3 -arch=sm_90 -Isrc -Iinclude tools/bench/kernel_bw.cu \
+ *   nvcc -O3 -arch=sm_90 -Isrc/backend -Iinclude tools/bench/kernel_bw.cu \
  *        src/.libs/libovl.so -o kernel_bw && ./kernel_bw
  *
  * (libovl exports the internal launcher it calls.) It also times, at each
