@@ -573,27 +573,29 @@ static double ew_in(int which, int i) {
          (double)i * 1e-3;
 }
 
-/* The expected result, computed in T. */
-#define DEFINE_EW_EXPECT(T, SUFFIX)                                           \
+/* The expected result, computed in T: each op's rule of core/elemfn.h,
+ * written out again here as an independent oracle (SCALE is one fused
+ * multiply-add; MAX follows fmax). */
+#define DEFINE_EW_EXPECT(T, SUFFIX, FMA, FMAX)                                \
   static void ew_expect_##SUFFIX(ovl__ew fn, T *out, const T *x, const T *y,  \
                                  int n) {                                     \
     for (int i = 0; i < n; i++) {                                             \
-      T r = 0, t;                                                             \
+      T r = 0;                                                                \
       switch (fn) {                                                           \
       case OVL_EW_ASSIGN: r = x[i]; break;                                    \
       case OVL_EW_ADD: r = x[i] + y[i]; break;                                \
       case OVL_EW_SUB: r = x[i] - y[i]; break;                                \
       case OVL_EW_MUL: r = x[i] * y[i]; break;                                \
-      case OVL_EW_SCALE:                                                      \
-        t = (T)EW_SCALE * x[i];                                               \
-        r = t + (T)EW_BIAS;                                                   \
-        break;                                                                \
+      case OVL_EW_DIV: r = x[i] / y[i]; break;                                \
+      case OVL_EW_MAX: r = FMAX(x[i], y[i]); break;                           \
+      case OVL_EW_SCALE: r = FMA((T)EW_SCALE, x[i], (T)EW_BIAS); break;       \
+      default: break;                                                         \
       }                                                                       \
       out[i] = r;                                                             \
     }                                                                         \
   }
-DEFINE_EW_EXPECT(float, f32)
-DEFINE_EW_EXPECT(double, f64)
+DEFINE_EW_EXPECT(float, f32, fmaf, fmaxf)
+DEFINE_EW_EXPECT(double, f64, fma, fmax)
 
 static void ew_case(env *v, ovl_dtype dtype, ovl__ew fn, int alias) {
   size_t es = ovl_dtype_size(dtype), bytes = EW_N * es;
@@ -643,7 +645,7 @@ START_TEST(test_elementwise) {
   env v;
   env_open(&v, 1, 0);
   for (int d = 0; d < 2; d++)
-    for (int fn = OVL_EW_ASSIGN; fn <= OVL_EW_SCALE; fn++)
+    for (int fn = 0; fn < OVL__EW_COUNT; fn++)
       for (int alias = 0; alias < 4; alias++)
         ew_case(&v, d ? OVL_DTYPE_FLOAT64 : OVL_DTYPE_FLOAT32, (ovl__ew)fn,
                 alias);
@@ -651,15 +653,16 @@ START_TEST(test_elementwise) {
 }
 END_TEST
 
-/* The data can tell float32 from float64 arithmetic in SCALE, so the
- * elementwise test would catch a kernel that computes in double. */
+/* The data can tell one rounding from two in SCALE (a fused multiply-add
+ * from a product rounded to float32 and then added), so the elementwise
+ * test would catch a kernel that does not fuse. */
 START_TEST(test_elementwise_data_discriminates) {
   int differs = 0;
   for (int i = 0; i < EW_N; i++) {
     float x = (float)ew_in(0, i), t = (float)EW_SCALE * x;
-    float f = t + (float)EW_BIAS;
-    float d = (float)(EW_SCALE * (double)x + EW_BIAS);
-    differs += memcmp(&f, &d, sizeof f) != 0;
+    float two = t + (float)EW_BIAS;
+    float one = fmaf((float)EW_SCALE, x, (float)EW_BIAS);
+    differs += memcmp(&one, &two, sizeof one) != 0;
   }
   ck_assert_int_gt(differs, 0);
 }
@@ -695,28 +698,34 @@ static const coll_case coll_cases[] = {
     {OVL_COLL_ALLREDUCE, OVL_RED_MIN, true},
     {OVL_COLL_ALLREDUCE, OVL_RED_PROD, false},
     {OVL_COLL_ALLREDUCE, OVL_RED_PROD, true},
+    {OVL_COLL_ALLREDUCE, OVL_RED_AVG, false},
+    {OVL_COLL_ALLREDUCE, OVL_RED_AVG, true},
     {OVL_COLL_BROADCAST, OVL_RED_SUM, false},
     {OVL_COLL_BROADCAST, OVL_RED_SUM, true},
     {OVL_COLL_ALLGATHER, OVL_RED_SUM, false},
     {OVL_COLL_ALLGATHER, OVL_RED_SUM, true},
     {OVL_COLL_REDUCESCATTER, OVL_RED_SUM, false},
     {OVL_COLL_REDUCESCATTER, OVL_RED_MAX, true},
+    {OVL_COLL_REDUCESCATTER, OVL_RED_AVG, false},
 };
 #define NCASES (sizeof coll_cases / sizeof coll_cases[0])
 
-/* acc = op(acc, v) as the backend must do it, in T. */
-#define DEFINE_RED(T, SUFFIX)                                                 \
+/* acc = op(acc, v) as the backend must do it, in T (max and min as fmax
+ * and fmin, as NCCL; avg sums, then divides at the end). */
+#define DEFINE_RED(T, SUFFIX, FMAX, FMIN)                                     \
   static T red_##SUFFIX(ovl__redop op, T acc, T v) {                          \
     switch (op) {                                                             \
     case OVL_RED_SUM: return acc + v;                                         \
+    case OVL_RED_AVG: return acc + v;                                         \
     case OVL_RED_PROD: return acc * v;                                        \
-    case OVL_RED_MAX: return v > acc ? v : acc;                               \
-    case OVL_RED_MIN: return v < acc ? v : acc;                               \
+    case OVL_RED_MAX: return FMAX(acc, v);                                    \
+    case OVL_RED_MIN: return FMIN(acc, v);                                    \
+    default: break;                                                           \
     }                                                                         \
     return acc;                                                               \
   }
-DEFINE_RED(float, f32)
-DEFINE_RED(double, f64)
+DEFINE_RED(float, f32, fmaxf, fminf)
+DEFINE_RED(double, f64, fmax, fmin)
 
 /* What rank r's recv must hold at index i, reducing in the given rank
  * order (1: 0..n-1, -1: n-1..0). */
@@ -743,11 +752,15 @@ static double coll_expect(const coll_case *c, ovl_dtype dt, int n, int r,
     float acc = (float)coll_in(q0, src);
     for (int k = 1; k < n; k++)
       acc = red_f32(c->redop, acc, (float)coll_in(q0 + order * k, src));
+    if (c->redop == OVL_RED_AVG)
+      acc /= (float)n;
     return acc;
   }
   double acc = coll_in(q0, src);
   for (int k = 1; k < n; k++)
     acc = red_f64(c->redop, acc, coll_in(q0 + order * k, src));
+  if (c->redop == OVL_RED_AVG)
+    acc /= (double)n;
   return acc;
 }
 
@@ -807,11 +820,9 @@ static void coll_rank(rank_arg *a) {
       double got = dt == OVL_DTYPE_FLOAT32 ? (double)((float *)hbuf)[i]
                                             : ((double *)hbuf)[i];
       if (memcmp(&got, &want, sizeof got) != 0) {
-        static const char *const colls[] = {"allreduce", "broadcast",
-                                            "allgather", "reducescatter"};
-        static const char *const ops[] = {"sum", "max", "min", "prod"};
         rfail(a, "%s %s %s%s, %d ranks: recv[%zu] = %.9g, want %.9g",
-              colls[c->coll], ops[c->redop], ovl_dtype_name(dt),
+              ovl__coll_name(c->coll), ovl__redop_name(c->redop),
+              ovl_dtype_name(dt),
               c->inplace ? " in place" : "", n, i, got, want);
         break;
       }

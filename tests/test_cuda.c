@@ -318,6 +318,14 @@ static double sample(uint64_t seed, size_t i) {
 /* Devices                                                             */
 /* ------------------------------------------------------------------ */
 
+/* The stream op i records its event on, in a record + wait pair. */
+static int record_stream(const ovl_program *prog, size_t i) {
+  for (size_t p = prog->prim_first[i]; p < prog->prim_first[i + 1]; p++)
+    if (prog->prims[p].kind == OVL_PRIM_RECORD && !prog->prims[p].main)
+      return prog->prims[p].stream;
+  return -1;
+}
+
 START_TEST(test_devices) {
   ovl__bworld *bw = NULL;
   ovl_error err;
@@ -394,8 +402,14 @@ static double ew_host(ovl__ew fn, ovl_dtype dt, double x, double y) {
       return (float)(a - b);
     case OVL_EW_MUL:
       return (float)(a * b);
+    case OVL_EW_DIV:
+      return (float)(a / b);
+    case OVL_EW_MAX:
+      return fmaxf(a, b);
     case OVL_EW_SCALE:
       return fmaf((float)EW_SCALE, a, (float)EW_BIAS);
+    default:
+      break;
     }
   } else {
     switch (fn) {
@@ -407,15 +421,21 @@ static double ew_host(ovl__ew fn, ovl_dtype dt, double x, double y) {
       return x - y;
     case OVL_EW_MUL:
       return x * y;
+    case OVL_EW_DIV:
+      return x / y;
+    case OVL_EW_MAX:
+      return fmax(x, y);
     case OVL_EW_SCALE:
       return fma(EW_SCALE, x, EW_BIAS);
+    default:
+      break;
     }
   }
   return NAN;
 }
 
 static const char *const EW_NAMES[] = {"assign", "add", "sub", "mul",
-                                       "scale"};
+                                       "div",    "max", "scale"};
 
 enum {
   V_PLAIN,      /* separate, aligned buffers, calc stream */
@@ -450,9 +470,8 @@ static void ew_body(world_run *w, int rank, ovl__brank *br) {
         hx[i] = sample(2 * (uint64_t)rank + 1, i);
         hy[i] = sample(2 * (uint64_t)rank + 2, i);
       }
-      for (int fn = OVL_EW_ASSIGN; fn <= OVL_EW_SCALE; fn++) {
-        const bool binary =
-            fn == OVL_EW_ADD || fn == OVL_EW_SUB || fn == OVL_EW_MUL;
+      for (int fn = 0; fn < OVL__EW_COUNT; fn++) {
+        const bool binary = ovl__ew_arity((ovl__ew)fn) == 2;
         for (int v = 0; v < V_COUNT; v++) {
           char what[128];
           const size_t off = v == V_MISALIGNED || v == V_MIXED ? es : 0;
@@ -537,7 +556,6 @@ static double reduce2(ovl__redop op, double a, double b) {
   }
 }
 
-static const char *const RED_NAMES[] = {"sum", "max", "min", "prod"};
 
 static void coll_body(world_run *w, int rank, ovl__brank *br) {
   static const size_t sizes[] = {1, 1000003};
@@ -557,17 +575,24 @@ static void coll_body(world_run *w, int rank, ovl__brank *br) {
       const size_t n = sizes[si];
       char what[128];
 
-      /* allreduce: out of place on the comm stream, in place on calc. */
-      for (int op = OVL_RED_SUM; op <= OVL_RED_PROD; op++) {
+      /* allreduce: out of place on the comm stream, in place on calc.
+       * avg only where it is exact whatever NCCL's method (a sum divided
+       * by the rank count, or each input multiplied by its inverse): with
+       * a power-of-two rank count. */
+      for (int op = 0; op < OVL__RED_COUNT; op++) {
+        if (op == OVL_RED_AVG && (R & (R - 1)) != 0)
+          continue;
         for (size_t i = 0; i < n; i++) {
           h[i] = coll_value((ovl__redop)op, rank, i);
           want[i] = coll_value((ovl__redop)op, 0, i);
           for (int q = 1; q < R; q++)
             want[i] = reduce2((ovl__redop)op, want[i],
                               coll_value((ovl__redop)op, q, i));
+          if (op == OVL_RED_AVG)
+            want[i] /= R;
         }
         snprintf(what, sizeof what, "allreduce %s %s n=%zu out of place",
-                 RED_NAMES[op], ovl_dtype_name(dt), n);
+                 ovl__redop_name((ovl__redop)op), ovl_dtype_name(dt), n);
         RK_OK(upload(br, s, h, n, dt, E));
         RK_OK(poison(br, d, n * dsize(dt), E));
         RK_OK(B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, (ovl__redop)op,
@@ -577,7 +602,7 @@ static void coll_body(world_run *w, int rank, ovl__brank *br) {
         RK_SAME(what, got, want, n);
 
         snprintf(what, sizeof what, "allreduce %s %s n=%zu in place",
-                 RED_NAMES[op], ovl_dtype_name(dt), n);
+                 ovl__redop_name((ovl__redop)op), ovl_dtype_name(dt), n);
         RK_OK(upload(br, d, h, n, dt, E));
         RK_OK(B->collective(br, CALC, 0, OVL_COLL_ALLREDUCE, (ovl__redop)op,
                            dt, d, d, n, 0, E));
@@ -637,7 +662,7 @@ static void coll_body(world_run *w, int rank, ovl__brank *br) {
                               coll_value((ovl__redop)op, q, j));
         }
         snprintf(what, sizeof what, "reducescatter %s %s n=%zu",
-                 RED_NAMES[op], ovl_dtype_name(dt), n);
+                 ovl__redop_name((ovl__redop)op), ovl_dtype_name(dt), n);
         RK_OK(upload(br, s, h, n * (size_t)R, dt, E));
         RK_OK(poison(br, d, n * dsize(dt), E));
         RK_OK(B->collective(br, CALC, 0, OVL_COLL_REDUCESCATTER,
@@ -1106,12 +1131,11 @@ START_TEST(test_trace_spans) {
   for (int r = 0; r < nranks; r++) {
     double last[1 + OVL_MAX_RINGS] = {0}, s, e, s2, e2;
     for (size_t i = 0; i < ovl_program_op_count(prog); i++) {
-      const ovl__op *op = &prog->ops[i];
-      int st = ovl__op_stream(op);
+      int st = prog->prims[ovl__op_main_prim(prog, i)].stream;
       ck_assert_int_eq(ovl_result_span(res, r, i, &s, &e), 0);
       ck_assert_msg(s >= 0 && e >= s, "rank %d op %zu: %g..%g", r, i, s, e);
       if (ovl_result_record_span(res, r, i, &s2, &e2) == 0) {
-        int rec = op->def->kind == OVL_KIND_WAIT_COMPUTE ? CALC : COMM0;
+        int rec = record_stream(prog, i);
         ck_assert(s2 >= last[rec] && e2 >= s2);
         last[rec] = e2;
       }

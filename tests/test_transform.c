@@ -40,11 +40,29 @@ static ovl_program *xform(ovl_mode mode) {
   return p;
 }
 
-static size_t count_kind(const ovl_program *p, ovl__kind kind) {
+/* Ops whose main primitive (core/lower.c) is of `kind`: kernels are the
+ * compute ops, collectives the communication. */
+static size_t count_prim(const ovl_program *p, ovl__prim_kind kind) {
   size_t n = 0;
   for (size_t i = 0; i < p->nops; i++)
-    n += p->ops[i].def->kind == kind;
+    n += p->prims[ovl__op_main_prim(p, i)].kind == kind;
   return n;
+}
+
+static size_t count_op(const ovl_program *p, const char *name) {
+  size_t n = 0;
+  for (size_t i = 0; i < p->nops; i++)
+    n += strcmp(p->ops[i].def->name, name) == 0;
+  return n;
+}
+
+static bool is_prim(const ovl_program *p, size_t i, ovl__prim_kind kind) {
+  return p->prims[ovl__op_main_prim(p, i)].kind == kind;
+}
+
+/* The stream of op i's main primitive. */
+static int op_stream(const ovl_program *p, size_t i) {
+  return p->prims[ovl__op_main_prim(p, i)].stream;
 }
 
 START_TEST(async_is_the_schedule_as_written) {
@@ -53,8 +71,7 @@ START_TEST(async_is_the_schedule_as_written) {
   for (size_t i = 0; i < p->nops; i++) {
     ck_assert_ptr_eq(p->ops[i].def, seed->ops[i].def);
     ck_assert_int_eq(p->ops[i].line, seed->ops[i].line);
-    ck_assert_int_eq(ovl__op_stream(&p->ops[i]),
-                     ovl__op_stream(&seed->ops[i]));
+    ck_assert_int_eq(op_stream(p, i), op_stream(seed, i));
   }
   ovl_program_free(p);
 }
@@ -62,20 +79,20 @@ END_TEST
 
 START_TEST(sync_moves_collectives_to_calc_and_drops_waits) {
   ovl_program *p = xform(OVL_MODE_SYNC);
-  ck_assert_uint_eq(count_kind(p, OVL_KIND_WAIT_COMPUTE), 0);
-  ck_assert_uint_eq(count_kind(p, OVL_KIND_WAIT_COMM), 0);
-  ck_assert_uint_eq(count_kind(p, OVL_KIND_COLLECTIVE), 3);
+  ck_assert_uint_eq(count_op(p, "c_wait_compute"), 0);
+  ck_assert_uint_eq(count_op(p, "c_wait_comm"), 0);
+  ck_assert_uint_eq(count_prim(p, OVL_PRIM_COLL), 3);
   ck_assert_uint_eq(p->nops, seed->nops - 2);
   for (size_t i = 0; i < p->nops; i++) {
-    if (p->ops[i].def->kind != OVL_KIND_COLLECTIVE)
+    if (!is_prim(p, i, OVL_PRIM_COLL))
       continue;
     ck_assert(p->ops[i].use_calc_stream);
-    ck_assert_int_eq(ovl__op_stream(&p->ops[i]), OVL_STREAM_CALC);
+    ck_assert_int_eq(op_stream(p, i), OVL_STREAM_CALC);
     ck_assert_int_eq(p->ops[i].stream, OVL_STREAM_CALC);
   }
   /* The source is untouched. */
-  ck_assert_uint_eq(count_kind(seed, OVL_KIND_WAIT_COMM), 1);
-  ck_assert_int_eq(ovl__op_stream(&seed->ops[3]), OVL_STREAM_COMM(0));
+  ck_assert_uint_eq(count_op(seed, "c_wait_comm"), 1);
+  ck_assert_int_eq(op_stream(seed, 3), OVL_STREAM_COMM(0));
   ck_assert_int_eq(p->nrings, seed->nrings);
   ovl_program_free(p);
 }
@@ -83,9 +100,9 @@ END_TEST
 
 START_TEST(comp_drops_collectives_only) {
   ovl_program *p = xform(OVL_MODE_COMP);
-  ck_assert_uint_eq(count_kind(p, OVL_KIND_COLLECTIVE), 0);
-  ck_assert_uint_eq(count_kind(p, OVL_KIND_COMPUTE),
-                    count_kind(seed, OVL_KIND_COMPUTE));
+  ck_assert_uint_eq(count_prim(p, OVL_PRIM_COLL), 0);
+  ck_assert_uint_eq(count_prim(p, OVL_PRIM_KERNEL),
+                    count_prim(seed, OVL_PRIM_KERNEL));
   ck_assert_uint_eq(p->nops, seed->nops - 3);
   ck_assert_int_eq(p->nrings, 1);
   ovl_program_free(p);
@@ -94,12 +111,12 @@ END_TEST
 
 START_TEST(comm_drops_compute_only) {
   ovl_program *p = xform(OVL_MODE_COMM);
-  ck_assert_uint_eq(count_kind(p, OVL_KIND_COMPUTE), 0);
-  ck_assert_uint_eq(count_kind(p, OVL_KIND_COLLECTIVE), 3);
-  ck_assert_uint_eq(count_kind(p, OVL_KIND_DELAY), 1);
-  ck_assert_uint_eq(count_kind(p, OVL_KIND_FETCH), 1);
+  ck_assert_uint_eq(count_prim(p, OVL_PRIM_KERNEL), 0);
+  ck_assert_uint_eq(count_prim(p, OVL_PRIM_COLL), 3);
+  ck_assert_uint_eq(count_prim(p, OVL_PRIM_DELAY), 1);
+  ck_assert_uint_eq(count_op(p, "fetch"), 1);
   ck_assert_uint_eq(p->nops,
-                    seed->nops - count_kind(seed, OVL_KIND_COMPUTE));
+                    seed->nops - count_prim(seed, OVL_PRIM_KERNEL));
   ovl_program_free(p);
 }
 END_TEST
@@ -156,23 +173,24 @@ START_TEST(sync_keeps_generic_stream_ops) {
   ovl_program *g = parse_generic();
   ovl_program *p = xform_of(g, OVL_MODE_SYNC);
   ck_assert_uint_eq(p->nops, g->nops - 1);
-  ck_assert_uint_eq(count_kind(p, OVL_KIND_WAIT_COMM), 0);
-  ck_assert_uint_eq(count_kind(p, OVL_KIND_EVENT_RECORD), 2);
-  ck_assert_uint_eq(count_kind(p, OVL_KIND_STREAM_WAIT_EVENT), 2);
-  ck_assert_uint_eq(count_kind(p, OVL_KIND_STREAM_SYNC), 1);
+  ck_assert_uint_eq(count_op(p, "c_wait_comm"), 0);
+  ck_assert_uint_eq(count_op(p, "event_record"), 2);
+  ck_assert_uint_eq(count_op(p, "stream_wait_event"), 2);
+  ck_assert_uint_eq(count_op(p, "stream_sync"), 1);
   for (size_t i = 0, j = 0; i < g->nops; i++) {
     const ovl__op *o = &g->ops[i];
-    if (o->def->kind == OVL_KIND_WAIT_COMM)
+    if (strcmp(o->def->name, "c_wait_comm") == 0)
       continue;
-    const ovl__op *q = &p->ops[j++];
+    const ovl__op *q = &p->ops[j];
     ck_assert_ptr_eq(q->def, o->def);
     ck_assert_int_eq(q->event, o->event);
-    if (o->def->kind == OVL_KIND_COLLECTIVE)
-      ck_assert_int_eq(ovl__op_stream(q), OVL_STREAM_CALC);
+    if (is_prim(g, i, OVL_PRIM_COLL))
+      ck_assert_int_eq(op_stream(p, j), OVL_STREAM_CALC);
     else
-      ck_assert_int_eq(ovl__op_stream(q), ovl__op_stream(o));
+      ck_assert_int_eq(op_stream(p, j), op_stream(g, i));
+    j++;
   }
-  ck_assert_int_eq(ovl__op_stream(&p->ops[3]), OVL_STREAM_COMM(0));
+  ck_assert_int_eq(op_stream(p, 3), OVL_STREAM_COMM(0));
   /* The named events are copied, not shared. */
   ck_assert_uint_eq(p->nevents, 2);
   ck_assert_str_eq(p->events[0], "b_ready");
@@ -188,16 +206,16 @@ END_TEST
 START_TEST(comm_and_comp_with_generic_ops) {
   ovl_program *g = parse_generic();
   ovl_program *p = xform_of(g, OVL_MODE_COMM);
-  ck_assert_uint_eq(count_kind(p, OVL_KIND_COMPUTE), 0);
+  ck_assert_uint_eq(count_prim(p, OVL_PRIM_KERNEL), 0);
   ck_assert_uint_eq(p->nops, g->nops - 2);
-  ck_assert_uint_eq(count_kind(p, OVL_KIND_EVENT_RECORD), 2);
-  ck_assert_uint_eq(count_kind(p, OVL_KIND_STREAM_WAIT_EVENT), 2);
-  ck_assert_uint_eq(count_kind(p, OVL_KIND_STREAM_SYNC), 1);
+  ck_assert_uint_eq(count_op(p, "event_record"), 2);
+  ck_assert_uint_eq(count_op(p, "stream_wait_event"), 2);
+  ck_assert_uint_eq(count_op(p, "stream_sync"), 1);
   ck_assert_uint_eq(p->nevents, 2);
   ovl_program_free(p);
   p = xform_of(g, OVL_MODE_COMP);
-  ck_assert_uint_eq(count_kind(p, OVL_KIND_COLLECTIVE), 0);
-  ck_assert_uint_eq(count_kind(p, OVL_KIND_COMPUTE), 2);
+  ck_assert_uint_eq(count_prim(p, OVL_PRIM_COLL), 0);
+  ck_assert_uint_eq(count_prim(p, OVL_PRIM_KERNEL), 2);
   ck_assert_uint_eq(p->nops, g->nops - 1);
   ck_assert_int_eq(p->nrings, 1);
   ovl_program_free(p);

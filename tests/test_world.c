@@ -137,6 +137,14 @@ static void seed_exact_zero(ovl_mode mode) {
   ovl_world_free(w);
 }
 
+/* The stream op i records its event on, in a record + wait pair. */
+static int record_stream(const ovl_program *prog, size_t i) {
+  for (size_t p = prog->prim_first[i]; p < prog->prim_first[i + 1]; p++)
+    if (prog->prims[p].kind == OVL_PRIM_RECORD && !prog->prims[p].main)
+      return prog->prims[p].stream;
+  return -1;
+}
+
 START_TEST(seed_sync_is_zero) { seed_exact_zero(OVL_MODE_SYNC); }
 END_TEST
 
@@ -351,14 +359,11 @@ START_TEST(trace_spans_order_and_durations) {
     for (int k = 0; k < 1 + OVL_MAX_RINGS; k++)
       last_end[k] = 0;
     for (size_t i = 0; i < nops; i++) {
-      const ovl__op *op = &prog->ops[i];
-      int st = ovl__op_stream(op);
+      int st = prog->prims[ovl__op_main_prim(prog, i)].stream;
       ck_assert_int_eq(ovl_result_span(res, r, i, &s, &e), 0);
       ck_assert_msg(s >= 0 && e >= s, "rank %d op %zu: %g..%g", r, i, s, e);
       if (ovl_result_record_span(res, r, i, &s2, &e2) == 0) {
-        int rec = op->def->kind == OVL_KIND_WAIT_COMPUTE
-                      ? OVL_STREAM_CALC
-                      : OVL_STREAM_COMM(op->ring_id);
+        int rec = record_stream(prog, i);
         ck_assert_msg(s2 >= last_end[rec] && e2 >= s2,
                       "rank %d op %zu record: %g..%g after %g", r, i, s2, e2,
                       last_end[rec]);

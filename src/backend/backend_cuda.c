@@ -993,34 +993,15 @@ static ovl_status cuda_elementwise(ovl__brank *br, int stream, ovl__ew fn,
                                    const void *y, double scale, double bias,
                                    size_t n, ovl_error *err) {
   char where[40];
-  int kfn, kdtype;
-  bool binary = false;
+  int kdtype;
+  bool binary;
 
   if (!stream_valid(br, stream))
     return bad_stream(br, stream, err);
-  switch (fn) {
-  case OVL_EW_ASSIGN:
-    kfn = OVL__KERNEL_EW_ASSIGN;
-    break;
-  case OVL_EW_ADD:
-    kfn = OVL__KERNEL_EW_ADD;
-    binary = true;
-    break;
-  case OVL_EW_SUB:
-    kfn = OVL__KERNEL_EW_SUB;
-    binary = true;
-    break;
-  case OVL_EW_MUL:
-    kfn = OVL__KERNEL_EW_MUL;
-    binary = true;
-    break;
-  case OVL_EW_SCALE:
-    kfn = OVL__KERNEL_EW_SCALE;
-    break;
-  default:
+  if ((unsigned)fn >= OVL__EW_COUNT)
     return ovl__err(err, OVL_EINVAL, "rank %d: unknown elementwise function %d",
                     br->rank, (int)fn);
-  }
+  binary = ovl__ew_arity(fn) == 2;
   switch (dtype) {
   case OVL_DTYPE_FLOAT32:
     kdtype = OVL__KERNEL_FLOAT32;
@@ -1040,7 +1021,7 @@ static ovl_status cuda_elementwise(ovl__brank *br, int stream, ovl__ew fn,
                     stream_name(where, sizeof where, stream));
   OVL__CUDACHECK(err, br->rank, stream_name(where, sizeof where, stream),
                  ovl__kernel_elementwise_launch,
-                 (br->streams[stream], br->sm_count, kfn, kdtype, out, x, y,
+                 (br->streams[stream], br->sm_count, (int)fn, kdtype, out, x, y,
                   scale, bias, n));
   return OVL_OK;
 }
@@ -1088,6 +1069,9 @@ static ovl_status cuda_collective(ovl__brank *br, int stream, int ring,
     break;
   case OVL_RED_PROD:
     op = ncclProd;
+    break;
+  case OVL_RED_AVG:
+    op = ncclAvg;
     break;
   default:
     return ovl__err(err, OVL_EINVAL, "rank %d: unknown reduction %d",

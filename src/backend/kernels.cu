@@ -47,34 +47,29 @@ template <typename T> struct ScalarUnroll {
 /* Used when the occupancy calculator fails (it should not). */
 const int FALLBACK_BLOCKS_PER_SM = 4;
 
-/* Explicit round-to-nearest intrinsics: no contraction is left to the
- * compiler, so the host can reproduce every result bit for bit. */
-__device__ __forceinline__ float fma_rn(float a, float b, float c) {
-  return __fmaf_rn(a, b, c);
-}
-__device__ __forceinline__ double fma_rn(double a, double b, double c) {
-  return __fma_rn(a, b, c);
-}
-
 template <int FN> struct HasY {
-  static const bool value = FN == OVL__KERNEL_EW_ADD ||
-                            FN == OVL__KERNEL_EW_SUB ||
-                            FN == OVL__KERNEL_EW_MUL;
+  static const bool value = false;
 };
+#define OVL__HAS_Y(name, arity, expr)                                        \
+  template <> struct HasY<OVL_EW_##name> {                                   \
+    static const bool value = (arity) == 2;                                  \
+  };
+OVL_EW_LIST(OVL__HAS_Y)
+#undef OVL__HAS_Y
 
-/* One element. */
+/* One element: the expression of OVL_EW_LIST (core/elemfn.h). fma, fmax
+ * resolve to the float or double overloads of CUDA's math library, which
+ * round correctly (fma is one fused rounding); nothing else is fused: the
+ * build passes no fast-math flag, and one operation leaves the compiler
+ * nothing to contract. */
 template <int FN, typename T>
 __device__ __forceinline__ T apply(T x, T y, T s, T b) {
   switch (FN) {
-  case OVL__KERNEL_EW_ADD:
-    return x + y;
-  case OVL__KERNEL_EW_SUB:
-    return x - y;
-  case OVL__KERNEL_EW_MUL:
-    return x * y;
-  case OVL__KERNEL_EW_SCALE:
-    return fma_rn(s, x, b);
-  case OVL__KERNEL_EW_ASSIGN:
+#define OVL__EW_APPLY(name, arity, expr)                                      \
+  case OVL_EW_##name:                                                         \
+    return (expr);
+    OVL_EW_LIST(OVL__EW_APPLY)
+#undef OVL__EW_APPLY
   default:
     return x;
   }
@@ -233,21 +228,12 @@ cudaError_t ew_dispatch(cudaStream_t stream, int sm_count, int fn, void *out,
                         const void *x, const void *y, double scale,
                         double bias, size_t n) {
   switch (fn) {
-  case OVL__KERNEL_EW_ASSIGN:
-    return ew_launch<OVL__KERNEL_EW_ASSIGN, T>(stream, sm_count, out, x, y,
-                                               scale, bias, n);
-  case OVL__KERNEL_EW_ADD:
-    return ew_launch<OVL__KERNEL_EW_ADD, T>(stream, sm_count, out, x, y,
-                                            scale, bias, n);
-  case OVL__KERNEL_EW_SUB:
-    return ew_launch<OVL__KERNEL_EW_SUB, T>(stream, sm_count, out, x, y,
-                                            scale, bias, n);
-  case OVL__KERNEL_EW_MUL:
-    return ew_launch<OVL__KERNEL_EW_MUL, T>(stream, sm_count, out, x, y,
-                                            scale, bias, n);
-  case OVL__KERNEL_EW_SCALE:
-    return ew_launch<OVL__KERNEL_EW_SCALE, T>(stream, sm_count, out, x, y,
-                                              scale, bias, n);
+#define OVL__EW_LAUNCH(name, arity, expr)                                     \
+  case OVL_EW_##name:                                                         \
+    return ew_launch<OVL_EW_##name, T>(stream, sm_count, out, x, y, scale,   \
+                                       bias, n);
+    OVL_EW_LIST(OVL__EW_LAUNCH)
+#undef OVL__EW_LAUNCH
   default:
     return cudaErrorInvalidValue;
   }
@@ -279,7 +265,7 @@ ovl__kernel_elementwise_launch(cudaStream_t stream, int sm_count, int fn,
                                int dtype, void *out, const void *x,
                                const void *y, double scale, double bias,
                                size_t n) {
-  if (fn < OVL__KERNEL_EW_ASSIGN || fn > OVL__KERNEL_EW_SCALE)
+  if (fn < 0 || fn >= OVL__EW_COUNT)
     return cudaErrorInvalidValue;
   if (n == 0)
     return cudaSuccess;

@@ -18,16 +18,10 @@
 extern "C" {
 #endif
 
-/* Elementwise functions. The numbering is the launcher's own, so that this
- * header does not depend on internal.h; backend_cuda.c maps ovl__ew onto
- * it. */
-enum {
-  OVL__KERNEL_EW_ASSIGN = 0, /* out = x */
-  OVL__KERNEL_EW_ADD = 1,    /* out = x + y */
-  OVL__KERNEL_EW_SUB = 2,    /* out = x - y */
-  OVL__KERNEL_EW_MUL = 3,    /* out = x * y */
-  OVL__KERNEL_EW_SCALE = 4   /* out = fma((T)scale, x, (T)bias) */
-};
+/* Elementwise functions: ovl__ew of core/elemfn.h, the one definition of
+ * every op's element math (this header depends on nothing else of
+ * libovl). */
+#include "core/elemfn.h"
 
 /* Element types. */
 enum { OVL__KERNEL_FLOAT32 = 0, OVL__KERNEL_FLOAT64 = 1 };
@@ -35,11 +29,12 @@ enum { OVL__KERNEL_FLOAT32 = 0, OVL__KERNEL_FLOAT64 = 1 };
 /*
  * Queue out[i] = fn(x[i], y[i]) for i in [0, n) on `stream`.
  *
- * y is read only by ADD, SUB and MUL (it may be NULL otherwise). out may be
- * the same buffer as x or y: every element is read and written by one
- * thread, reads first. SCALE computes scale * x + bias with one rounding
- * (a fused multiply-add in the element type), so a host check can reproduce
- * it bit for bit with fmaf()/fma().
+ * fn is an ovl__ew; its element math is OVL_EW_LIST's (core/elemfn.h). y
+ * is read only by the functions of two inputs (it may be NULL otherwise).
+ * out may be the same buffer as x or y: every element is read and written
+ * by one thread, reads first. scale and bias are converted to the element
+ * type first; SCALE computes fma(scale, x, bias) with one rounding, so a
+ * host check can reproduce it bit for bit with fmaf()/fma().
  *
  * When out, x and y sit at the same offset from a 16-byte boundary (all
  * cudaMalloc'd buffers do: offset 0), the kernel moves 16 bytes per access

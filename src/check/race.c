@@ -1,24 +1,26 @@
 /*
- * The race checker: happens-before over the ops of one iteration, as they
- * are enqueued (DESIGN.md §3, issue 4).
+ * The race checker: happens-before over the primitives of one iteration,
+ * as they are enqueued (docs/ARCHITECTURE.md, "Checks"). It clocks the
+ * lowered program (core/lower.c) and never asks which op it has: what an
+ * op reads and writes comes from its row of the op table.
  *
- * Participants of a rank: the calc stream (0), one comm stream per ring
- * (1 + R) and the host (1 + nrings). Each has a vector clock over all of
- * them.
+ * Participants of a rank: its streams (calc, one comm stream per ring) and
+ * the host. Each has a vector clock over all of them.
  *
- * - An op enqueued on stream S first joins the host's clock into S (the host
- *   enqueues it, after everything it has observed), then ticks S's own
- *   entry; its accesses carry (S, S's epoch).
- * - An event record snapshots the recording stream's clock (host joined
- *   first) and replaces any earlier snapshot; a wait joins the snapshot into
- *   the waiting stream; a never-recorded event adds nothing.
- * - A host sync of S joins S's clock into the host's. fetch syncs calc, then
- *   the host reads each fetched variable (a host access, one host tick).
+ * - A primitive enqueued on stream S (kernel, collective, delay) first
+ *   joins the host's clock into S (the host enqueues it, after everything
+ *   it has observed), then ticks S's own entry; its accesses carry (S, S's
+ *   epoch).
+ * - A record snapshots the recording stream's clock (host joined first) and
+ *   replaces any earlier snapshot of that event; a wait joins the snapshot
+ *   into the waiting stream; a never-recorded event adds nothing.
+ * - A host sync of S joins S's clock into the host's. A host read (fetch)
+ *   is a host access, one host tick.
  * - Inputs (data) are written by the host before anything: no access.
- * - Accesses: compute ops read their inputs and write their output;
- *   collectives read their input and write their output; a variable an op
- *   both reads and writes (in-place) is one access, a write. Wait, sync and
- *   delay ops access nothing.
+ * - Accesses: a kernel or collective reads its op's inputs (when the row
+ *   says it reads them) and writes its output; a variable an op both reads
+ *   and writes (in place) is one access, a write. Delays, records, waits
+ *   and syncs access nothing.
  * - Access a (participant P, epoch e) happens before an op on participant T
  *   iff e <= clock_T[P]. A read races with the last write unless it is
  *   ordered after it; a write races with the last write and with every read
@@ -27,9 +29,9 @@
  * Per variable the checker keeps the last write and the reads since it, in
  * program order. A read costs one comparison; a write scans the reads since
  * the last write once and then drops them, so every read is looked at by at
- * most one write: O(1) amortised per access, plus O(participants) per op to
- * join the host clock (skipped when the host's clock has not changed since
- * the stream last joined it).
+ * most one write: O(1) amortised per access, plus O(participants) per
+ * primitive to join the host clock (skipped when the host's clock has not
+ * changed since the stream last joined it).
  *
  * Every rank runs the same program and the ordering rules do not depend on
  * data, so the analysis is rank-independent: it is done once and every race
@@ -90,7 +92,7 @@ typedef struct varstate {
 typedef struct checker {
   const ovl_program *prog;
   ovl_races *res;
-  int np;             /* participants: 2 + nrings */
+  int np;             /* participants: the streams and the host */
   int host;           /* participant index of the host */
   uint32_t *clk;      /* np x np */
   uint64_t host_ver;  /* bumped whenever the host clock changes */
@@ -199,13 +201,7 @@ static ovl_status table_grow(ovl_races *res, ovl_error *err) {
 }
 
 static const char *stream_label(int stream, char *buf, size_t n) {
-  if (stream < 0)
-    snprintf(buf, n, "host");
-  else if (stream == OVL_STREAM_CALC)
-    snprintf(buf, n, "calc");
-  else
-    snprintf(buf, n, "comm[%d]", stream - 1);
-  return buf;
+  return ovl__stream_name(stream, buf, n);
 }
 
 /* The wait ops that order the first access before the second, derived from
@@ -353,13 +349,13 @@ static ovl_status do_write(checker *c, int var, uint32_t op, int part,
   return OVL_OK;
 }
 
-/* The reads of an op (distinct, minus its output) and its write. */
+/* The reads of an op (distinct, minus its output), as its row says it
+ * reads, and its write. */
 static ovl_status op_accesses(checker *c, const ovl__op *o, uint32_t op,
                               int part, ovl_error *err) {
   const uint32_t *clock = CLK(c, part);
-  int nin = o->def->kind == OVL_KIND_COLLECTIVE ? 1 : o->nin;
   ovl_status st;
-  for (int k = 0; k < nin; k++) {
+  for (int k = 0; o->def->reads && k < o->nin; k++) {
     int v = o->in[k];
     bool seen = v == o->out;
     for (int j = 0; j < k && !seen; j++)
@@ -367,114 +363,48 @@ static ovl_status op_accesses(checker *c, const ovl__op *o, uint32_t op,
     if (!seen && (st = do_read(c, v, op, part, clock, err)) != OVL_OK)
       return st;
   }
-  if (o->out >= 0)
+  if (o->def->writes && o->out >= 0)
     return do_write(c, o->out, op, part, clock, err);
   return OVL_OK;
 }
 
-static ovl_status bad_op(const ovl_program *prog, const ovl__op *o,
-                         ovl_error *err, const char *what) {
-  return ovl__err(err, OVL_EINVAL, "%s:%d:%d: %s: race check: %s",
-                  prog->filename ? prog->filename : "<program>", o->line,
-                  o->col, o->def ? o->def->name : "?", what);
-}
-
-/* Reject what the checker cannot interpret (hand-built programs). */
-static ovl_status validate(const ovl_program *prog, ovl_error *err) {
-  if (prog->nrings < 0 || prog->nrings > OVL_MAX_RINGS)
-    return ovl__err(err, OVL_EINVAL, "race check: %d rings (at most %d)",
-                    prog->nrings, OVL_MAX_RINGS);
-  if (prog->nops > OVL_MAX_OPS)
-    return ovl__err(err, OVL_EINVAL, "race check: %zu ops (at most %u)",
-                    prog->nops, OVL_MAX_OPS);
-  for (size_t i = 0; i < prog->nops; i++) {
-    const ovl__op *o = &prog->ops[i];
-    int np = 1 + prog->nrings;
-    if (o->def == NULL)
-      return bad_op(prog, o, err, "op has no definition");
-    if (o->nin < 0 || o->nin > OVL_MAX_OP_INPUTS)
-      return bad_op(prog, o, err, "bad input count");
-    for (int k = 0; k < o->nin; k++)
-      if (o->in[k] < 0 || (size_t)o->in[k] >= prog->nvars)
-        return bad_op(prog, o, err, "input is not a variable");
-    if (o->out < -1 || (o->out >= 0 && (size_t)o->out >= prog->nvars))
-      return bad_op(prog, o, err, "output is not a variable");
-    switch (o->def->kind) {
-    case OVL_KIND_COMPUTE:
-    case OVL_KIND_DELAY:
-    case OVL_KIND_EVENT_RECORD:
-    case OVL_KIND_STREAM_WAIT_EVENT:
-    case OVL_KIND_STREAM_SYNC:
-      if (o->stream < 0 || o->stream >= np)
-        return bad_op(prog, o, err, "stream out of range");
-      break;
-    case OVL_KIND_COLLECTIVE:
-      if (o->nin < 1 || o->out < 0)
-        return bad_op(prog, o, err, "collective without input or output");
-      /* fall through */
-    case OVL_KIND_WAIT_COMPUTE:
-    case OVL_KIND_WAIT_COMM:
-    case OVL_KIND_SYNC_COMM:
-      if (o->ring_id < 0 || o->ring_id >= prog->nrings)
-        return bad_op(prog, o, err, "ring_id out of range");
-      break;
-    case OVL_KIND_SYNC_CALC:
-    case OVL_KIND_FETCH:
-      break;
-    default:
-      return bad_op(prog, o, err, "unknown op kind");
-    }
-    if ((o->def->kind == OVL_KIND_EVENT_RECORD ||
-         o->def->kind == OVL_KIND_STREAM_WAIT_EVENT) &&
-        (o->event < 0 || (size_t)o->event >= prog->nevents))
-      return bad_op(prog, o, err, "event out of range");
-  }
-  return OVL_OK;
-}
-
-static ovl_status step(checker *c, uint32_t i, ovl_error *err) {
-  const ovl__op *o = &c->prog->ops[i];
-  int nrings = c->prog->nrings, s;
-  switch (o->def->kind) {
-  case OVL_KIND_COMPUTE:
-  case OVL_KIND_COLLECTIVE:
-  case OVL_KIND_DELAY:
-    s = o->def->kind == OVL_KIND_COLLECTIVE ? ovl__op_stream(o) : o->stream;
+/* One primitive of op i. */
+static ovl_status step_prim(checker *c, const ovl__op *o, uint32_t i,
+                            const ovl__prim *p, ovl_error *err) {
+  int s = p->stream;
+  switch ((ovl__prim_kind)p->kind) {
+  case OVL_PRIM_KERNEL:
+  case OVL_PRIM_COLL:
+  case OVL_PRIM_DELAY:
     host_enqueue(c, s);
     CLK(c, s)[s]++;
-    return op_accesses(c, o, i, s, err);
-  case OVL_KIND_WAIT_COMPUTE:
-    record(c, (size_t)OVL_EVENT_COMPUTE(o->ring_id), OVL_STREAM_CALC);
-    wait_event(c, OVL_STREAM_COMM(o->ring_id),
-               (size_t)OVL_EVENT_COMPUTE(o->ring_id));
+    return p->kind == OVL_PRIM_DELAY ? OVL_OK
+                                     : op_accesses(c, o, i, s, err);
+  case OVL_PRIM_RECORD:
+    record(c, (size_t)p->event, s);
     return OVL_OK;
-  case OVL_KIND_WAIT_COMM:
-    record(c, (size_t)OVL_EVENT_COMM(o->ring_id),
-           OVL_STREAM_COMM(o->ring_id));
-    wait_event(c, OVL_STREAM_CALC, (size_t)OVL_EVENT_COMM(o->ring_id));
+  case OVL_PRIM_WAIT:
+    wait_event(c, s, (size_t)p->event);
     return OVL_OK;
-  case OVL_KIND_SYNC_CALC:
-    host_sync(c, OVL_STREAM_CALC);
+  case OVL_PRIM_HOST_SYNC:
+    host_sync(c, s);
     return OVL_OK;
-  case OVL_KIND_SYNC_COMM:
-    host_sync(c, OVL_STREAM_COMM(o->ring_id));
-    return OVL_OK;
-  case OVL_KIND_STREAM_SYNC:
-    host_sync(c, o->stream);
-    return OVL_OK;
-  case OVL_KIND_EVENT_RECORD:
-    record(c, (size_t)OVL_EVENT_NAMED(nrings, o->event), o->stream);
-    return OVL_OK;
-  case OVL_KIND_STREAM_WAIT_EVENT:
-    wait_event(c, o->stream, (size_t)OVL_EVENT_NAMED(nrings, o->event));
-    return OVL_OK;
-  case OVL_KIND_FETCH:
-    host_sync(c, OVL_STREAM_CALC);
+  case OVL_PRIM_HOST_READ:
     CLK(c, c->host)[c->host]++;
     c->host_ver++;
     return op_accesses(c, o, i, c->host, err);
   }
-  return bad_op(c->prog, o, err, "unknown op kind");
+  return ovl__err(err, OVL_EINVAL, "race check: unknown primitive %d",
+                  p->kind);
+}
+
+static ovl_status step(checker *c, uint32_t i, ovl_error *err) {
+  size_t n;
+  const ovl__prim *p = ovl__op_prims(c->prog, i, &n);
+  ovl_status st = OVL_OK;
+  for (size_t k = 0; st == OVL_OK && k < n; k++)
+    st = step_prim(c, &c->prog->ops[i], i, &p[k], err);
+  return st;
 }
 
 /* Sort: line of the first op, line of the second, variable, then the rest
@@ -536,13 +466,14 @@ ovl_status ovl_race_check(const ovl_program *prog, ovl_races **out,
   if (prog == NULL || out == NULL)
     return ovl__err(err, OVL_EINVAL, "ovl_race_check: bad argument");
   *out = NULL;
-  if ((st = validate(prog, err)) != OVL_OK)
-    return st;
+  if (prog->prim_first == NULL)
+    return ovl__err(err, OVL_EINVAL, "ovl_race_check: %s is not lowered",
+                    prog->filename);
   memset(&c, 0, sizeof c);
   c.prog = prog;
-  c.np = 2 + prog->nrings;
-  c.host = 1 + prog->nrings;
-  c.nev = 2 * (size_t)prog->nrings + prog->nevents;
+  c.np = prog->nstreams + 1;
+  c.host = prog->nstreams;
+  c.nev = (size_t)ovl__program_nevents(prog);
   res = calloc(1, sizeof *res);
   c.res = res;
   c.clk = calloc((size_t)c.np * (size_t)c.np, sizeof *c.clk);

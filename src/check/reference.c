@@ -1,19 +1,24 @@
 /*
  * The reference: a sequential float64 interpreter of a program, all ranks in
- * lock step (DESIGN.md §3). It gives the value every fetched variable must
- * have; ovl_check_result compares a run against it.
+ * lock step (docs/ARCHITECTURE.md, "Checks"). It gives the value every
+ * fetched variable must have; ovl_check_result compares a run against it.
+ * Like the executor it interprets the lowered program (core/lower.c): the
+ * element math of a kernel and the reduction of a collective come from the
+ * op's row (core/elemfn.h), so the reference, the cpu backend and the CUDA
+ * kernels compute from one definition.
  *
  * Semantics: data() variables start with their generated inputs (already
  * rounded to the dtype), every other variable starts as NaN, like the
- * poisoned device buffers. Compute ops and collectives are evaluated in
- * double, and each result is stored in its variable's dtype, as a device
+ * poisoned device buffers. A kernel is evaluated in double with its scale
+ * and bias first converted to the output's dtype (as the device converts
+ * them), and each result is stored in its variable's dtype, as a device
  * stores it: a float32 variable keeps float32 range (an overflow is inf on
  * the device and in the reference alike) and precision, while the
  * arithmetic of one op stays exact-ish in double. Collectives reduce in
- * rank order and round once, at the end.
- * Wait, sync and delay ops order streams and move no data, so they do
- * nothing here. A fetch snapshots the variable on every rank; the last fetch
- * of a variable wins.
+ * rank order and round once, at the end. Records, waits, syncs and delays
+ * order streams and move no data, so they do nothing here. A host read
+ * (fetch) snapshots the variable on every rank; the last fetch of a
+ * variable wins.
  *
  * Speed: the seed program makes ~770 passes over 10M elements per rank, so
  * running it op by op would be bound by memory bandwidth. Every op except
@@ -21,7 +26,7 @@
  * depends only on element i of its inputs, on every rank), so a run of such
  * ops is evaluated one cache-sized block of indices at a time: all ops on
  * block 0, then all ops on block 1, ... The result is the same, element for
- * element, as evaluating op after op over whole arrays. And a compute op
+ * element, as evaluating op after op over whole arrays. And a kernel
  * whose output is overwritten before anything reads it (the seed's ten
  * `e = 2 * d` in a row) is skipped: it cannot change any fetched value.
  */
@@ -67,249 +72,174 @@ static double *snapshot(const ref_state *s, int rank, int slot) {
 /* Kernels: one tight loop per function, the switch outside it.        */
 /* ------------------------------------------------------------------ */
 
-/* out[j] = EXPR for j in [0, n). Four elements per step with every load
- * before any store: out may be the same array as x or y (never a partial
- * overlap: distinct variables are distinct allocations), and this shape
- * still lets the compiler use vector instructions at -O2. */
+/* out[j] = EXPR for j in [0, n), EXPR in x = xs[j] and y = ys[j] (elemfn.h
+ * names). Four elements per step with every load before any store: out may
+ * be the same array as xs or ys (never a partial overlap: distinct
+ * variables are distinct allocations), and this shape still lets the
+ * compiler use vector instructions at -O2. */
 #define EW_LOOP(EXPR)                                                         \
   do {                                                                        \
-    size_t i = 0, j;                                                          \
+    size_t i = 0;                                                             \
     for (; i + 4 <= n; i += 4) {                                              \
-      double r0, r1, r2, r3;                                                  \
-      j = i;                                                                  \
-      r0 = (EXPR);                                                            \
-      j = i + 1;                                                              \
-      r1 = (EXPR);                                                            \
-      j = i + 2;                                                              \
-      r2 = (EXPR);                                                            \
-      j = i + 3;                                                              \
-      r3 = (EXPR);                                                            \
-      out[i] = r0;                                                            \
-      out[i + 1] = r1;                                                        \
-      out[i + 2] = r2;                                                        \
-      out[i + 3] = r3;                                                        \
+      double r[4];                                                            \
+      for (int u = 0; u < 4; u++) {                                           \
+        double x = xs[i + u], y = ys[i + u];                                  \
+        (void)y;                                                              \
+        r[u] = (EXPR);                                                        \
+      }                                                                       \
+      for (int u = 0; u < 4; u++)                                             \
+        out[i + u] = r[u];                                                    \
     }                                                                         \
-    for (j = i; j < n; j++)                                                   \
-      out[j] = (EXPR);                                                        \
+    for (; i < n; i++) {                                                      \
+      double x = xs[i], y = ys[i];                                            \
+      (void)y;                                                                \
+      out[i] = (EXPR);                                                        \
+    }                                                                         \
   } while (0)
 
-static void ew_apply(ovl__ew fn, double *out, const double *x,
-                     const double *y, double scale, double bias, size_t n) {
-  switch (fn) {
-  case OVL_EW_ASSIGN:
-    if (out != x)
-      memcpy(out, x, n * sizeof *out);
-    break;
-  case OVL_EW_ADD:
-    EW_LOOP(x[j] + y[j]);
-    break;
-  case OVL_EW_SUB:
-    EW_LOOP(x[j] - y[j]);
-    break;
-  case OVL_EW_MUL:
-    EW_LOOP(x[j] * y[j]);
-    break;
-  case OVL_EW_SCALE:
-    EW_LOOP(scale * x[j] + bias);
-    break;
+/* A kernel's element math (core/elemfn.h) over n elements, in double. ys
+ * is xs for the unary functions. */
+#define DEFINE_EW_APPLY(NAME)                                                 \
+  static void NAME(ovl__ew fn, double *out, const double *xs,                 \
+                   const double *ys, double s, double b, size_t n) {          \
+    (void)s;                                                                  \
+    (void)b;                                                                  \
+    if (fn == OVL_EW_ASSIGN) { /* the same, as a plain copy */                \
+      if (out != xs)                                                          \
+        memcpy(out, xs, n * sizeof *out);                                     \
+      return;                                                                 \
+    }                                                                         \
+    switch (fn) {                                                             \
+      OVL_EW_LIST(OVL__EW_CASE)                                               \
+    default:                                                                  \
+      break;                                                                  \
+    }                                                                         \
   }
-}
+#define OVL__EW_CASE(name, arity, expr)                                       \
+  case OVL_EW_##name:                                                         \
+    EW_LOOP(expr);                                                            \
+    break;
 
-/* out[i] = out[i] (op) x[i]. max/min follow fmax/fmin, as NCCL's float
- * reductions do (fmaxf/fminf): a NaN loses to a number. */
-static void red_apply(ovl__redop op, double *out, const double *x, size_t n) {
+DEFINE_EW_APPLY(ew_apply)
+
+/* The same for float32 variables, whose operands (and scale and bias) are
+ * float32 values: their product is exact in double, so fma(s, x, b) and
+ * s * x + b are the same double, and the plain expression (inline, where
+ * fma is a library call without FMA instructions) is used. */
+#define fma(a, b, c) ((a) * (b) + (c))
+DEFINE_EW_APPLY(ew_apply_f32)
+#undef fma
+#undef OVL__EW_CASE
+
+/* out[j] = fold(out[j], xs[j]) for j in [0, n), EXPR in a = out[j] (the
+ * partial result) and b = xs[j] (one more rank's element), with EW_LOOP's
+ * every-load-before-any-store shape. */
+#define RED_LOOP(EXPR)                                                        \
+  do {                                                                        \
+    size_t i = 0;                                                             \
+    for (; i + 4 <= n; i += 4) {                                              \
+      double r[4];                                                            \
+      for (int u = 0; u < 4; u++) {                                           \
+        double a = out[i + u], b = xs[i + u];                                 \
+        r[u] = (EXPR);                                                        \
+      }                                                                       \
+      for (int u = 0; u < 4; u++)                                             \
+        out[i + u] = r[u];                                                    \
+    }                                                                         \
+    for (; i < n; i++) {                                                      \
+      double a = out[i], b = xs[i];                                           \
+      out[i] = (EXPR);                                                        \
+    }                                                                         \
+  } while (0)
+
+/* One more rank folded into the partial result (core/elemfn.h). */
+static void red_apply(ovl__redop op, double *out, const double *xs,
+                      size_t n) {
   switch (op) {
-  case OVL_RED_SUM:
-    EW_LOOP(out[j] + x[j]);
+#define OVL__RED_CASE(name, expr, postdiv)                                    \
+  case OVL_RED_##name:                                                        \
+    RED_LOOP(expr);                                                           \
     break;
-  case OVL_RED_PROD:
-    EW_LOOP(out[j] * x[j]);
-    break;
-  case OVL_RED_MAX:
-    EW_LOOP(fmax(out[j], x[j]));
-    break;
-  case OVL_RED_MIN:
-    EW_LOOP(fmin(out[j], x[j]));
+    OVL_RED_LIST(OVL__RED_CASE)
+#undef OVL__RED_CASE
+  default:
     break;
   }
 }
 
-/* ------------------------------------------------------------------ */
-/* Checking the program before anything is allocated                  */
-/* ------------------------------------------------------------------ */
+/* After the fold: the average's division by the number of ranks. */
+static void red_finish(ovl__redop op, double *out, size_t n, int nranks) {
+  static const bool postdiv[] = {
+#define OVL__RED_POSTDIV(name, expr, pd) pd,
+      OVL_RED_LIST(OVL__RED_POSTDIV)
+#undef OVL__RED_POSTDIV
+  };
+  if (!postdiv[op])
+    return;
+  for (size_t j = 0; j < n; j++)
+    out[j] /= nranks;
+}
+
+/* A scale or bias as the device uses it: converted to the dtype. */
+static double in_dtype(ovl_dtype dtype, double v) {
+  return dtype == OVL_DTYPE_FLOAT32 ? (double)(float)v : v;
+}
 
 static const char *prog_name(const ovl_program *prog) {
   return prog->filename != NULL ? prog->filename : "<program>";
 }
 
-static ovl_status op_err(const ovl_program *prog, const ovl__op *op,
-                         ovl_error *err, const char *what) {
-  return ovl__err(err, OVL_EINVAL, "%s:%d:%d: %s: reference: %s",
-                  prog_name(prog), op->line, op->col,
-                  op->def != NULL ? op->def->name : "?", what);
-}
-
-static bool var_ok(const ovl_program *prog, int v) {
-  return v >= 0 && (size_t)v < prog->nvars;
-}
-
-/* The variable a collective writes: its output, or its input in place. */
-static int coll_out(const ovl__op *op) {
-  return op->out >= 0 ? op->out : op->in[0];
-}
-
-/* Where `v` is in the fetch list, or prog->nfetch if it is not. */
-static size_t fetch_index(const ovl_program *prog, int v) {
-  size_t i = 0;
-  while (i < prog->nfetch && prog->fetch[i] != v)
-    i++;
-  return i;
-}
-
-static ovl_status check_op(const ovl_program *prog, int nranks,
-                           const ovl__op *op, ovl_error *err) {
-  const ovl__var *vars = prog->vars;
-  int64_t nx, no;
-
-  if (op->def == NULL)
-    return op_err(prog, op, err, "op without a definition");
-  if (op->nin < 0 || op->nin > OVL_MAX_OP_INPUTS)
-    return op_err(prog, op, err, "bad input count");
-  for (int k = 0; k < op->nin; k++)
-    if (!var_ok(prog, op->in[k]))
-      return op_err(prog, op, err, "input is not a variable");
-
-  switch (op->def->kind) {
-  case OVL_KIND_COMPUTE: {
-    int need = (op->def->ew == OVL_EW_ASSIGN || op->def->ew == OVL_EW_SCALE)
-                   ? 1
-                   : 2;
-    if (op->nin != need)
-      return op_err(prog, op, err, "wrong number of inputs");
-    if (!var_ok(prog, op->out))
-      return op_err(prog, op, err, "output is not a variable");
-    no = vars[op->out].numel;
-    for (int k = 0; k < op->nin; k++)
-      if (vars[op->in[k]].numel != no)
-        return op_err(prog, op, err, "operands differ in size");
-    return OVL_OK;
-  }
-  case OVL_KIND_COLLECTIVE:
-    if (op->nin < 1)
-      return op_err(prog, op, err, "collective without an input");
-    if (!var_ok(prog, coll_out(op)))
-      return op_err(prog, op, err, "output is not a variable");
-    nx = vars[op->in[0]].numel;
-    no = vars[coll_out(op)].numel;
-    switch (op->def->coll) {
-    case OVL_COLL_ALLREDUCE:
-    case OVL_COLL_BROADCAST:
-      if (nx != no)
-        return op_err(prog, op, err, "input and output differ in size");
-      if (op->def->coll == OVL_COLL_BROADCAST &&
-          (op->root < 0 || op->root >= nranks))
-        return op_err(prog, op, err, "root is not a rank");
-      break;
-    case OVL_COLL_ALLGATHER:
-      if (no != nx * nranks)
-        return op_err(prog, op, err, "output is not nranks x input");
-      break;
-    case OVL_COLL_REDUCESCATTER:
-      if (nx != no * nranks)
-        return op_err(prog, op, err, "input is not nranks x output");
-      break;
-    }
-    return OVL_OK;
-  case OVL_KIND_FETCH:
-    for (int k = 0; k < op->nin; k++)
-      if (fetch_index(prog, op->in[k]) == prog->nfetch)
-        return op_err(prog, op, err, "fetched variable not in the fetch list");
-    return OVL_OK;
-  default:
-    return OVL_OK;
-  }
-}
-
-static ovl_status check_program(const ovl_program *prog, int nranks,
-                                ovl_error *err) {
-  ovl_status st;
-  for (size_t v = 0; v < prog->nvars; v++)
-    if (prog->vars[v].numel < 0)
-      return ovl__err(err, OVL_EINVAL,
-                      "%s: reference: variable '%s' has a negative size",
-                      prog_name(prog), prog->vars[v].name);
-  for (size_t i = 0; i < prog->nfetch; i++) {
-    if (!var_ok(prog, prog->fetch[i]))
-      return ovl__err(err, OVL_EINVAL,
-                      "%s: reference: fetch list entry %zu is not a variable",
-                      prog_name(prog), i);
-    if (fetch_index(prog, prog->fetch[i]) != i)
-      return ovl__err(err, OVL_EINVAL,
-                      "%s: reference: variable '%s' is twice in the fetch "
-                      "list",
-                      prog_name(prog), prog->vars[prog->fetch[i]].name);
-  }
-  for (size_t i = 0; i < prog->nops; i++) {
-    st = check_op(prog, nranks, &prog->ops[i], err);
-    if (st != OVL_OK)
-      return st;
-  }
-  return OVL_OK;
+/* The primitive of op i that moves data (kernel, collective, host read),
+ * or NULL: the others order streams only. */
+static const ovl__prim *data_prim(const ovl_program *prog, size_t i) {
+  size_t n;
+  const ovl__prim *p = ovl__op_prims(prog, i, &n);
+  for (size_t k = 0; k < n; k++)
+    if (p[k].kind == OVL_PRIM_KERNEL || p[k].kind == OVL_PRIM_COLL ||
+        p[k].kind == OVL_PRIM_HOST_READ)
+      return &p[k];
+  return NULL;
 }
 
 /* ------------------------------------------------------------------ */
 /* State                                                               */
 /* ------------------------------------------------------------------ */
 
-/* Which variables some op or the fetch list touches: only those get
- * memory. */
+/* Which variables some data primitive or the fetch list touches: only
+ * those get memory. */
 static void mark_used(const ovl_program *prog, bool *used) {
   for (size_t i = 0; i < prog->nops; i++) {
     const ovl__op *op = &prog->ops[i];
-    ovl__kind kind = op->def->kind;
-    if (kind != OVL_KIND_COMPUTE && kind != OVL_KIND_COLLECTIVE &&
-        kind != OVL_KIND_FETCH)
+    if (data_prim(prog, i) == NULL)
       continue;
-    for (int k = 0; k < op->nin; k++)
+    for (int k = 0; op->def->reads && k < op->nin; k++)
       used[op->in[k]] = true;
-    if (kind == OVL_KIND_COMPUTE)
+    if (op->def->writes && op->out >= 0)
       used[op->out] = true;
-    else if (kind == OVL_KIND_COLLECTIVE)
-      used[coll_out(op)] = true;
   }
   for (size_t i = 0; i < prog->nfetch; i++)
     used[prog->fetch[i]] = true;
 }
 
-/* Mark the compute ops whose output is overwritten (or never looked at)
+/* Mark the kernels whose output is overwritten (or never looked at)
  * before any op reads it: skipping them cannot change a fetched value.
- * Liveness, from the last op back; every compute op and collective writes
- * the whole of its output. `live` is scratch, one flag per variable, all
- * false on entry. Collectives are always run. */
+ * Liveness, from the last op back; every kernel and collective writes the
+ * whole of its output. `live` is scratch, one flag per variable, all
+ * false on entry. Collectives are always run (every rank takes part). */
 static void mark_dead(const ovl_program *prog, bool *live, bool *dead) {
   for (size_t i = prog->nops; i-- > 0;) {
     const ovl__op *op = &prog->ops[i];
-    switch (op->def->kind) {
-    case OVL_KIND_COMPUTE:
-      if (!live[op->out]) {
-        dead[i] = true;
-        break;
-      }
-      live[op->out] = false;
-      for (int k = 0; k < op->nin; k++)
-        live[op->in[k]] = true;
-      break;
-    case OVL_KIND_COLLECTIVE:
-      live[coll_out(op)] = false;
-      live[op->in[0]] = true;
-      break;
-    case OVL_KIND_FETCH:
-      for (int k = 0; k < op->nin; k++)
-        live[op->in[k]] = true;
-      break;
-    default:
-      break; /* waits and syncs name variables but move no data */
+    const ovl__prim *p = data_prim(prog, i);
+    if (p == NULL)
+      continue; /* waits and syncs name variables but move no data */
+    if (p->kind == OVL_PRIM_KERNEL && !live[op->out]) {
+      dead[i] = true;
+      continue;
     }
+    if (op->def->writes && op->out >= 0)
+      live[op->out] = false;
+    for (int k = 0; op->def->reads && k < op->nin; k++)
+      live[op->in[k]] = true;
   }
 }
 
@@ -427,10 +357,12 @@ static ovl_status state_init(ref_state *s, ovl_error *err) {
 /* Evaluation                                                          */
 /* ------------------------------------------------------------------ */
 
-static bool is_local(const ovl__op *op) {
-  return op->def->kind != OVL_KIND_COLLECTIVE ||
-         op->def->coll == OVL_COLL_ALLREDUCE ||
-         op->def->coll == OVL_COLL_BROADCAST;
+/* Whether op i is index-local: its data primitive (if any) is not an
+ * allgather or reducescatter. */
+static bool is_local(const ovl_program *prog, size_t i) {
+  const ovl__prim *p = data_prim(prog, i);
+  return p == NULL || p->kind != OVL_PRIM_COLL ||
+         ovl__coll_is_local(prog->ops[i].def->coll);
 }
 
 /* Elements [lo, hi) of a variable of `numel` elements: how many there are
@@ -450,69 +382,87 @@ static void store_round(ovl_dtype dtype, double *p, size_t n) {
     p[i] = (double)(float)p[i];
 }
 
-/* One index-local op on elements [lo, hi) of every rank. */
-static void run_local(ref_state *s, const ovl__op *op, size_t lo, size_t hi) {
-  const ovl__var *vars = s->prog->vars;
-  size_t n;
-
-  switch (op->def->kind) {
-  case OVL_KIND_COMPUTE:
-    n = clip(vars[op->out].numel, lo, hi);
-    if (n == 0)
-      return;
-    for (int r = 0; r < s->nranks; r++) {
-      ew_apply(op->def->ew, var_val(s, r, op->out) + lo,
-               var_val(s, r, op->in[0]) + lo,
-               op->nin > 1 ? var_val(s, r, op->in[1]) + lo : NULL, op->scale,
-               op->bias, n);
-      store_round(vars[op->out].dtype, var_val(s, r, op->out) + lo, n);
-    }
-    return;
-  case OVL_KIND_COLLECTIVE: {
-    int x = op->in[0], out = coll_out(op);
-    n = clip(vars[out].numel, lo, hi);
-    if (n == 0)
-      return;
-    if (op->def->coll == OVL_COLL_ALLREDUCE) {
-      /* Reduce into rank 0's output (every rank's input has been read
-       * before any other rank's output is written), then copy it out. */
-      double *acc = var_val(s, 0, out) + lo;
-      const double *x0 = var_val(s, 0, x) + lo;
-      if (acc != x0)
-        memcpy(acc, x0, n * sizeof *acc);
-      for (int q = 1; q < s->nranks; q++)
-        red_apply(op->def->redop, acc, var_val(s, q, x) + lo, n);
-      store_round(vars[out].dtype, acc, n);
-      for (int r = 1; r < s->nranks; r++)
-        memcpy(var_val(s, r, out) + lo, acc, n * sizeof *acc);
-    } else { /* broadcast */
-      const double *src = var_val(s, op->root, x) + lo;
-      for (int r = 0; r < s->nranks; r++) {
-        double *dst = var_val(s, r, out) + lo;
-        if (dst != src)
-          memcpy(dst, src, n * sizeof *dst);
-      }
-    }
-    return;
+static void run_kernel(ref_state *s, const ovl__op *op, size_t lo,
+                       size_t hi) {
+  const ovl__var *o = &s->prog->vars[op->out];
+  size_t n = clip(o->numel, lo, hi);
+  for (int r = 0; r < s->nranks && n > 0; r++) {
+    const double *x = var_val(s, r, op->in[0]) + lo;
+    (o->dtype == OVL_DTYPE_FLOAT32 ? ew_apply_f32 : ew_apply)(
+             op->def->ew, var_val(s, r, op->out) + lo, x,
+             op->nin > 1 ? var_val(s, r, op->in[1]) + lo : x,
+             in_dtype(o->dtype, op->scale), in_dtype(o->dtype, op->bias), n);
+    store_round(o->dtype, var_val(s, r, op->out) + lo, n);
   }
-  case OVL_KIND_FETCH:
-    for (int k = 0; k < op->nin; k++) {
-      int v = op->in[k], slot = s->fetch_slot[v];
-      n = clip(vars[v].numel, lo, hi);
-      s->fetched[slot] = true;
-      for (int r = 0; r < s->nranks && n > 0; r++)
-        memcpy(snapshot(s, r, slot) + lo, var_val(s, r, v) + lo,
-               n * sizeof(double));
+}
+
+/* allreduce or broadcast on elements [lo, hi) of every rank. */
+static void run_local_coll(ref_state *s, const ovl__op *op, size_t lo,
+                           size_t hi) {
+  const ovl__var *vars = s->prog->vars;
+  int x = op->in[0], out = op->out;
+  size_t n = clip(vars[out].numel, lo, hi);
+  if (n == 0)
+    return;
+  if (op->def->coll == OVL_COLL_ALLREDUCE) {
+    /* Reduce into rank 0's output (every rank's input has been read
+     * before any other rank's output is written), then copy it out. */
+    double *acc = var_val(s, 0, out) + lo;
+    const double *x0 = var_val(s, 0, x) + lo;
+    if (acc != x0)
+      memcpy(acc, x0, n * sizeof *acc);
+    for (int q = 1; q < s->nranks; q++)
+      red_apply(op->def->redop, acc, var_val(s, q, x) + lo, n);
+    red_finish(op->def->redop, acc, n, s->nranks);
+    store_round(vars[out].dtype, acc, n);
+    for (int r = 1; r < s->nranks; r++)
+      memcpy(var_val(s, r, out) + lo, acc, n * sizeof *acc);
+  } else { /* broadcast */
+    const double *src = var_val(s, op->root, x) + lo;
+    for (int r = 0; r < s->nranks; r++) {
+      double *dst = var_val(s, r, out) + lo;
+      if (dst != src)
+        memcpy(dst, src, n * sizeof *dst);
     }
+  }
+}
+
+static void run_host_read(ref_state *s, const ovl__op *op, size_t lo,
+                          size_t hi) {
+  for (int k = 0; k < op->nin; k++) {
+    int v = op->in[k], slot = s->fetch_slot[v];
+    size_t n = clip(s->prog->vars[v].numel, lo, hi);
+    s->fetched[slot] = true;
+    for (int r = 0; r < s->nranks && n > 0; r++)
+      memcpy(snapshot(s, r, slot) + lo, var_val(s, r, v) + lo,
+             n * sizeof(double));
+  }
+}
+
+/* One index-local op on elements [lo, hi) of every rank. */
+static void run_local(ref_state *s, size_t i, size_t lo, size_t hi) {
+  const ovl__prim *p = data_prim(s->prog, i);
+  const ovl__op *op = &s->prog->ops[i];
+  if (p == NULL)
+    return;
+  switch ((ovl__prim_kind)p->kind) {
+  case OVL_PRIM_KERNEL:
+    run_kernel(s, op, lo, hi);
+    return;
+  case OVL_PRIM_COLL:
+    run_local_coll(s, op, lo, hi);
+    return;
+  case OVL_PRIM_HOST_READ:
+    run_host_read(s, op, lo, hi);
     return;
   default:
-    return; /* waits, syncs and delays move no data */
+    return;
   }
 }
 
 /* c_allgather or c_reducescatter over whole arrays. */
 static void run_gather_scatter(ref_state *s, const ovl__op *op) {
-  int x = op->in[0], out = coll_out(op);
+  int x = op->in[0], out = op->out;
 
   if (op->def->coll == OVL_COLL_ALLGATHER) {
     size_t n = (size_t)s->prog->vars[x].numel;
@@ -536,6 +486,7 @@ static void run_gather_scatter(ref_state *s, const ovl__op *op) {
       memcpy(acc, x0, m * sizeof *acc);
     for (int q = 1; q < s->nranks; q++)
       red_apply(op->def->redop, acc, var_val(s, q, x) + (size_t)r * m, m);
+    red_finish(op->def->redop, acc, m, s->nranks);
     store_round(s->prog->vars[out].dtype, acc, m);
   }
 }
@@ -560,19 +511,19 @@ static void run_program(ref_state *s) {
 
   while (first < prog->nops) {
     size_t last = first;
-    while (last < prog->nops && is_local(&prog->ops[last]))
+    while (last < prog->nops && is_local(prog, last))
       last++;
     size_t extent = segment_extent(s, first, last);
     for (size_t lo = 0; lo < extent; lo += REF_BLOCK) {
       size_t hi = lo + REF_BLOCK < extent ? lo + REF_BLOCK : extent;
       for (size_t i = first; i < last; i++)
         if (!s->dead[i])
-          run_local(s, &prog->ops[i], lo, hi);
+          run_local(s, i, lo, hi);
     }
     /* A fetch of only empty variables still counts as a fetch. */
     if (extent == 0)
       for (size_t i = first; i < last; i++)
-        run_local(s, &prog->ops[i], 0, 0);
+        run_local(s, i, 0, 0);
     if (last < prog->nops)
       run_gather_scatter(s, &prog->ops[last++]);
     first = last;
@@ -604,9 +555,11 @@ ovl_status ovl_reference_compute(const ovl_program *prog, int nranks,
     return ovl__err(err, OVL_EINVAL,
                     "ovl_reference_compute: %d ranks (must be 1 to %d)",
                     nranks, OVL_MAX_RANKS);
-  st = check_program(prog, nranks, err);
-  if (st != OVL_OK)
-    return st;
+  /* Shapes (allgather's, reducescatter's) were fixed for prog->nranks. */
+  if (nranks != prog->nranks)
+    return ovl__err(err, OVL_EINVAL,
+                    "%s: reference: the program is for %d ranks, not %d",
+                    prog_name(prog), prog->nranks, nranks);
 
   s.prog = prog;
   s.nranks = nranks;

@@ -1,14 +1,17 @@
 /*
- * Transforms: pure functions program -> program (DESIGN.md §3).
+ * Transforms: pure functions program -> program (docs/ARCHITECTURE.md,
+ * "Modes"), decided by each op's roles in the op table:
  *   async  the schedule as written
- *   sync   collectives on the calc stream, wait ops removed
- *   comp   collectives removed (compute alone)
- *   comm   compute ops removed (communication alone), on whatever stream
+ *   sync   ops with the communication role get use_calc_stream=true (and
+ *          are placed again: onto calc); the async-only ordering ops
+ *          (c_wait_compute, c_wait_comm) are dropped
+ *   comp   communication dropped (compute alone)
+ *   comm   compute dropped (communication alone), on whatever stream
  *          each was put
- * The ring count is kept, so every mode runs with the same streams.
+ * The ring count is kept, so every mode runs with the same streams; the
+ * result is lowered again.
  *
- * sync rewrites Paddle's ops only: it moves the collectives and drops
- * c_wait_compute / c_wait_comm. The generic stream ops (event_record,
+ * sync rewrites Paddle's ops only: the generic stream ops (event_record,
  * stream_wait_event, stream_sync) and the stream= of compute ops and delays
  * are the schedule's own stream program and are kept as written, so a
  * schedule that puts work on a comm stream must order it itself, in every
@@ -18,20 +21,21 @@
 
 /* Whether `op` survives in `mode`; may rewrite it in place. */
 static bool transform_op(ovl__op *op, ovl_mode mode) {
-  ovl__kind kind = op->def->kind;
+  unsigned roles = op->def->roles;
   switch (mode) {
   case OVL_MODE_SYNC:
-    if (kind == OVL_KIND_WAIT_COMPUTE || kind == OVL_KIND_WAIT_COMM)
+    if (roles & OVL_ROLE_ASYNC_ORDER)
       return false;
-    if (kind == OVL_KIND_COLLECTIVE) {
+    if ((roles & OVL_ROLE_COMM) &&
+        (op->def->attrs & OVL_ATTR_USE_CALC_STREAM)) {
       op->use_calc_stream = true;
-      op->stream = ovl__op_stream(op);
+      op->stream = ovl__op_place(op);
     }
     return true;
   case OVL_MODE_COMP:
-    return kind != OVL_KIND_COLLECTIVE;
+    return !(roles & OVL_ROLE_COMM);
   case OVL_MODE_COMM:
-    return kind != OVL_KIND_COMPUTE;
+    return !(roles & OVL_ROLE_COMPUTE);
   case OVL_MODE_ASYNC:
   default:
     return true;
@@ -55,6 +59,11 @@ ovl_status ovl_program_transform(const ovl_program *prog, ovl_mode mode,
       p->ops[kept++] = op;
   }
   p->nops = kept;
+  st = ovl__program_lower(p, err);
+  if (st != OVL_OK) {
+    ovl_program_free(p);
+    return st;
+  }
   *out = p;
   return OVL_OK;
 }

@@ -539,7 +539,7 @@ typedef struct ring_need {
   /* It runs on the comm stream (stream=comm: delay, compute ops, the
    * generic stream ops) rather than ordering it (the Paddle wait ops). */
   bool on_stream;
-  ovl__kind kind;
+  const ovl__opdef *def;
 } ring_need;
 
 typedef struct parser {
@@ -850,51 +850,12 @@ static ovl_status parse_call(parser *P, call *c) {
 /* Builder: variables and shapes                                       */
 /* ------------------------------------------------------------------ */
 
-typedef struct shape {
-  ovl_dtype dtype;
-  int ndim;
-  int64_t dims[OVL_MAX_DIMS];
-} shape;
-
-/* Largest element count: its bytes in float64 must fit an int64. */
-#define MAX_NUMEL (INT64_MAX / 8)
+typedef ovl__shape shape;
 
 static void shape_of(const ovl__var *v, shape *s) {
   s->dtype = v->dtype;
   s->ndim = v->ndim;
   memcpy(s->dims, v->dims, sizeof s->dims);
-}
-
-static bool dims_eq(const shape *a, const shape *b) {
-  if (a->ndim != b->ndim)
-    return false;
-  for (int i = 0; i < a->ndim; i++)
-    if (a->dims[i] != b->dims[i])
-      return false;
-  return true;
-}
-
-/* "[1000,10000] float32" */
-static const char *shape_str(const shape *s, char *buf, size_t size) {
-  size_t k = 0;
-  k += (size_t)snprintf(buf, size, "[");
-  for (int i = 0; i < s->ndim && k < size; i++)
-    k += (size_t)snprintf(buf + k, size - k, "%s%lld", i ? "," : "",
-                          (long long)s->dims[i]);
-  if (k < size)
-    snprintf(buf + k, size - k, "] %s", ovl_dtype_name(s->dtype));
-  return buf;
-}
-
-/* Element count, or -1 if more than MAX_NUMEL. */
-static int64_t shape_numel(const shape *s) {
-  int64_t n = 1;
-  for (int i = 0; i < s->ndim; i++) {
-    if (s->dims[i] > MAX_NUMEL / n)
-      return -1;
-    n *= s->dims[i];
-  }
-  return n;
 }
 
 static ovl_status declare_var(parser *P, const name *nm, const shape *sh,
@@ -926,7 +887,7 @@ static ovl_status declare_var(parser *P, const name *nm, const shape *sh,
   v->dtype = sh->dtype;
   v->ndim = sh->ndim;
   memcpy(v->dims, sh->dims, sizeof v->dims);
-  v->numel = shape_numel(sh);
+  v->numel = ovl__shape_numel(sh);
   v->init = OVL_INIT_NONE;
   v->line = nm->line;
   v->col = nm->col;
@@ -976,11 +937,11 @@ static ovl_status bind_output(parser *P, const name *nm, const shape *sh,
   if (*idx < 0)
     return declare_var(P, nm, sh, idx);
   shape_of(&P->vars[*idx], &have);
-  if (!dims_eq(&have, sh) || have.dtype != sh->dtype)
+  if (!ovl__shape_dims_eq(&have, sh) || have.dtype != sh->dtype)
     return perr(P, nm->line, nm->col, "%s mismatch: '%.*s' is %s but %s gives %s",
-                dims_eq(&have, sh) ? "dtype" : "shape", (int)nm->n, nm->s,
-                shape_str(&have, a, sizeof a), opname,
-                shape_str(sh, b, sizeof b));
+                ovl__shape_dims_eq(&have, sh) ? "dtype" : "shape", (int)nm->n, nm->s,
+                ovl__shape_str(&have, a, sizeof a), opname,
+                ovl__shape_str(sh, b, sizeof b));
   return OVL_OK;
 }
 
@@ -1267,50 +1228,38 @@ static void need_ring(parser *P, const ovl__op *op, bool on_stream) {
   r->col = op->col;
   r->op = op->def->name;
   r->on_stream = on_stream;
-  r->kind = op->def->kind;
+  r->def = op->def;
 }
 
-/* Output shape of a compute op. */
-static ovl_status infer_compute(parser *P, const ovl__op *op, shape *out) {
-  char a[160], b[160];
-  shape y;
-  shape_of(&P->vars[op->in[0]], out);
-  if (op->nin < 2)
-    return OVL_OK;
-  shape_of(&P->vars[op->in[1]], &y);
-  if (!dims_eq(out, &y) || out->dtype != y.dtype)
-    return perr(P, op->line, op->col, "%s mismatch: %s of '%s' %s and '%s' %s",
-                dims_eq(out, &y) ? "dtype" : "shape", op->def->name,
-                P->vars[op->in[0]].name, shape_str(out, a, sizeof a),
-                P->vars[op->in[1]].name, shape_str(&y, b, sizeof b));
+/* Attributes the row requires, each with how to write it. */
+static ovl_status check_required(parser *P, const ovl__op *op,
+                                 const kw_seen *seen) {
+  static const struct {
+    unsigned bit;
+    int slot;
+    const char *how;
+  } req[] = {{OVL_ATTR_US, A_US, "us=N (microseconds)"},
+             {OVL_ATTR_EVENT, A_EVENT, "event=NAME"}};
+  for (size_t k = 0; k < sizeof req / sizeof req[0]; k++)
+    if ((op->def->required & req[k].bit) && seen->at[req[k].slot] == NULL)
+      return perr(P, op->line, op->col, "%s needs %s", op->def->name,
+                  req[k].how);
   return OVL_OK;
 }
 
-/* Output shape of a collective. */
-static ovl_status infer_collective(parser *P, const ovl__op *op, shape *out) {
-  const ovl__var *x = &P->vars[op->in[0]];
-  int64_t n = P->nranks;
-  shape_of(x, out);
-  switch (op->def->coll) {
-  case OVL_COLL_ALLGATHER:
-    out->dims[0] = x->dims[0] <= INT64_MAX / n ? x->dims[0] * n : -1;
-    if (out->dims[0] < 0 || shape_numel(out) < 0)
-      return perr(P, op->line, op->col,
-                  "%s: the output for %d ranks has too many elements",
-                  op->def->name, P->nranks);
-    return OVL_OK;
-  case OVL_COLL_REDUCESCATTER:
-    if (x->dims[0] % n != 0)
-      return perr(P, op->line, op->col,
-                  "%s: dim 0 of '%s' (%lld) is not divisible by %d ranks",
-                  op->def->name, x->name, (long long)x->dims[0], P->nranks);
-    out->dims[0] = x->dims[0] / n;
-    return OVL_OK;
-  case OVL_COLL_ALLREDUCE:
-  case OVL_COLL_BROADCAST:
-  default:
-    return OVL_OK;
+/* The output shape of an op, by its row's shape rule. */
+static ovl_status infer_shape(parser *P, const ovl__op *op, shape *out) {
+  shape in[OVL_MAX_OP_INPUTS];
+  const char *names[OVL_MAX_OP_INPUTS];
+  char msg[512];
+  for (int k = 0; k < op->nin; k++) {
+    shape_of(&P->vars[op->in[k]], &in[k]);
+    names[k] = P->vars[op->in[k]].name;
   }
+  if (op->def->shape(op->def, in, names, op->nin, P->nranks, out, msg,
+                     sizeof msg) != NULL)
+    return perr(P, op->line, op->col, "%s", msg);
+  return OVL_OK;
 }
 
 static ovl_status build_data(parser *P, const call *c);
@@ -1368,58 +1317,47 @@ static ovl_status build_call(parser *P) {
   for (int i = 0; i < c->nkw; i++)
     if ((st = apply_attr(P, &op, &c->kw[i], &seen, &stream_comm)) != OVL_OK)
       return st;
-  if (def->kind == OVL_KIND_DELAY && seen.at[A_US] == NULL)
-    return perr(P, op.line, op.col, "delay needs us=N (microseconds)");
-  if ((def->attrs & OVL_ATTR_EVENT) && seen.at[A_EVENT] == NULL)
-    return perr(P, op.line, op.col, "%s needs event=NAME", def->name);
+  if ((st = check_required(P, &op, &seen)) != OVL_OK)
+    return st;
   /* stream=comm puts the op on the comm stream of its ring, which exists
    * only where a collective runs on that ring. */
   if ((def->attrs & OVL_ATTR_STREAM) && stream_comm) {
     op.stream = OVL_STREAM_COMM(op.ring_id);
     need_ring(P, &op, true);
   }
-  op.stream = ovl__op_stream(&op);
+  op.stream = ovl__op_place(&op);
 
   has_out = c->nout > 0;
-  switch (def->kind) {
-  case OVL_KIND_COMPUTE:
-    if ((st = infer_compute(P, &op, &sh)) != OVL_OK)
+  if (def->shape != NULL) {
+    if ((st = infer_shape(P, &op, &sh)) != OVL_OK)
       return st;
-    if (!has_out)
+    if (!has_out && !def->inplace_default)
       return perr(P, op.line, op.col,
                   "%s needs an output variable (out = %s(...))", def->name,
                   def->name);
-    break;
-  case OVL_KIND_COLLECTIVE:
-    if ((st = infer_collective(P, &op, &sh)) != OVL_OK)
-      return st;
-    if (!has_out && P->nranks > 1 &&
-        (def->coll == OVL_COLL_ALLGATHER ||
-         def->coll == OVL_COLL_REDUCESCATTER))
-      return perr(P, op.line, op.col,
-                  "%s needs an output variable: its output is nranks times %s",
-                  def->name,
-                  def->coll == OVL_COLL_ALLGATHER ? "larger" : "smaller");
-    if (!has_out)
+    if (!has_out) {
+      shape in;
+      shape_of(&P->vars[op.in[0]], &in);
+      if (!ovl__shape_dims_eq(&in, &sh))
+        return perr(P, op.line, op.col,
+                    "%s needs an output variable: its output is nranks "
+                    "times %s",
+                    def->name, sh.dims[0] > in.dims[0] ? "larger" : "smaller");
       op.out = op.in[0];
+    }
+  }
+  if (def->ring_use & OVL_RING_COLLECTIVE) {
     P->ring_coll[op.ring_id] = true;
     if (op.ring_id + 1 > P->nrings)
       P->nrings = op.ring_id + 1;
-    break;
-  case OVL_KIND_WAIT_COMPUTE:
-  case OVL_KIND_WAIT_COMM:
-  case OVL_KIND_SYNC_COMM:
+  }
+  if (def->ring_use & OVL_RING_ORDERS)
     need_ring(P, &op, false);
-    break;
-  case OVL_KIND_FETCH:
+  /* What the host reads is fetched: it comes back in the result. */
+  if (def->reads && op.stream == OVL_STREAM_HOST)
     for (int i = 0; i < op.nin; i++)
       if ((st = add_fetch(P, op.in[i])) != OVL_OK)
         return st;
-    break;
-  case OVL_KIND_SYNC_CALC:
-  default:
-    break;
-  }
   if (has_out && (st = bind_output(P, &c->out[0], &sh, def->name, &op.out)) !=
                      OVL_OK)
     return st;
@@ -1455,7 +1393,7 @@ static ovl_status data_shape(parser *P, const kwarg *kw, shape *sh) {
                   (long long)d->i);
     sh->dims[i] = d->i;
   }
-  if (shape_numel(sh) < 0)
+  if (ovl__shape_numel(sh) < 0)
     return perr(P, v->v.line, v->v.col, "shape has too many elements");
   return OVL_OK;
 }
@@ -1794,16 +1732,11 @@ static ovl_status check_rings(parser *P) {
   }
   if (first == NULL)
     return OVL_OK;
-  if (first->on_stream) {
-    const char *to = first->kind == OVL_KIND_EVENT_RECORD ? "record on"
-                     : first->kind == OVL_KIND_STREAM_WAIT_EVENT ? "wait on"
-                     : first->kind == OVL_KIND_STREAM_SYNC ? "sync"
-                                                            : "run on";
+  if (first->on_stream)
     return perr(P, first->line, first->col,
                 "ring %d has no collective: %s(stream=comm, ring_id=%d) "
                 "has no comm stream to %s",
-                ring, first->op, ring, to);
-  }
+                ring, first->op, ring, first->def->stream_verb);
   return perr(P, first->line, first->col,
               "ring %d has no collective: %s(ring_id=%d) has no comm stream "
               "to order",
@@ -2011,6 +1944,13 @@ static ovl_status assemble(parser *P, ovl_program **out) {
   prog->nevents = P->nevents;
   P->events = NULL;
   P->nevents = 0;
+  {
+    ovl_status st = ovl__program_lower(prog, P->err);
+    if (st != OVL_OK) {
+      ovl_program_free(prog);
+      return st;
+    }
+  }
   *out = prog;
   return OVL_OK;
 nomem:

@@ -21,6 +21,8 @@ void ovl_program_free(ovl_program *prog) {
   free(prog->ops);
   free(prog->params);
   free(prog->fetch);
+  free(prog->prims);
+  free(prog->prim_first);
   free(prog->filename);
   free(prog);
 }
@@ -60,6 +62,11 @@ ovl_status ovl__program_clone(const ovl_program *prog, ovl_program **out,
   p->params = dup_array(prog->params, prog->nparams, sizeof *p->params, &fail);
   p->fetch = dup_array(prog->fetch, prog->nfetch, sizeof *p->fetch, &fail);
   p->events = dup_array(prog->events, prog->nevents, sizeof *p->events, &fail);
+  p->prims = dup_array(prog->prims, prog->nprims, sizeof *p->prims, &fail);
+  p->prim_first = prog->prim_first == NULL
+                      ? NULL
+                      : dup_array(prog->prim_first, prog->nops + 1,
+                                  sizeof *p->prim_first, &fail);
   /* The arrays hold borrowed strings until each is duplicated; on failure
    * clear the ones not yet owned so ovl_program_free stays correct. */
   if (p->vars == NULL)
@@ -147,14 +154,10 @@ void ovl_program_fetch_info(const ovl_program *prog, size_t i,
 void ovl_program_op(const ovl_program *prog, size_t i, const char **name,
                     int *line, int *stream) {
   const ovl__op *op = &prog->ops[i];
-  ovl__kind k = op->def->kind;
   if (name != NULL)
     *name = op->def->name;
   if (line != NULL)
     *line = op->line;
   if (stream != NULL)
-    *stream = k == OVL_KIND_COMPUTE || k == OVL_KIND_COLLECTIVE ||
-                      k == OVL_KIND_DELAY
-                  ? ovl__op_stream(op)
-                  : -1;
+    *stream = ovl__op_work_stream(prog, i);
 }

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "run/run.h"
 
 /* ------------------------------------------------------------------ */
 /* Text for the picture (the growing string is ovl__sbuf, strbuf.c)    */
@@ -68,8 +68,9 @@ static const char *const cat_names[CAT__COUNT] = {
 
 typedef struct {
   size_t op;
+  size_t prim;
   int lane;    /* stream number, or nstreams for the host */
-  bool record; /* the record half of c_wait_compute / c_wait_comm */
+  bool record; /* a record that is not its op's main primitive */
   cat_t cat;
   int64_t t0, t1; /* ns from the run's time 0 */
 } slice;
@@ -80,34 +81,23 @@ typedef struct {
   size_t n;
 } rank_slices;
 
-static bool is_host_op(const ovl__op *op) {
-  ovl__kind k = op->def->kind;
-  return k == OVL_KIND_FETCH || k == OVL_KIND_SYNC_CALC ||
-         k == OVL_KIND_SYNC_COMM || k == OVL_KIND_STREAM_SYNC;
-}
-
-static cat_t op_cat(const ovl__op *op) {
-  switch (op->def->kind) {
-  case OVL_KIND_COMPUTE:
+/* The category (colour) of a primitive. */
+static cat_t prim_cat(const ovl__prim *p) {
+  switch ((ovl__prim_kind)p->kind) {
+  case OVL_PRIM_KERNEL:
     return CAT_COMPUTE;
-  case OVL_KIND_COLLECTIVE:
+  case OVL_PRIM_COLL:
     return CAT_COLLECTIVE;
-  case OVL_KIND_DELAY:
+  case OVL_PRIM_DELAY:
     return CAT_DELAY;
-  case OVL_KIND_FETCH:
-  case OVL_KIND_SYNC_CALC:
-  case OVL_KIND_SYNC_COMM:
-  case OVL_KIND_STREAM_SYNC:
+  case OVL_PRIM_HOST_SYNC:
+  case OVL_PRIM_HOST_READ:
     return CAT_HOST;
+  case OVL_PRIM_RECORD:
+  case OVL_PRIM_WAIT:
   default:
     return CAT_WAIT;
   }
-}
-
-/* The stream an op's record half is on. */
-static int record_stream(const ovl__op *op) {
-  return op->def->kind == OVL_KIND_WAIT_COMPUTE ? OVL_STREAM_CALC
-                                                : OVL_STREAM_COMM(op->ring_id);
 }
 
 static int64_t to_ns(double offset_s, double s) {
@@ -122,14 +112,35 @@ static double run_origin(const ovl_result *res, int nranks) {
   return o;
 }
 
-/* Build one rank's slices. Returns false when out of memory. */
+/* Append the slice of primitive p (op i) spanning [a, b] on `lane`. */
+static void add_slice(rank_slices *out, int64_t *last, const ovl_program *prog,
+                      size_t i, size_t p, int lane, double offset, double a,
+                      double b) {
+  const ovl__prim *pr = &prog->prims[p];
+  slice *sl = &out->s[out->n++];
+  sl->op = i;
+  sl->prim = p;
+  sl->lane = lane;
+  sl->record = pr->kind == OVL_PRIM_RECORD && !pr->main;
+  sl->cat = prim_cat(pr);
+  sl->t0 = to_ns(offset, a);
+  sl->t1 = to_ns(offset, b);
+  if (sl->t0 < last[lane])
+    sl->t0 = last[lane];
+  if (sl->t1 < sl->t0 + 2)
+    sl->t1 = sl->t0 + 2;
+  last[lane] = sl->t1;
+}
+
+/* Build one rank's slices: one per stream primitive, one per host op.
+ * Returns false when out of memory. */
 static bool build_slices(const ovl_program *prog, const ovl_result *res,
                          int rank, double origin, rank_slices *out) {
-  int nstreams = 1 + prog->nrings;
+  int nstreams = prog->nstreams;
   int64_t *last = calloc((size_t)nstreams + 1, sizeof *last);
   double offset = ovl_result_trace_base(res, rank) - origin;
   out->n = 0;
-  out->s = malloc((2 * prog->nops + 1) * sizeof *out->s);
+  out->s = malloc((prog->nprims + 1) * sizeof *out->s);
   if (out->s == NULL || last == NULL) {
     free(out->s);
     free(last);
@@ -137,34 +148,16 @@ static bool build_slices(const ovl_program *prog, const ovl_result *res,
     return false;
   }
   for (size_t i = 0; i < prog->nops; i++) {
-    const ovl__op *op = &prog->ops[i];
     double a, b;
-    for (int part = 0; part < 2; part++) {
-      slice *sl = &out->s[out->n];
-      if (part == 0) {
-        if (ovl_result_record_span(res, rank, i, &a, &b) != 0)
-          continue;
-        sl->lane = record_stream(op);
-        sl->record = true;
-      } else {
-        if (ovl_result_span(res, rank, i, &a, &b) != 0)
-          continue;
-        sl->lane = is_host_op(op) ? nstreams : ovl__op_stream(op);
-        sl->record = false;
-      }
-      if (sl->lane < 0 || sl->lane > nstreams)
-        continue;
-      sl->op = i;
-      sl->cat = op_cat(op);
-      sl->t0 = to_ns(offset, a);
-      sl->t1 = to_ns(offset, b);
-      if (sl->t0 < last[sl->lane])
-        sl->t0 = last[sl->lane];
-      if (sl->t1 < sl->t0 + 2)
-        sl->t1 = sl->t0 + 2;
-      last[sl->lane] = sl->t1;
-      out->n++;
+    if (ovl__op_on_host(prog, i)) {
+      size_t m = ovl__op_main_prim(prog, i);
+      if (ovl__result_prim_span(res, rank, m, &a, &b) == 0)
+        add_slice(out, last, prog, i, m, nstreams, offset, a, b);
+      continue;
     }
+    for (size_t p = prog->prim_first[i]; p < prog->prim_first[i + 1]; p++)
+      if (ovl__result_prim_span(res, rank, p, &a, &b) == 0)
+        add_slice(out, last, prog, i, p, prog->prims[p].stream, offset, a, b);
   }
   free(last);
   return true;
@@ -199,38 +192,23 @@ static void free_all(rank_slices *all, size_t n) {
 }
 
 static const char *lane_name(int lane, int nstreams, char *buf, size_t len) {
-  if (lane == nstreams)
-    snprintf(buf, len, "host");
-  else if (lane == OVL_STREAM_CALC)
-    snprintf(buf, len, "calc");
-  else
-    snprintf(buf, len, "comm[%d]", lane - 1);
-  return buf;
+  return ovl__stream_name(lane == nstreams ? OVL_STREAM_HOST : lane, buf, len);
 }
 
 static uint64_t var_bytes(const ovl_program *prog, int v) {
   return (uint64_t)prog->vars[v].numel * ovl_dtype_size(prog->vars[v].dtype);
 }
 
-/* Bytes an op moves: the inputs it reads and the output it writes (fetch:
- * what it copies to the host); none for waits, syncs and delays. */
+/* Bytes an op moves, as its row says: the inputs it reads and the output
+ * it writes (fetch: what it copies to the host); none for waits, syncs and
+ * delays. */
 static uint64_t op_bytes(const ovl_program *prog, const ovl__op *op) {
   uint64_t n = 0;
-  switch (op->def->kind) {
-  case OVL_KIND_COMPUTE:
-  case OVL_KIND_COLLECTIVE:
-    for (int k = 0; k < op->nin; k++)
-      n += var_bytes(prog, op->in[k]);
-    if (op->out >= 0)
-      n += var_bytes(prog, op->out);
-    return n;
-  case OVL_KIND_FETCH:
-    for (int k = 0; k < op->nin; k++)
-      n += var_bytes(prog, op->in[k]);
-    return n;
-  default:
-    return 0;
-  }
+  for (int k = 0; op->def->reads && k < op->nin; k++)
+    n += var_bytes(prog, op->in[k]);
+  if (op->def->writes && op->out >= 0)
+    n += var_bytes(prog, op->out);
+  return n;
 }
 
 /* Per op, its collective's number on its ring (from 0), or -1. */
@@ -242,8 +220,8 @@ static int *collective_seqs(const ovl_program *prog) {
   for (size_t i = 0; i < prog->nops; i++) {
     const ovl__op *op = &prog->ops[i];
     seq[i] = -1;
-    if (op->def->kind == OVL_KIND_COLLECTIVE && op->ring_id >= 0 &&
-        op->ring_id < OVL_MAX_RINGS)
+    if (prog->prims[ovl__op_main_prim(prog, i)].kind == OVL_PRIM_COLL &&
+        op->ring_id >= 0 && op->ring_id < OVL_MAX_RINGS)
       seq[i] = next[op->ring_id]++;
   }
   return seq;
@@ -372,10 +350,12 @@ static void trace_slice(ovl__sbuf *b, const ovl_timeline_run *run, int pid,
   }
   if (seq[sl->op] >= 0)
     ovl__sb_printf(b, ",\"ring\":%d,\"seq\":%d", op->ring_id, seq[sl->op]);
-  if (op->def->kind == OVL_KIND_WAIT_COMPUTE ||
-      op->def->kind == OVL_KIND_WAIT_COMM)
+  /* The two halves of an op that records on one stream and waits on
+   * another (c_wait_compute, c_wait_comm). */
+  if (prog->prim_first[sl->op + 1] - prog->prim_first[sl->op] > 1 &&
+      !ovl__op_on_host(prog, sl->op))
     ovl__sb_printf(b, ",\"ring\":%d,\"part\":\"%s\"", op->ring_id,
-              sl->record ? "record" : "wait");
+                   sl->record ? "record" : "wait");
   if (op->event >= 0 && (size_t)op->event < prog->nevents) {
     ovl__sb_puts(b, ",\"event\":");
     ovl__sb_json_str(b, prog->events[op->event]);
@@ -403,30 +383,19 @@ static void trace_flow(ovl__sbuf *b, int pid, int nstreams, long id,
  * event, every stream_wait_event until the next record). */
 static void trace_flows(ovl__sbuf *b, const ovl_program *prog, int pid,
                         int nstreams, const rank_slices *rs, long *id) {
-  const slice **last_rec =
-      calloc(prog->nevents + 1, sizeof *last_rec);
-  const slice *pending = NULL; /* record half just seen */
+  int nevents = ovl__program_nevents(prog);
+  const slice **last_rec = calloc((size_t)nevents + 1, sizeof *last_rec);
   if (last_rec == NULL) {
     b->fail = true;
     return;
   }
   for (size_t j = 0; j < rs->n; j++) {
     const slice *sl = &rs->s[j];
-    const ovl__op *op = &prog->ops[sl->op];
-    if (sl->record) {
-      pending = sl;
-      continue;
-    }
-    if (pending != NULL && pending->op == sl->op)
-      trace_flow(b, pid, nstreams, (*id)++, pending, sl);
-    pending = NULL;
-    if (op->event < 0 || (size_t)op->event >= prog->nevents)
-      continue;
-    if (op->def->kind == OVL_KIND_EVENT_RECORD)
-      last_rec[op->event] = sl;
-    else if (op->def->kind == OVL_KIND_STREAM_WAIT_EVENT &&
-             last_rec[op->event] != NULL)
-      trace_flow(b, pid, nstreams, (*id)++, last_rec[op->event], sl);
+    const ovl__prim *p = &prog->prims[sl->prim];
+    if (p->kind == OVL_PRIM_RECORD)
+      last_rec[p->event] = sl;
+    else if (p->kind == OVL_PRIM_WAIT && last_rec[p->event] != NULL)
+      trace_flow(b, pid, nstreams, (*id)++, last_rec[p->event], sl);
   }
   free(last_rec);
 }
@@ -464,7 +433,7 @@ ovl_status ovl_timeline_trace(const ovl_world *world,
   first = b.len; /* every event starts with ",\n": the first one's goes */
   for (size_t k = 0; k < nruns; k++) {
     const ovl_program *prog = runs[k].prog;
-    int nstreams = 1 + prog->nrings;
+    int nstreams = prog->nstreams;
     int *seq = collective_seqs(prog);
     if (seq == NULL) {
       b.fail = true;
@@ -784,7 +753,7 @@ ovl_status ovl_timeline_svg(const ovl_world *world,
 
   height = 58;
   for (size_t k = 0; k < nruns; k++)
-    height += PANEL_HEAD + nranks * rank_block_height(1 + runs[k].prog->nrings) +
+    height += PANEL_HEAD + nranks * rank_block_height(runs[k].prog->nstreams) +
               AXIS_H;
   height += 6;
 
@@ -850,7 +819,7 @@ ovl_status ovl_timeline_svg(const ovl_world *world,
   for (size_t k = 0; k < nruns && !b.fail; k++) {
     const ovl_program *prog = runs[k].prog;
     const ovl_result *res = runs[k].res;
-    int nstreams = 1 + prog->nrings;
+    int nstreams = prog->nstreams;
     int panel_top = y, panel_bottom;
     int64_t coll_sum = 0, ov_sum = 0;
     int *seq = collective_seqs(prog);

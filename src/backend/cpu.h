@@ -1,0 +1,263 @@
+/*
+ * The cpu backend's shared state. The backend is four files:
+ *   backend_cpu.c  the seam (ovl__backend_cpu): world, ranks, memory, work
+ *   cpu_stream.c   streams, events and their worker threads
+ *   cpu_coll.c     collectives: the rendezvous of the ranks
+ *   cpu_kernels.c  the element math of kernels and reductions
+ * Internal to the cpu backend.
+ */
+#ifndef OVL_CPU_H
+#define OVL_CPU_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "internal.h"
+
+/*
+ * Timeouts. A collective gives up `timeout_s` after this rank arrived. A
+ * wait command or a host sync watches a stream; when that stream is itself
+ * blocked in a collective or a wait, the watcher does not count the time:
+ * the inner command has its own timeout and a better message ("waiting for
+ * rank 3"), and its failure, counted as done, ends the watch. So only the
+ * innermost timer of a chain runs, and a watcher times out only when the
+ * stream it watches spent `timeout_s` in one kernel or delay.
+ */
+
+/* Elements reduced per block: in-place collectives read a whole block of
+ * every rank before writing any of it. */
+#define BLOCK 1024
+
+/* Chaos: the longest sleep before a command. Delays are CHAOS_MAX_US * u^4
+ * for u uniform in [0, 1): the median is 1/16 of the maximum (125 us) and
+ * the mean 1/5 (400 us), but one command in ten waits over 1.1 ms. */
+#define CHAOS_MAX_US 2000.0
+
+typedef struct stream stream;
+typedef struct ring ring;
+
+
+/* ------------------------------------------------------------------ */
+/* Commands                                                            */
+/* ------------------------------------------------------------------ */
+
+typedef enum { CMD_KERNEL, CMD_COLL, CMD_WAIT, CMD_DELAY, CMD_MARK } cmd_kind;
+
+/* What one rank brings to a collective. */
+typedef struct arrival {
+  ovl__coll coll;
+  ovl__redop redop;
+  ovl_dtype dtype;
+  const void *send;
+  void *recv;
+  size_t count;
+  int root;
+  /* The rank's stream had already failed: it takes no part, and says so to
+   * the others so that they fail at once instead of at the timeout. */
+  bool skipped;
+} arrival;
+
+typedef struct cmd {
+  struct cmd *next;
+  cmd_kind kind;
+  union {
+    struct {
+      ovl__ew fn;
+      ovl_dtype dtype;
+      void *out;
+      const void *x, *y;
+      double scale, bias;
+      size_t n;
+    } kernel;
+    struct {
+      ring *ring;
+      uint64_t seq;
+      arrival a;
+    } coll;
+    struct {
+      stream *src;
+      uint64_t target;
+      int event;
+    } wait;
+    struct {
+      double us;
+    } delay;
+    struct {
+      size_t index;
+    } mark;
+  } u;
+} cmd;
+
+/* ------------------------------------------------------------------ */
+/* State                                                               */
+/* ------------------------------------------------------------------ */
+
+struct stream {
+  ovl__brank *br;
+  int index;
+  char name[24]; /* "calc" or "comm[R]" */
+  pthread_mutex_t mu;
+  pthread_cond_t work_cv; /* the worker waits for commands */
+  pthread_cond_t done_cv; /* `done` moved, or the world was aborted */
+  cmd *head, *tail;
+  uint64_t enq;  /* commands enqueued (host thread) */
+  uint64_t done; /* commands finished, failed or skipped (worker) */
+  /* When the worker last started or finished a command: watchers measure
+   * their timeout from it. */
+  double progress_at;
+  /* The worker is in a collective or a wait, which time out by themselves:
+   * watchers of this stream stop their clocks. */
+  bool blocked;
+  /* Sticky, as a CUDA error: the first failure, kept. */
+  ovl_status status;
+  char msg[OVL_ERROR_MSG_MAX];
+  bool exit;
+  bool started;
+  pthread_t thread;
+  /* Chaos generator state (worker thread only); 0 when chaos is off. */
+  uint64_t chaos;
+};
+
+typedef struct event {
+  bool recorded;
+  stream *src;
+  uint64_t target;
+} event;
+
+typedef enum { SLOT_OPEN, SLOT_COMPUTING, SLOT_DONE, SLOT_FAILED } slot_state;
+
+/* One sequence number of one ring, while some rank is still in it. */
+typedef struct slot {
+  struct slot *next;
+  uint64_t seq;
+  slot_state state;
+  uint64_t arrived; /* bit per rank */
+  int narrived;
+  int nleft;
+  ovl_status status; /* SLOT_FAILED */
+  char msg[OVL_ERROR_MSG_MAX];
+  arrival a[]; /* nranks */
+} slot;
+
+struct ring {
+  int id;
+  pthread_mutex_t mu;
+  pthread_cond_t cv; /* any slot of the ring changed state, or abort */
+  slot *active;
+  slot *free; /* reused once every rank has left */
+};
+
+struct ovl__bworld {
+  int nranks;
+  double timeout_s;
+  unsigned chaos_seed; /* 0: off */
+  atomic_int aborted;
+  /* Guards nrings, rings[] and ranks[]. Lock order: world, then a ring or a
+   * stream; nothing takes the world lock while holding another. */
+  pthread_mutex_t mu;
+  int nrings;
+  ring *rings[OVL_MAX_RINGS];
+  ovl__brank *ranks[OVL_MAX_RANKS];
+  char devices[64];
+};
+
+struct ovl__brank {
+  ovl__bworld *bw;
+  int rank;
+  int nrings;
+  int nstreams;
+  stream *streams; /* 1 + nrings */
+  event *events;   /* nevents (2 * nrings, then named); host thread only */
+  int nevents;
+  ring *rings[OVL_MAX_RINGS];
+  uint64_t seq[OVL_MAX_RINGS]; /* next collective number, per ring */
+  /* Timer marks (--op-times): host clock when a stream reached each one.
+   * Written by workers, read by the host after a sync of those streams. */
+  double *marks;
+  size_t nmarks;
+};
+
+/* ------------------------------------------------------------------ */
+/* Small helpers                                                       */
+/* ------------------------------------------------------------------ */
+
+static inline int cond_init(pthread_cond_t *cv) {
+  pthread_condattr_t attr;
+  int rc = pthread_condattr_init(&attr);
+  if (rc != 0)
+    return rc;
+  rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  if (rc == 0)
+    rc = pthread_cond_init(cv, &attr);
+  pthread_condattr_destroy(&attr);
+  return rc;
+}
+
+/* Wait on cv until signalled or `deadline` (ovl__now() seconds) passed.
+ * Returns false once the deadline has passed. */
+static inline bool cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu,
+                            double deadline) {
+  struct timespec ts;
+  double now = ovl__now();
+  if (now >= deadline)
+    return false;
+  double whole = (double)(time_t)deadline;
+  ts.tv_sec = (time_t)deadline;
+  ts.tv_nsec = (long)((deadline - whole) * 1e9);
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  return pthread_cond_timedwait(cv, mu, &ts) != ETIMEDOUT ||
+         ovl__now() < deadline;
+}
+
+/* Decimals for a time in a message: a timeout of 0.005 s must not read
+ * "0.0 s". */
+static inline int secs_prec(double s) { return s >= 0.1 ? 1 : 3; }
+
+static inline bool is_aborted(ovl__bworld *bw) {
+  return atomic_load(&bw->aborted) != 0;
+}
+
+static inline void set_error(ovl_error *err, ovl_status status, const stream *s,
+                      const char *what) {
+  ovl__err(err, status, "rank %d: %s stream: %s", s->br->rank, s->name, what);
+}
+
+/* ------------------------------------------------------------------ */
+/* Between the files                                                   */
+/* ------------------------------------------------------------------ */
+
+/* cpu_kernels.c: out[i] = fn(x[i], y[i]) in `dtype`; the reduction of a
+ * collective for every rank, run by the last rank to arrive. */
+void ovl__cpu_elementwise(ovl__ew fn, ovl_dtype dtype, void *out,
+                          const void *x, const void *y, double scale,
+                          double bias, size_t n);
+void ovl__cpu_collective_compute(const slot *sl, int nranks);
+
+/* cpu_coll.c: run one collective of `rank`: arrive, wait for the others,
+ * return once the result is in every recv buffer. */
+ovl_status ovl__cpu_rendezvous(ovl__bworld *bw, ring *rg, uint64_t seq,
+                               int rank, const arrival *a, ovl_error *err);
+
+/* cpu_stream.c. */
+ovl_status ovl__cpu_stream_create(ovl__brank *br, int index, stream *s,
+                                  ovl_error *err);
+void ovl__cpu_stream_destroy(stream *s);
+void *ovl__cpu_worker_main(void *arg);
+stream *ovl__cpu_get_stream(ovl__brank *br, int index, ovl_error *err);
+ovl_status ovl__cpu_enqueue(stream *s, const cmd *tmpl, ovl_error *err);
+ovl_status ovl__cpu_event_record(ovl__brank *br, int event, int stream_idx,
+                                 ovl_error *err);
+ovl_status ovl__cpu_stream_wait_event(ovl__brank *br, int stream_idx,
+                                      int event, ovl_error *err);
+ovl_status ovl__cpu_stream_sync(ovl__brank *br, int stream_idx,
+                                ovl_error *err);
+bool ovl__cpu_rank_quiesce(ovl__brank *br);
+
+#endif /* OVL_CPU_H */

@@ -1,0 +1,175 @@
+/*
+ * The cpu backend's arithmetic: elementwise kernels and the reductions of
+ * collectives, in the variable's dtype, expanded from the one definition of
+ * every op's element math (core/elemfn.h), which the reference and the
+ * CUDA kernels expand too. <tgmath.h> makes fma and fmax there resolve to
+ * fmaf and fmaxf for float operands.
+ */
+#include <string.h>
+#include <tgmath.h>
+
+#include "backend/cpu.h"
+
+/* On x86-64, fma and fmaf are library calls unless the compiler may use
+ * the FMA instructions, which the baseline ISA lacks: the kernels are
+ * built twice, and the loader picks the FMA build where the CPU has it
+ * (every x86-64 CPU since 2013), so the emulated device computes the fused
+ * multiply-add of `scale` at memory speed. The result is the same either
+ * way: fma rounds once in both. */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define KERNEL_CLONES __attribute__((target_clones("fma", "default")))
+#endif
+#endif
+#ifndef KERNEL_CLONES
+#define KERNEL_CLONES
+#endif
+
+/* One kernel per dtype; exact aliasing of out with x or y is fine because
+ * element i is read before it is written. The scale and bias are converted
+ * to T first, as the device converts them. */
+#define DEFINE_ELEMENTWISE(T, SUFFIX)                                         \
+  KERNEL_CLONES                                                               \
+  static void elementwise_##SUFFIX(ovl__ew fn, T *out, const T *xs,           \
+                                   const T *ys, double scale, double bias,    \
+                                   size_t n) {                                \
+    const T s = (T)scale, b = (T)bias;                                        \
+    (void)s;                                                                  \
+    (void)b;                                                                  \
+    if (ys == NULL)                                                           \
+      ys = xs;                                                                \
+    switch (fn) {                                                             \
+      OVL_EW_LIST(EW_CASE)                                                    \
+    default:                                                                  \
+      break;                                                                  \
+    }                                                                         \
+  }
+#define EW_CASE(name, arity, expr)                                            \
+  case OVL_EW_##name:                                                         \
+    for (size_t i = 0; i < n; i++) {                                          \
+      const __typeof__(*out) x = xs[i], y = ys[i];                            \
+      (void)y;                                                                \
+      out[i] = (expr);                                                        \
+    }                                                                         \
+    break;
+
+DEFINE_ELEMENTWISE(float, f32)
+DEFINE_ELEMENTWISE(double, f64)
+
+void ovl__cpu_elementwise(ovl__ew fn, ovl_dtype dtype, void *out,
+                          const void *x, const void *y, double scale,
+                          double bias, size_t n) {
+  if (dtype == OVL_DTYPE_FLOAT64)
+    elementwise_f64(fn, out, x, y, scale, bias, n);
+  else
+    elementwise_f32(fn, out, x, y, scale, bias, n);
+}
+
+/* acc = op(acc, v) for a block (core/elemfn.h, OVL_RED_LIST): max and min
+ * follow fmax/fmin, as NCCL's do, so a NaN loses to a number. */
+#define DEFINE_REDUCE(T, SUFFIX)                                              \
+  static void reduce_##SUFFIX(ovl__redop op, T *acc, const T *v, size_t n) { \
+    switch (op) {                                                             \
+      OVL_RED_LIST(RED_CASE)                                                  \
+    default:                                                                  \
+      break;                                                                  \
+    }                                                                         \
+  }
+#define RED_CASE(name, expr, postdiv)                                         \
+  case OVL_RED_##name:                                                        \
+    for (size_t i = 0; i < n; i++) {                                          \
+      const __typeof__(*acc) a = acc[i], b = v[i];                            \
+      acc[i] = (expr);                                                        \
+    }                                                                         \
+    break;
+
+DEFINE_REDUCE(float, f32)
+DEFINE_REDUCE(double, f64)
+
+static void reduce_block(ovl_dtype dtype, ovl__redop op, void *acc,
+                         const void *v, size_t n) {
+  if (dtype == OVL_DTYPE_FLOAT64)
+    reduce_f64(op, acc, v, n);
+  else
+    reduce_f32(op, acc, v, n);
+}
+
+/* The average's division by the number of ranks, after the fold, in the
+ * dtype (NCCL's ncclAvg divides the sum too). */
+static void finish_block(ovl_dtype dtype, ovl__redop op, void *acc, size_t n,
+                         int nranks) {
+  static const bool postdiv[] = {
+#define RED_POSTDIV(name, expr, pd) pd,
+      OVL_RED_LIST(RED_POSTDIV)
+#undef RED_POSTDIV
+  };
+  if (!postdiv[op])
+    return;
+  if (dtype == OVL_DTYPE_FLOAT64) {
+    double *d = acc;
+    for (size_t i = 0; i < n; i++)
+      d[i] /= (double)nranks;
+  } else {
+    float *f = acc;
+    for (size_t i = 0; i < n; i++)
+      f[i] /= (float)nranks;
+  }
+}
+
+/* The last rank to arrive runs this for all, outside the ring lock: the
+ * others wait for SLOT_DONE, so their buffers stay put. */
+void ovl__cpu_collective_compute(const slot *sl, int nranks) {
+  const arrival *a0 = &sl->a[0];
+  const size_t esize = ovl_dtype_size(a0->dtype);
+  const size_t count = a0->count;
+  union {
+    float f[BLOCK];
+    double d[BLOCK];
+  } acc;
+
+  switch (a0->coll) {
+  case OVL_COLL_ALLREDUCE:
+    for (size_t off = 0; off < count; off += BLOCK) {
+      size_t n = count - off < BLOCK ? count - off : BLOCK;
+      memcpy(&acc, (const char *)sl->a[0].send + off * esize, n * esize);
+      for (int q = 1; q < nranks; q++)
+        reduce_block(a0->dtype, a0->redop, &acc,
+                     (const char *)sl->a[q].send + off * esize, n);
+      finish_block(a0->dtype, a0->redop, &acc, n, nranks);
+      for (int r = 0; r < nranks; r++)
+        memcpy((char *)sl->a[r].recv + off * esize, &acc, n * esize);
+    }
+    break;
+  case OVL_COLL_REDUCESCATTER:
+    /* recv_r = reduction of the r-th piece of every send. In place (recv_r
+     * inside send_r at r * count) reads each block before writing it. */
+    for (int r = 0; r < nranks; r++) {
+      for (size_t off = 0; off < count; off += BLOCK) {
+        size_t n = count - off < BLOCK ? count - off : BLOCK;
+        size_t src = ((size_t)r * count + off) * esize;
+        memcpy(&acc, (const char *)sl->a[0].send + src, n * esize);
+        for (int q = 1; q < nranks; q++)
+          reduce_block(a0->dtype, a0->redop, &acc,
+                       (const char *)sl->a[q].send + src, n);
+        finish_block(a0->dtype, a0->redop, &acc, n, nranks);
+        memcpy((char *)sl->a[r].recv + off * esize, &acc, n * esize);
+      }
+    }
+    break;
+  case OVL_COLL_BROADCAST: {
+    const void *src = sl->a[a0->root].send;
+    for (int r = 0; r < nranks; r++)
+      if (sl->a[r].recv != src)
+        memmove(sl->a[r].recv, src, count * esize);
+    break;
+  }
+  case OVL_COLL_ALLGATHER:
+    for (int r = 0; r < nranks; r++)
+      for (int q = 0; q < nranks; q++) {
+        char *dst = (char *)sl->a[r].recv + (size_t)q * count * esize;
+        if (dst != sl->a[q].send)
+          memmove(dst, sl->a[q].send, count * esize);
+      }
+    break;
+  }
+}

@@ -1,0 +1,362 @@
+/*
+ * The op model (docs/ARCHITECTURE.md, "The op table" and "Lowering").
+ *
+ * An op is one statement of a schedule. Everything the library knows about
+ * an op is in its row of the op table (core/optable.c): what it takes, what
+ * it reads and writes, where its work goes, its output's shape, its
+ * element math (core/elemfn.h, shared by the cpu backend, the reference and
+ * the CUDA kernels) and its lowering: the short list of stream primitives it
+ * becomes. Everything downstream works on primitives: the executor runs
+ * them, the race checker clocks them, the reference interprets them, the
+ * timeline draws them. So no module outside the table and the lowering asks
+ * which op it has.
+ */
+#ifndef OVL_CORE_OP_H
+#define OVL_CORE_OP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/elemfn.h"
+#include "ovl.h"
+
+/* ------------------------------------------------------------------ */
+/* Limits                                                              */
+/* ------------------------------------------------------------------ */
+
+#define OVL_MAX_DIMS 8
+#define OVL_MAX_RINGS 16
+#define OVL_MAX_RANKS 64
+#define OVL_MAX_OP_INPUTS 16
+/* Largest program after repeat expansion (ops). */
+#define OVL_MAX_OPS (1u << 24)
+/* Largest variable (elements): its bytes in float64 must fit an int64. */
+#define OVL_MAX_NUMEL (INT64_MAX / 8)
+/* Most primitives one op lowers to. */
+#define OVL_MAX_PRIMS_PER_OP 4
+
+/* ------------------------------------------------------------------ */
+/* Primitive vocabulary the backends speak                              */
+/* ------------------------------------------------------------------ */
+
+/* Collectives (NCCL's functions). ovl__redop is in core/elemfn.h. */
+typedef enum {
+  OVL_COLL_ALLREDUCE,
+  OVL_COLL_BROADCAST,
+  OVL_COLL_ALLGATHER,
+  OVL_COLL_REDUCESCATTER
+} ovl__coll;
+
+/* The element count a collective is called with, NCCL's convention: the
+ * send count, except reducescatter's (the receive count). */
+size_t ovl__coll_count(ovl__coll coll, int64_t send_numel,
+                       int64_t recv_numel);
+/* Whether element i of every rank's output depends only on element i of
+ * the inputs (allreduce, broadcast): the reference evaluates such runs of
+ * primitives block by block. */
+bool ovl__coll_is_local(ovl__coll coll);
+/* "allreduce", "broadcast", ...; "sum", "max", ... */
+const char *ovl__coll_name(ovl__coll coll);
+const char *ovl__redop_name(ovl__redop op);
+/* Whether the collective takes a reduction. */
+bool ovl__coll_has_redop(ovl__coll coll);
+
+/* The number of variable inputs of an elementwise function. */
+static inline int ovl__ew_arity(ovl__ew fn) {
+  static const int arity[] = {
+#define OVL__EW_ARITY(name, ar, expr) ar,
+      OVL_EW_LIST(OVL__EW_ARITY)
+#undef OVL__EW_ARITY
+  };
+  return arity[fn];
+}
+
+/* ------------------------------------------------------------------ */
+/* The op table                                                        */
+/* ------------------------------------------------------------------ */
+
+/* Attributes an op may take (bit mask in ovl__opdef.attrs). */
+enum {
+  OVL_ATTR_RING_ID = 1u << 0,
+  OVL_ATTR_USE_CALC_STREAM = 1u << 1,
+  OVL_ATTR_SCALE = 1u << 2,
+  OVL_ATTR_BIAS = 1u << 3,
+  OVL_ATTR_ROOT = 1u << 4,
+  OVL_ATTR_US = 1u << 5,
+  OVL_ATTR_STREAM = 1u << 6,
+  OVL_ATTR_EVENT = 1u << 7
+};
+
+/* What the modes (core/transform.c) do with an op. */
+enum {
+  /* Compute work: the comm form drops it. */
+  OVL_ROLE_COMPUTE = 1u << 0,
+  /* Communication: the comp form drops it; the sync form sets its
+   * use_calc_stream (and places it again). */
+  OVL_ROLE_COMM = 1u << 1,
+  /* Orders the calc and comm streams for the async form only (Paddle's
+   * c_wait_compute / c_wait_comm): the sync form drops it. */
+  OVL_ROLE_ASYNC_ORDER = 1u << 2
+};
+
+/* How an op uses the ring named by its ring_id, beyond its stream. */
+enum {
+  /* Runs a collective on the ring: the ring needs a communicator. */
+  OVL_RING_COLLECTIVE = 1u << 0,
+  /* Orders or syncs the ring's comm stream (the wait ops, c_sync_comm). */
+  OVL_RING_ORDERS = 1u << 1
+};
+
+typedef struct ovl__op ovl__op;
+typedef struct ovl__prim ovl__prim;
+
+/* An op's output shape, for the shape rules. */
+typedef struct ovl__shape {
+  ovl_dtype dtype;
+  int ndim;
+  int64_t dims[OVL_MAX_DIMS];
+} ovl__shape;
+
+typedef struct ovl__opdef ovl__opdef;
+
+/* A shape rule: the output's shape from the inputs' (in[0..nin)). Returns
+ * NULL, or a message (without position: the parser adds file:line:col)
+ * written into msg[0..size). `names` are the inputs' variable names. */
+typedef const char *(*ovl__shape_fn)(const ovl__opdef *def,
+                                     const ovl__shape *in,
+                                     const char *const *names, int nin,
+                                     int nranks, ovl__shape *out, char *msg,
+                                     size_t size);
+
+/* Lowering: write the primitives of `op` (at most OVL_MAX_PRIMS_PER_OP)
+ * into out[] and return how many. `nrings` numbers the events (see
+ * OVL_EVENT_*). Exactly one of them has `main` set. */
+typedef int (*ovl__lower_fn)(const ovl__op *op, int nrings, ovl__prim *out);
+
+struct ovl__opdef {
+  const char *name;
+  /* Positional variable arguments, outputs (0 or 1). */
+  int min_in, max_in, max_out;
+  /* With no output named, the op writes its first input in place
+   * (collectives); else an output is required where max_out is 1. */
+  bool inplace_default;
+  /* Attributes the op takes, and those it must be given. */
+  unsigned attrs, required;
+  unsigned roles;    /* OVL_ROLE_* */
+  unsigned ring_use; /* OVL_RING_* */
+  /* Effects on data, for the race checker, the reference's liveness and
+   * the trace's byte counts. `reads`: its inputs are read by its work (the
+   * wait and sync ops' inputs only name dependencies: they read nothing);
+   * `writes`: it writes its output. fetch reads its inputs on the host. */
+  bool reads, writes;
+  /* What the op does to its stream, for messages ("run on", "record on",
+   * "wait on", "sync"). */
+  const char *stream_verb;
+  /* The shape rule; NULL when the op has no output. */
+  ovl__shape_fn shape;
+  /* The lowering. */
+  ovl__lower_fn lower;
+  /* Element math (core/elemfn.h) of an op whose work is a kernel, and the
+   * collective and reduction of one whose work is a collective. */
+  ovl__ew ew;
+  ovl__coll coll;
+  ovl__redop redop;
+};
+
+/* The table, terminated by a row with name == NULL. */
+extern const ovl__opdef ovl__optable[];
+const ovl__opdef *ovl__opdef_find(const char *name);
+
+/* Shape rules of the table (core/optable.c): every input alike, output
+ * the same; c_allgather's (dim 0 times the ranks); c_reducescatter's (dim 0
+ * divided among them). */
+const char *ovl__shape_same(const ovl__opdef *def, const ovl__shape *in,
+                            const char *const *names, int nin, int nranks,
+                            ovl__shape *out, char *msg, size_t size);
+const char *ovl__shape_gather(const ovl__opdef *def, const ovl__shape *in,
+                              const char *const *names, int nin, int nranks,
+                              ovl__shape *out, char *msg, size_t size);
+const char *ovl__shape_scatter(const ovl__opdef *def, const ovl__shape *in,
+                               const char *const *names, int nin, int nranks,
+                               ovl__shape *out, char *msg, size_t size);
+/* "[1000,100] float32"; the element count (-1 past OVL_MAX_NUMEL);
+ * whether two shapes have the same dims. */
+const char *ovl__shape_str(const ovl__shape *s, char *buf, size_t size);
+int64_t ovl__shape_numel(const ovl__shape *s);
+bool ovl__shape_dims_eq(const ovl__shape *a, const ovl__shape *b);
+
+/* Lowerings of the table (core/lower.c). */
+int ovl__lower_kernel(const ovl__op *op, int nrings, ovl__prim *out);
+int ovl__lower_coll(const ovl__op *op, int nrings, ovl__prim *out);
+int ovl__lower_wait_compute(const ovl__op *op, int nrings, ovl__prim *out);
+int ovl__lower_wait_comm(const ovl__op *op, int nrings, ovl__prim *out);
+int ovl__lower_sync_calc(const ovl__op *op, int nrings, ovl__prim *out);
+int ovl__lower_sync_comm(const ovl__op *op, int nrings, ovl__prim *out);
+int ovl__lower_delay(const ovl__op *op, int nrings, ovl__prim *out);
+int ovl__lower_fetch(const ovl__op *op, int nrings, ovl__prim *out);
+int ovl__lower_event_record(const ovl__op *op, int nrings, ovl__prim *out);
+int ovl__lower_stream_wait_event(const ovl__op *op, int nrings,
+                                 ovl__prim *out);
+int ovl__lower_stream_sync(const ovl__op *op, int nrings, ovl__prim *out);
+
+/* ------------------------------------------------------------------ */
+/* Programs                                                            */
+/* ------------------------------------------------------------------ */
+
+typedef enum { OVL_INIT_NONE, OVL_INIT_UNIFORM, OVL_INIT_FILL } ovl__init;
+
+typedef struct ovl__var {
+  char *name;
+  ovl_dtype dtype;
+  int ndim;
+  int64_t dims[OVL_MAX_DIMS];
+  int64_t numel;
+  /* Declared by data(): written by the host before every iteration. */
+  ovl__init init;
+  double fill;       /* OVL_INIT_FILL */
+  uint64_t seed;     /* OVL_INIT_UNIFORM */
+  bool per_rank;     /* OVL_INIT_UNIFORM: different values on each rank */
+  int line, col;     /* where it was declared */
+} ovl__var;
+
+/* Streams, as the lowering, the executor and the backends number them:
+ * calc, then one comm stream per ring. OVL_STREAM_HOST marks a primitive
+ * the host performs. */
+#define OVL_STREAM_HOST (-1)
+#define OVL_STREAM_CALC 0
+#define OVL_STREAM_COMM(ring) (1 + (ring))
+/* Events: per ring the two Paddle's wait ops use (reused by every wait of
+ * that ring, as Paddle does), then the schedule's named events. */
+#define OVL_EVENT_COMPUTE(ring) (2 * (ring))
+#define OVL_EVENT_COMM(ring) (2 * (ring) + 1)
+#define OVL_EVENT_NAMED(nrings, k) (2 * (nrings) + (k))
+
+struct ovl__op {
+  const ovl__opdef *def;
+  int line, col;            /* source position of the op name */
+  int nin;
+  int in[OVL_MAX_OP_INPUTS]; /* variable indices */
+  int out;                   /* variable index, or -1 */
+  /* Attributes (defaults applied). */
+  int ring_id;
+  bool use_calc_stream;
+  double scale, bias;
+  int root;
+  double us;
+  /* Where the op's work goes (ovl__op_place): a stream number, or
+   * OVL_STREAM_HOST for host ops. */
+  int stream;
+  int event;                 /* named event: index into prog->events, or -1 */
+};
+
+/* The stream an op's work goes to, from its row and attributes: for an op
+ * with use_calc_stream, calc or its ring's comm stream; for one with
+ * stream=, the stream it names (kept in op->stream by the parser); for an
+ * op with neither, OVL_STREAM_HOST (host ops; the wait and sync ops of a
+ * ring, whose lowering says which streams they touch). */
+int ovl__op_place(const ovl__op *op);
+
+/* ------------------------------------------------------------------ */
+/* Primitives                                                          */
+/* ------------------------------------------------------------------ */
+
+typedef enum {
+  OVL_PRIM_KERNEL,    /* the op's elementwise kernel on `stream` */
+  OVL_PRIM_COLL,      /* the op's collective on `stream`, ring op->ring_id */
+  OVL_PRIM_DELAY,     /* `stream` spins op->us microseconds */
+  OVL_PRIM_RECORD,    /* record `event` on `stream` */
+  OVL_PRIM_WAIT,      /* `stream` waits for `event`'s last record */
+  OVL_PRIM_HOST_SYNC, /* the host waits until `stream` is drained */
+  OVL_PRIM_HOST_READ  /* the host copies the op's inputs to host memory */
+} ovl__prim_kind;
+
+struct ovl__prim {
+  uint8_t kind; /* ovl__prim_kind */
+  /* The op's main primitive: its span is the op's span (the wait of a
+   * record + wait pair; the work of a kernel or collective). */
+  uint8_t main;
+  int16_t stream; /* OVL_STREAM_HOST for HOST_* */
+  int32_t event;  /* RECORD, WAIT; else -1 */
+};
+
+/* Whether a primitive does work on its stream (and so can be timed there):
+ * kernels, collectives, delays. */
+static inline bool ovl__prim_works(const ovl__prim *p) {
+  return p->kind == OVL_PRIM_KERNEL || p->kind == OVL_PRIM_COLL ||
+         p->kind == OVL_PRIM_DELAY;
+}
+static inline bool ovl__prim_on_host(const ovl__prim *p) {
+  return p->kind == OVL_PRIM_HOST_SYNC || p->kind == OVL_PRIM_HOST_READ;
+}
+
+typedef struct ovl__param {
+  char *name;
+  char *value;          /* bound value, as text */
+  char *plain_default;  /* the value written after `=` */
+  ovl_param_origin origin;
+} ovl__param;
+
+struct ovl_program_s {
+  char *filename;
+  int nranks;
+  int nrings;          /* 1 + highest ring id used by any collective, or 0 */
+  int nstreams;        /* calc + one comm stream per ring */
+  size_t nvars;
+  ovl__var *vars;
+  size_t nops;
+  ovl__op *ops;
+  size_t nparams;
+  ovl__param *params;
+  size_t nfetch;
+  int *fetch;          /* variable indices, in order of first fetch */
+  /* Named events of event_record / stream_wait_event, in order of first
+   * use. On a rank they come after the per-ring events: named event k is
+   * event OVL_EVENT_NAMED(prog->nrings, k). */
+  size_t nevents;
+  char **events;
+  /* The lowering (ovl__program_lower): op i is prims[first[i] ..
+   * first[i + 1]). */
+  size_t nprims;
+  ovl__prim *prims;
+  uint32_t *prim_first;
+};
+
+/* The primitives of op i. */
+static inline const ovl__prim *ovl__op_prims(const ovl_program *prog,
+                                             size_t i, size_t *n) {
+  *n = prog->prim_first[i + 1] - prog->prim_first[i];
+  return prog->prims + prog->prim_first[i];
+}
+/* The primitive index of op i's main primitive. */
+size_t ovl__op_main_prim(const ovl_program *prog, size_t i);
+/* Whether op i is performed by the host (its primitives are host
+ * primitives; an op never mixes host and stream primitives). */
+bool ovl__op_on_host(const ovl_program *prog, size_t i);
+/* The stream op i does its work on (its kernel, collective or delay), or
+ * OVL_STREAM_HOST when it does none. */
+int ovl__op_work_stream(const ovl_program *prog, size_t i);
+
+/* Total events of a rank: the per-ring ones, then the named ones. */
+static inline int ovl__program_nevents(const ovl_program *prog) {
+  return OVL_EVENT_NAMED(prog->nrings, (int)prog->nevents);
+}
+
+/* "calc", "comm[2]", "host" (buf of 16 bytes or more). */
+const char *ovl__stream_name(int stream, char *buf, size_t size);
+
+/* Lower every op of `prog` (replacing any earlier lowering) and set
+ * nstreams. The parser and the transforms call it on every program they
+ * make. */
+ovl_status ovl__program_lower(ovl_program *prog, ovl_error *err);
+
+/* Deep copy (used by transforms). */
+ovl_status ovl__program_clone(const ovl_program *prog, ovl_program **out,
+                              ovl_error *err);
+
+/* Input generation: a pure function of (seed, rank, element index), so any
+ * process can produce any rank's inputs. Returns the double the element is
+ * initialised with, already rounded to the variable's dtype. */
+double ovl__var_init_value(const ovl__var *var, int rank, int64_t index);
+
+#endif /* OVL_CORE_OP_H */

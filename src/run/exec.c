@@ -1,0 +1,756 @@
+/*
+ * The executor: ovl_world_run runs a program on every rank of a world,
+ * one thread per rank, every thread driving the same program
+ * (docs/ARCHITECTURE.md, "The run"). It runs the program's primitives
+ * (core/lower.c) and never asks which op it has.
+ *
+ * A run, per rank thread:
+ *   bind device, create streams and events      (backend rank_init)
+ *   allocate every variable; generate inputs    (before the timed loop)
+ *   barrier
+ *   per iteration: upload inputs (host, synchronous); barrier; t0;
+ *                  enqueue the primitives; drain every stream; barrier; t1
+ *                  (with op times or a trace, timer marks around them:
+ *                  see "Timer marks" below)
+ *   convert the last fetched values; quiesce; teardown barrier; free
+ * Any failure aborts the whole world (backend world_abort and the barrier),
+ * so no rank waits for a rank that has given up.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run/run.h"
+
+/* ------------------------------------------------------------------ */
+/* The barrier                                                         */
+/* ------------------------------------------------------------------ */
+
+void ovl__barrier_init(ovl__barrier *b, int n) {
+  pthread_mutex_init(&b->mu, NULL);
+  pthread_cond_init(&b->cv, NULL);
+  b->n = n;
+  b->waiting = 0;
+  b->gen = 0;
+  b->aborted = false;
+}
+
+void ovl__barrier_destroy(ovl__barrier *b) {
+  pthread_mutex_destroy(&b->mu);
+  pthread_cond_destroy(&b->cv);
+}
+
+bool ovl__barrier_wait(ovl__barrier *b) {
+  bool ok;
+  pthread_mutex_lock(&b->mu);
+  if (!b->aborted) {
+    unsigned long gen = b->gen;
+    if (++b->waiting == b->n) {
+      b->waiting = 0;
+      b->gen++;
+      pthread_cond_broadcast(&b->cv);
+    } else {
+      while (gen == b->gen && !b->aborted)
+        pthread_cond_wait(&b->cv, &b->mu);
+    }
+  }
+  ok = !b->aborted;
+  pthread_mutex_unlock(&b->mu);
+  return ok;
+}
+
+/* Fewer threads will come from now on (n >= 0): release the ones waiting
+ * if that completes the barrier. */
+void ovl__barrier_resize(ovl__barrier *b, int n) {
+  pthread_mutex_lock(&b->mu);
+  b->n = n;
+  if (b->waiting > 0 && b->waiting >= n) {
+    b->waiting = 0;
+    b->gen++;
+    pthread_cond_broadcast(&b->cv);
+  }
+  pthread_mutex_unlock(&b->mu);
+}
+
+void ovl__barrier_abort(ovl__barrier *b) {
+  pthread_mutex_lock(&b->mu);
+  b->aborted = true;
+  pthread_cond_broadcast(&b->cv);
+  pthread_mutex_unlock(&b->mu);
+}
+
+/* ------------------------------------------------------------------ */
+/* Where the ranks are                                                 */
+/* ------------------------------------------------------------------ */
+
+/* Where a rank is, so that a failure can say where every rank was (a
+ * timeout is only half the story without the others' positions). Packed
+ * in one atomic word: kind, iteration, op index. */
+typedef enum {
+  AT_SETUP,
+  AT_UPLOAD,
+  AT_START_BARRIER,
+  AT_OP,
+  AT_DRAIN,
+  AT_END_BARRIER,
+  AT_DONE
+} at_kind;
+
+static uint64_t pos_pack(at_kind kind, int iter, size_t op) {
+  return (uint64_t)kind << 56 | (uint64_t)(iter & 0xffffff) << 32 |
+         (uint64_t)(op & 0xffffffffu);
+}
+
+typedef struct run_s {
+  ovl_world *world;
+  const ovl_program *prog;
+  ovl_run_opts opts;
+  int traced; /* the iteration traced, counting warmup; -1: none */
+  ovl_result *res;
+  ovl__barrier barrier;
+  /* Every rank thread meets here before it frees its memory; never
+   * aborted (see rank_teardown). */
+  ovl__barrier teardown;
+  pthread_mutex_t err_mu;
+  bool failed;
+  ovl_error first; /* the first error that is not a consequence of another */
+  _Atomic uint64_t *pos; /* per rank: where it is now */
+  uint64_t *pos_at_fail; /* per rank: where it was at the first failure */
+} run_t;
+
+typedef struct rank_s {
+  run_t *run;
+  int rank;
+  ovl__brank *br;
+  double base_host; /* host clock at the traced iteration's base mark */
+  void **dev;        /* device buffer of each variable */
+  void **host_in;    /* host copy of each data() input, else NULL */
+  void **host_out;   /* host buffer of each fetched variable */
+  bool *fetched;     /* whether fetched variable i was fetched */
+  int *fetch_slot;   /* per variable: its index in prog->fetch, or -1 */
+} rank_t;
+
+/* Record a rank's failure; the first real error wins over the aborts it
+ * causes in the other ranks. Aborts the world so nobody waits. */
+static void run_fail(run_t *run, const ovl_error *e) {
+  bool abort_now = false;
+  pthread_mutex_lock(&run->err_mu);
+  if (!run->failed ||
+      (run->first.status == OVL_EABORTED && e->status != OVL_EABORTED)) {
+    run->first = *e;
+  }
+  if (!run->failed) {
+    run->failed = true;
+    abort_now = true;
+    for (int r = 0; r < run->world->nranks; r++)
+      run->pos_at_fail[r] = atomic_load(&run->pos[r]);
+  }
+  pthread_mutex_unlock(&run->err_mu);
+  if (abort_now) {
+    run->world->be->world_abort(run->world->bw);
+    ovl__barrier_abort(&run->barrier);
+  }
+}
+
+static void set_pos(rank_t *rk, at_kind kind, int iter, size_t op) {
+  atomic_store_explicit(&rk->run->pos[rk->rank], pos_pack(kind, iter, op),
+                        memory_order_relaxed);
+}
+
+/* One position in words: "at t.sched:9 (fetch, iteration 2 of 10)". */
+static void pos_text(const run_t *run, uint64_t pos, char *buf, size_t len) {
+  at_kind kind = (at_kind)(pos >> 56);
+  int iter = (int)((pos >> 32) & 0xffffff) + 1;
+  size_t op = (size_t)(pos & 0xffffffffu);
+  int total = run->opts.warmup + run->opts.iters;
+  const ovl__op *o = op < run->prog->nops ? &run->prog->ops[op] : NULL;
+  switch (kind) {
+  case AT_SETUP:
+    snprintf(buf, len, "setting up");
+    break;
+  case AT_UPLOAD:
+    snprintf(buf, len, "uploading inputs (iteration %d of %d)", iter, total);
+    break;
+  case AT_START_BARRIER:
+    snprintf(buf, len, "at the barrier before iteration %d of %d", iter,
+             total);
+    break;
+  case AT_OP:
+    if (o != NULL)
+      snprintf(buf, len, "at %s:%d (%s, iteration %d of %d)",
+               run->prog->filename, o->line, o->def->name, iter, total);
+    else
+      snprintf(buf, len, "in iteration %d of %d", iter, total);
+    break;
+  case AT_DRAIN:
+    snprintf(buf, len,
+             "draining its streams after the ops of iteration %d of %d",
+             iter, total);
+    break;
+  case AT_END_BARRIER:
+    snprintf(buf, len, "at the barrier after iteration %d of %d", iter,
+             total);
+    break;
+  case AT_DONE:
+  default:
+    snprintf(buf, len, "done");
+    break;
+  }
+}
+
+/* Append "; where the ranks were: ranks 0,1 at ...; rank 2 ..." to the
+ * failure's message, ranks at the same place grouped. */
+static void append_positions(run_t *run) {
+  int n = run->world->nranks;
+  bool *done = calloc((size_t)n, sizeof *done);
+  char text[256], list[256];
+  size_t len = strlen(run->first.msg);
+  const char *sep = "; where the ranks were: ";
+  if (done == NULL)
+    return;
+  for (int r = 0; r < n; r++) {
+    int count = 0;
+    size_t off = 0;
+    if (done[r])
+      continue;
+    list[0] = '\0';
+    for (int q = r; q < n; q++) {
+      if (done[q] || run->pos_at_fail[q] != run->pos_at_fail[r])
+        continue;
+      done[q] = true;
+      count++;
+      if (off < sizeof list)
+        off += (size_t)snprintf(list + off, sizeof list - off, "%s%d",
+                                count > 1 ? "," : "", q);
+    }
+    pos_text(run, run->pos_at_fail[r], text, sizeof text);
+    if (len < sizeof run->first.msg)
+      len += (size_t)snprintf(run->first.msg + len,
+                              sizeof run->first.msg - len, "%s%s %s %s", sep,
+                              count > 1 ? "ranks" : "rank", list, text);
+    sep = "; ";
+  }
+  free(done);
+}
+
+/* ------------------------------------------------------------------ */
+/* Primitives                                                          */
+/* ------------------------------------------------------------------ */
+
+static size_t var_bytes(const ovl__var *v) {
+  return (size_t)v->numel * ovl_dtype_size(v->dtype);
+}
+
+/* Enqueue (or, for host primitives, perform) primitive p of op `op`. */
+static ovl_status exec_prim(rank_t *rk, const ovl__op *op,
+                            const ovl__prim *p, ovl_error *err) {
+  const ovl__backend_ops *be = rk->run->world->be;
+  const ovl_program *prog = rk->run->prog;
+  const ovl__opdef *def = op->def;
+  ovl__brank *br = rk->br;
+  ovl_status st = OVL_OK;
+
+  switch ((ovl__prim_kind)p->kind) {
+  case OVL_PRIM_KERNEL: {
+    const ovl__var *o = &prog->vars[op->out];
+    return be->elementwise(br, p->stream, def->ew, o->dtype, rk->dev[op->out],
+                           rk->dev[op->in[0]],
+                           op->nin > 1 ? rk->dev[op->in[1]] : NULL,
+                           op->scale, op->bias, (size_t)o->numel, err);
+  }
+  case OVL_PRIM_COLL: {
+    const ovl__var *x = &prog->vars[op->in[0]];
+    const ovl__var *o = &prog->vars[op->out];
+    return be->collective(br, p->stream, op->ring_id, def->coll, def->redop,
+                          x->dtype, rk->dev[op->in[0]], rk->dev[op->out],
+                          ovl__coll_count(def->coll, x->numel, o->numel),
+                          op->root, err);
+  }
+  case OVL_PRIM_DELAY:
+    return be->delay(br, p->stream, op->us, err);
+  case OVL_PRIM_RECORD:
+    return be->event_record(br, p->event, p->stream, err);
+  case OVL_PRIM_WAIT:
+    return be->stream_wait_event(br, p->stream, p->event, err);
+  case OVL_PRIM_HOST_SYNC:
+    return be->stream_sync(br, p->stream, err);
+  case OVL_PRIM_HOST_READ:
+    for (int k = 0; st == OVL_OK && k < op->nin; k++) {
+      int v = op->in[k], slot = rk->fetch_slot[v];
+      st = be->mem_download(br, rk->host_out[slot], rk->dev[v],
+                            var_bytes(&prog->vars[v]), err);
+      rk->fetched[slot] = true;
+    }
+    return st;
+  }
+  return ovl__err(err, OVL_EINVAL, "unknown primitive %d", p->kind);
+}
+
+/* ------------------------------------------------------------------ */
+/* Timer marks                                                         */
+/*                                                                     */
+/* Mark 0 is a trace's base, on the calc stream right after the start  */
+/* barrier. Primitive p has marks MARK_START(p) and MARK_END(p) around */
+/* it on its stream. --op-times marks the primitives that do work      */
+/* (kernels, collectives, delays) in every iteration and sums their    */
+/* spans over the timed ones; a trace marks every stream primitive of  */
+/* the traced iteration only, and notes the host clock around host     */
+/* ops.                                                                */
+/* ------------------------------------------------------------------ */
+
+#define MARK_BASE 0
+#define MARK_START(p) (1 + 2 * (size_t)(p))
+#define MARK_END(p) (2 + 2 * (size_t)(p))
+
+static double *span_of(rank_t *rk, size_t p) {
+  ovl_result *res = rk->run->res;
+  return res->spans + ((size_t)rk->rank * res->nprims + p) * 2;
+}
+
+/* Enqueue or perform op i, with timer marks around its primitives where
+ * asked: `op_times` for --op-times, `trace` in the traced iteration. */
+static ovl_status exec_op(rank_t *rk, size_t i, bool op_times, bool trace,
+                          ovl_error *err) {
+  const ovl__backend_ops *be = rk->run->world->be;
+  const ovl_program *prog = rk->run->prog;
+  const ovl__op *op = &prog->ops[i];
+  size_t first = prog->prim_first[i], n;
+  const ovl__prim *prims = ovl__op_prims(prog, i, &n);
+  ovl_status st = OVL_OK;
+
+  if (trace && ovl__op_on_host(prog, i)) {
+    double *sp = span_of(rk, ovl__op_main_prim(prog, i));
+    double h0 = ovl__now();
+    for (size_t k = 0; st == OVL_OK && k < n; k++)
+      st = exec_prim(rk, op, &prims[k], err);
+    sp[0] = h0 - rk->base_host;
+    sp[1] = ovl__now() - rk->base_host;
+    return st;
+  }
+  for (size_t k = 0; st == OVL_OK && k < n; k++) {
+    const ovl__prim *p = &prims[k];
+    bool marked = trace || (op_times && ovl__prim_works(p));
+    if (marked)
+      st = be->timer_mark(rk->br, MARK_START(first + k), p->stream, err);
+    if (st == OVL_OK)
+      st = exec_prim(rk, op, p, err);
+    if (st == OVL_OK && marked)
+      st = be->timer_mark(rk->br, MARK_END(first + k), p->stream, err);
+  }
+  return st;
+}
+
+/* After a drain: add each timed primitive's span to its op's time. */
+static ovl_status collect_op_times(rank_t *rk, ovl_error *err) {
+  const ovl_program *prog = rk->run->prog;
+  double *sum = rk->run->res->op_times + (size_t)rk->rank * prog->nops;
+  for (size_t i = 0; i < prog->nops; i++) {
+    for (size_t p = prog->prim_first[i]; p < prog->prim_first[i + 1]; p++) {
+      double sec;
+      ovl_status st;
+      if (!ovl__prim_works(&prog->prims[p]))
+        continue;
+      st = rk->run->world->be->timer_elapsed(rk->br, MARK_START(p),
+                                             MARK_END(p), &sec, err);
+      if (st != OVL_OK)
+        return st;
+      sum[i] += sec;
+    }
+  }
+  return OVL_OK;
+}
+
+/* After the traced iteration's drain: every stream primitive's span from
+ * the base (host ops were noted as they ran). */
+static ovl_status collect_spans(rank_t *rk, ovl_error *err) {
+  const ovl__backend_ops *be = rk->run->world->be;
+  const ovl_program *prog = rk->run->prog;
+  ovl_status st = OVL_OK;
+  for (size_t p = 0; st == OVL_OK && p < prog->nprims; p++) {
+    double *sp = span_of(rk, p);
+    if (ovl__prim_on_host(&prog->prims[p]))
+      continue;
+    st = be->timer_elapsed(rk->br, MARK_BASE, MARK_START(p), &sp[0], err);
+    if (st == OVL_OK)
+      st = be->timer_elapsed(rk->br, MARK_BASE, MARK_END(p), &sp[1], err);
+  }
+  if (st != OVL_OK) {
+    ovl__err_prefix(err, "reading the trace's timers: ");
+    return st;
+  }
+  /* An idle stream may reach its first mark before calc reaches the base
+   * (by the enqueue latency, microseconds): such a time reads 0. */
+  for (size_t p = 0; p < prog->nprims; p++) {
+    double *sp = span_of(rk, p);
+    for (int k = 0; k < 2; k++)
+      if (sp[k] < 0)
+        sp[k] = 0;
+  }
+  rk->run->res->trace_base[rk->rank] = rk->base_host;
+  return OVL_OK;
+}
+
+static ovl_status drain(rank_t *rk, ovl_error *err) {
+  const ovl__backend_ops *be = rk->run->world->be;
+  ovl_status st = OVL_OK;
+  for (int s = 0; st == OVL_OK && s < rk->run->prog->nstreams; s++)
+    st = be->stream_sync(rk->br, s, err);
+  if (st != OVL_OK)
+    ovl__err_prefix(err, "at the end of an iteration: ");
+  return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* A rank's thread                                                     */
+/* ------------------------------------------------------------------ */
+
+/* Allocate device buffers and host staging; generate this rank's inputs. */
+static ovl_status rank_setup(rank_t *rk, ovl_error *err) {
+  const ovl__backend_ops *be = rk->run->world->be;
+  const ovl_program *prog = rk->run->prog;
+  ovl_status st;
+
+  rk->dev = calloc(prog->nvars ? prog->nvars : 1, sizeof *rk->dev);
+  rk->host_in = calloc(prog->nvars ? prog->nvars : 1, sizeof *rk->host_in);
+  rk->host_out = calloc(prog->nfetch ? prog->nfetch : 1,
+                        sizeof *rk->host_out);
+  rk->fetched = calloc(prog->nfetch ? prog->nfetch : 1, sizeof *rk->fetched);
+  rk->fetch_slot = malloc((prog->nvars ? prog->nvars : 1) *
+                          sizeof *rk->fetch_slot);
+  if (!rk->dev || !rk->host_in || !rk->host_out || !rk->fetched ||
+      !rk->fetch_slot)
+    return ovl__err(err, OVL_ENOMEM, "rank %d: out of host memory",
+                    rk->rank);
+  for (size_t v = 0; v < prog->nvars; v++)
+    rk->fetch_slot[v] = -1;
+  for (size_t i = 0; i < prog->nfetch; i++)
+    rk->fetch_slot[prog->fetch[i]] = (int)i;
+  /* The per-ring events rank_init made, then the schedule's named ones. */
+  st = be->events_reserve(rk->br, ovl__program_nevents(prog), err);
+  if (st != OVL_OK)
+    return st;
+  for (size_t v = 0; v < prog->nvars; v++) {
+    const ovl__var *var = &prog->vars[v];
+    size_t bytes = var_bytes(var);
+    st = be->mem_alloc(rk->br, bytes, &rk->dev[v], err);
+    if (st != OVL_OK) {
+      ovl__err_prefix(err, "allocating '%s' (%zu bytes): ", var->name,
+                      bytes);
+      return st;
+    }
+    if (var->init == OVL_INIT_NONE)
+      continue;
+    st = be->host_alloc(rk->br, bytes, &rk->host_in[v], err);
+    if (st != OVL_OK) {
+      ovl__err_prefix(err, "host copy of input '%s': ", var->name);
+      return st;
+    }
+    if (var->dtype == OVL_DTYPE_FLOAT32) {
+      float *p = rk->host_in[v];
+      for (int64_t i = 0; i < var->numel; i++)
+        p[i] = (float)ovl__var_init_value(var, rk->rank, i);
+    } else {
+      double *p = rk->host_in[v];
+      for (int64_t i = 0; i < var->numel; i++)
+        p[i] = ovl__var_init_value(var, rk->rank, i);
+    }
+  }
+  if (rk->run->opts.op_times || rk->run->traced >= 0) {
+    st = be->timers_reserve(rk->br, MARK_END(prog->nprims), err);
+    if (st != OVL_OK)
+      return st;
+  }
+  for (size_t i = 0; i < prog->nfetch; i++) {
+    const ovl__var *var = &prog->vars[prog->fetch[i]];
+    st = be->host_alloc(rk->br, var_bytes(var), &rk->host_out[i], err);
+    if (st != OVL_OK) {
+      ovl__err_prefix(err, "host buffer of fetched '%s': ", var->name);
+      return st;
+    }
+  }
+  return OVL_OK;
+}
+
+static ovl_status upload_inputs(rank_t *rk, ovl_error *err) {
+  const ovl_program *prog = rk->run->prog;
+  for (size_t v = 0; v < prog->nvars; v++) {
+    const ovl__var *var = &prog->vars[v];
+    if (rk->host_in[v] == NULL)
+      continue;
+    ovl_status st = rk->run->world->be->mem_upload(
+        rk->br, rk->dev[v], rk->host_in[v], var_bytes(var), err);
+    if (st != OVL_OK) {
+      ovl__err_prefix(err, "uploading input '%s': ", var->name);
+      return st;
+    }
+  }
+  return OVL_OK;
+}
+
+/* Keep the last fetched values, as doubles, in the result. */
+static ovl_status keep_fetched(rank_t *rk, ovl_error *err) {
+  const ovl_program *prog = rk->run->prog;
+  ovl_result *res = rk->run->res;
+  for (size_t i = 0; i < prog->nfetch; i++) {
+    const ovl__var *var = &prog->vars[prog->fetch[i]];
+    double *d;
+    if (!rk->fetched[i])
+      continue;
+    d = malloc((size_t)var->numel * sizeof *d);
+    if (d == NULL)
+      return ovl__err(err, OVL_ENOMEM, "rank %d: out of host memory",
+                      rk->rank);
+    if (var->dtype == OVL_DTYPE_FLOAT32) {
+      const float *s = rk->host_out[i];
+      for (int64_t k = 0; k < var->numel; k++)
+        d[k] = s[k];
+    } else {
+      memcpy(d, rk->host_out[i], (size_t)var->numel * sizeof *d);
+    }
+    res->fetched[(size_t)rk->rank * prog->nfetch + i] = d;
+  }
+  return OVL_OK;
+}
+
+/* "calc stream", or the streams of an op that touches several. */
+static const char *op_where(const ovl_program *prog, size_t i, char *buf,
+                            size_t size) {
+  int s = ovl__op_work_stream(prog, i);
+  char name[32];
+  if (s == OVL_STREAM_HOST)
+    s = prog->prims[ovl__op_main_prim(prog, i)].stream;
+  if (s == OVL_STREAM_HOST)
+    s = OVL_STREAM_CALC;
+  snprintf(buf, size, "%s stream", ovl__stream_name(s, name, sizeof name));
+  return buf;
+}
+
+static ovl_status run_iterations(rank_t *rk, ovl_error *err) {
+  run_t *run = rk->run;
+  const ovl__backend_ops *be = run->world->be;
+  const ovl_program *prog = run->prog;
+  int total = run->opts.warmup + run->opts.iters;
+  ovl_status st;
+  char where[48];
+
+  for (int it = 0; it < total; it++) {
+    double t0 = 0;
+    bool trace = it == run->traced;
+    set_pos(rk, AT_UPLOAD, it, 0);
+    st = upload_inputs(rk, err);
+    if (st != OVL_OK)
+      return st;
+    set_pos(rk, AT_START_BARRIER, it, 0);
+    if (!ovl__barrier_wait(&run->barrier))
+      return OVL_EABORTED;
+    if (rk->rank == 0)
+      t0 = ovl__now();
+    if (trace) {
+      rk->base_host = ovl__now();
+      st = be->timer_mark(rk->br, MARK_BASE, OVL_STREAM_CALC, err);
+      if (st != OVL_OK) {
+        ovl__err_prefix(err, "the trace's base mark: ");
+        return st;
+      }
+    }
+    for (size_t i = 0; i < prog->nops; i++) {
+      const ovl__op *op = &prog->ops[i];
+      set_pos(rk, AT_OP, it, i);
+      st = exec_op(rk, i, run->opts.op_times != 0, trace, err);
+      if (st != OVL_OK) {
+        ovl__err_prefix(err, "%s:%d:%d: %s on %s: ", prog->filename,
+                        op->line, op->col, op->def->name,
+                        op_where(prog, i, where, sizeof where));
+        return st;
+      }
+    }
+    set_pos(rk, AT_DRAIN, it, 0);
+    st = drain(rk, err);
+    if (st != OVL_OK)
+      return st;
+    set_pos(rk, AT_END_BARRIER, it, 0);
+    if (!ovl__barrier_wait(&run->barrier))
+      return OVL_EABORTED;
+    if (rk->rank == 0 && it >= run->opts.warmup)
+      run->res->times[it - run->opts.warmup] = ovl__now() - t0;
+    if (run->opts.op_times && it >= run->opts.warmup) {
+      st = collect_op_times(rk, err);
+      if (st != OVL_OK)
+        return st;
+    }
+    if (trace) {
+      st = collect_spans(rk, err);
+      if (st != OVL_OK)
+        return st;
+    }
+  }
+  set_pos(rk, AT_DONE, total, 0);
+  return keep_fetched(rk, err);
+}
+
+static void rank_teardown(rank_t *rk) {
+  const ovl__backend_ops *be = rk->run->world->be;
+  const ovl_program *prog = rk->run->prog;
+  bool idle = true;
+
+  /* Nothing may still run on a buffer we free, on this rank or on another
+   * (a collective writes into every rank's buffers): every rank first waits
+   * until its own streams are idle, with no deadline (a failed run has
+   * aborted the world, so that takes no longer than the kernels already
+   * running), then all ranks meet at a barrier that no abort opens. A
+   * rank whose streams would not empty leaks its memory instead. */
+  if (rk->br != NULL)
+    idle = be->rank_quiesce(rk->br);
+  ovl__barrier_wait(&rk->run->teardown);
+  if (rk->br != NULL && idle) {
+    for (size_t v = 0; rk->dev != NULL && v < prog->nvars; v++)
+      if (rk->dev[v] != NULL)
+        be->mem_free(rk->br, rk->dev[v]);
+    for (size_t v = 0; rk->host_in != NULL && v < prog->nvars; v++)
+      if (rk->host_in[v] != NULL)
+        be->host_free(rk->br, rk->host_in[v]);
+    for (size_t i = 0; rk->host_out != NULL && i < prog->nfetch; i++)
+      if (rk->host_out[i] != NULL)
+        be->host_free(rk->br, rk->host_out[i]);
+  }
+  if (rk->br != NULL)
+    be->rank_fini(rk->br);
+  free(rk->dev);
+  free(rk->host_in);
+  free(rk->host_out);
+  free(rk->fetched);
+  free(rk->fetch_slot);
+}
+
+static void *rank_main(void *arg) {
+  rank_t *rk = arg;
+  run_t *run = rk->run;
+  ovl_error err = {0};
+  ovl_status st;
+
+  st = run->world->be->rank_init(run->world->bw, rk->rank, run->prog->nrings,
+                                 &rk->br, &err);
+  if (st == OVL_OK)
+    st = rank_setup(rk, &err);
+  if (st == OVL_OK && !ovl__barrier_wait(&run->barrier))
+    st = ovl__err(&err, OVL_EABORTED, "rank %d: aborted: another rank failed",
+                  rk->rank);
+  if (st == OVL_OK)
+    st = run_iterations(rk, &err);
+  if (st == OVL_EABORTED && err.msg[0] == '\0')
+    ovl__err(&err, OVL_EABORTED, "rank %d: aborted: another rank failed",
+             rk->rank);
+  if (st != OVL_OK) {
+    err.status = st;
+    run_fail(run, &err);
+  }
+  rank_teardown(rk);
+  return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* The run                                                             */
+/* ------------------------------------------------------------------ */
+
+ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
+                         const ovl_run_opts *opts, ovl_result **out,
+                         ovl_error *err) {
+  run_t run;
+  rank_t *ranks;
+  pthread_t *threads;
+  ovl_status st;
+  int started = 0;
+
+  if (world == NULL || prog == NULL || opts == NULL || out == NULL)
+    return ovl__err(err, OVL_EINVAL, "ovl_world_run: NULL argument");
+  if (opts->iters < 1 || opts->warmup < 0)
+    return ovl__err(err, OVL_EINVAL,
+                    "iterations must be >= 1 and warmup >= 0 (got %d, %d)",
+                    opts->iters, opts->warmup);
+  if (prog->nranks != world->nranks)
+    return ovl__err(err, OVL_EINVAL,
+                    "%s was parsed for %d ranks but the world has %d",
+                    prog->filename, prog->nranks, world->nranks);
+  /* Communicators are created here, on the main thread, before any rank
+   * thread starts (ncclCommInitAll must see every device at once). */
+  st = world->be->world_rings(world->bw, prog->nrings, err);
+  if (st != OVL_OK)
+    return st;
+
+  memset(&run, 0, sizeof run);
+  run.world = world;
+  run.prog = prog;
+  run.opts = *opts;
+  run.traced = -1;
+  if (opts->trace) {
+    int k = opts->trace_iter < 0 ? opts->iters + opts->trace_iter
+                                 : opts->trace_iter;
+    if (k < 0 || k >= opts->iters)
+      return ovl__err(err, OVL_EINVAL,
+                      "trace iteration %d: there are %d timed iterations "
+                      "(0 to %d, or -1 to -%d from the end)",
+                      opts->trace_iter, opts->iters, opts->iters - 1,
+                      opts->iters);
+    run.traced = opts->warmup + k;
+  }
+  st = ovl__result_new(prog, world->nranks, opts->iters, opts->op_times != 0,
+                       run.traced >= 0 ? run.traced - opts->warmup : -1,
+                       &run.res, err);
+  if (st != OVL_OK)
+    return st;
+  ranks = calloc((size_t)world->nranks, sizeof *ranks);
+  threads = calloc((size_t)world->nranks, sizeof *threads);
+  run.pos = calloc((size_t)world->nranks, sizeof *run.pos);
+  run.pos_at_fail = calloc((size_t)world->nranks, sizeof *run.pos_at_fail);
+  if (ranks == NULL || threads == NULL || run.pos == NULL ||
+      run.pos_at_fail == NULL) {
+    free(ranks);
+    free(threads);
+    free((void *)run.pos);
+    free(run.pos_at_fail);
+    ovl_result_free(run.res);
+    return ovl__err(err, OVL_ENOMEM, "out of memory");
+  }
+  for (int r = 0; r < world->nranks; r++)
+    atomic_init(&run.pos[r], pos_pack(AT_SETUP, 0, 0));
+  ovl__barrier_init(&run.barrier, world->nranks);
+  ovl__barrier_init(&run.teardown, world->nranks);
+  pthread_mutex_init(&run.err_mu, NULL);
+
+  for (int r = 0; r < world->nranks; r++) {
+    ranks[r].run = &run;
+    ranks[r].rank = r;
+    if (pthread_create(&threads[r], NULL, rank_main, &ranks[r]) != 0) {
+      ovl_error e;
+      ovl__err(&e, OVL_EBACKEND, "could not start the thread of rank %d", r);
+      run_fail(&run, &e);
+      /* The ranks that will never start do not come to the teardown. */
+      ovl__barrier_resize(&run.teardown, started);
+      break;
+    }
+    started++;
+  }
+  for (int r = 0; r < started; r++)
+    pthread_join(threads[r], NULL);
+
+  pthread_mutex_destroy(&run.err_mu);
+  ovl__barrier_destroy(&run.barrier);
+  ovl__barrier_destroy(&run.teardown);
+  free(ranks);
+  free(threads);
+  if (run.failed && world->nranks > 1)
+    append_positions(&run);
+  free((void *)run.pos);
+  free(run.pos_at_fail);
+  if (run.failed) {
+    ovl_result_free(run.res);
+    if (err != NULL)
+      *err = run.first;
+    return run.first.status;
+  }
+  *out = run.res;
+  return OVL_OK;
+}

@@ -1,0 +1,141 @@
+/*
+ * Results of a run: iteration times, the last fetched values, op times and
+ * the trace's spans (see run/run.h for the layout). Filled by the rank
+ * threads of ovl_world_run (run/exec.c), read through the public API.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run/run.h"
+
+void ovl_result_free(ovl_result *res) {
+  if (res == NULL)
+    return;
+  if (res->fetched != NULL)
+    for (size_t i = 0; i < (size_t)res->nranks * res->nfetch; i++)
+      free(res->fetched[i]);
+  free(res->fetched);
+  free(res->times);
+  free(res->op_times);
+  free(res->spans);
+  free(res->span_main);
+  free(res->span_record);
+  free(res->trace_base);
+  free(res);
+}
+
+/* Per op, its main primitive and the record primitive beside it. */
+static bool span_index(ovl_result *res, const ovl_program *prog) {
+  res->span_main = malloc((prog->nops + 1) * sizeof *res->span_main);
+  res->span_record = malloc((prog->nops + 1) * sizeof *res->span_record);
+  if (res->span_main == NULL || res->span_record == NULL)
+    return false;
+  for (size_t i = 0; i < prog->nops; i++) {
+    size_t main = ovl__op_main_prim(prog, i);
+    res->span_main[i] = (uint32_t)main;
+    res->span_record[i] = -1;
+    for (size_t p = prog->prim_first[i]; p < prog->prim_first[i + 1]; p++)
+      if (p != main && prog->prims[p].kind == OVL_PRIM_RECORD) {
+        res->span_record[i] = (int64_t)p;
+        break;
+      }
+  }
+  return true;
+}
+
+ovl_status ovl__result_new(const ovl_program *prog, int nranks, int iters,
+                           bool op_times, int trace_iter, ovl_result **out,
+                           ovl_error *err) {
+  ovl_result *res = calloc(1, sizeof *res);
+  bool ok;
+  if (res == NULL)
+    return ovl__err(err, OVL_ENOMEM, "out of memory");
+  res->nranks = nranks;
+  res->nfetch = prog->nfetch;
+  res->iters = iters;
+  res->times = calloc(iters > 0 ? (size_t)iters : 1, sizeof *res->times);
+  res->fetched = calloc((size_t)nranks * prog->nfetch + 1,
+                        sizeof *res->fetched);
+  res->nops = prog->nops;
+  res->nprims = prog->nprims;
+  ok = res->times != NULL && res->fetched != NULL;
+  if (ok && op_times) {
+    res->op_times = calloc((size_t)nranks * prog->nops + 1,
+                           sizeof *res->op_times);
+    ok = res->op_times != NULL;
+  }
+  res->trace_iter = trace_iter;
+  if (ok && trace_iter >= 0) {
+    size_t n = (size_t)nranks * prog->nprims * 2;
+    res->spans = malloc((n ? n : 1) * sizeof *res->spans);
+    res->trace_base = calloc((size_t)nranks, sizeof *res->trace_base);
+    ok = res->spans != NULL && res->trace_base != NULL &&
+         span_index(res, prog);
+    for (size_t i = 0; ok && i < n; i++)
+      res->spans[i] = NAN;
+  }
+  if (!ok) {
+    ovl_result_free(res);
+    return ovl__err(err, OVL_ENOMEM, "out of memory");
+  }
+  *out = res;
+  return OVL_OK;
+}
+
+int ovl_result_iters(const ovl_result *res) { return res->iters; }
+const double *ovl_result_times(const ovl_result *res) { return res->times; }
+const double *ovl_result_fetched(const ovl_result *res, int rank, size_t i) {
+  if (rank < 0 || rank >= res->nranks || i >= res->nfetch)
+    return NULL;
+  return res->fetched[(size_t)rank * res->nfetch + i];
+}
+
+const double *ovl_result_op_times(const ovl_result *res, int rank) {
+  if (res->op_times == NULL || rank < 0 || rank >= res->nranks)
+    return NULL;
+  return res->op_times + (size_t)rank * res->nops;
+}
+
+int ovl_result_trace_iter(const ovl_result *res) {
+  return res != NULL && res->spans != NULL ? res->trace_iter : -1;
+}
+
+int ovl__result_prim_span(const ovl_result *res, int rank, size_t p,
+                          double *start, double *end) {
+  const double *s;
+  if (res == NULL || res->spans == NULL || rank < 0 || rank >= res->nranks ||
+      p >= res->nprims)
+    return -1;
+  s = res->spans + ((size_t)rank * res->nprims + p) * 2;
+  if (isnan(s[0]) || isnan(s[1]))
+    return -1;
+  if (start != NULL)
+    *start = s[0];
+  if (end != NULL)
+    *end = s[1];
+  return 0;
+}
+
+int ovl_result_span(const ovl_result *res, int rank, size_t op,
+                    double *start, double *end) {
+  if (res == NULL || res->spans == NULL || op >= res->nops)
+    return -1;
+  return ovl__result_prim_span(res, rank, res->span_main[op], start, end);
+}
+
+int ovl_result_record_span(const ovl_result *res, int rank, size_t op,
+                           double *start, double *end) {
+  if (res == NULL || res->spans == NULL || op >= res->nops ||
+      res->span_record[op] < 0)
+    return -1;
+  return ovl__result_prim_span(res, rank, (size_t)res->span_record[op],
+                               start, end);
+}
+
+double ovl_result_trace_base(const ovl_result *res, int rank) {
+  if (res == NULL || res->trace_base == NULL || rank < 0 ||
+      rank >= res->nranks)
+    return NAN;
+  return res->trace_base[rank];
+}

@@ -1,0 +1,67 @@
+/*
+ * The run stage's shared state (src/run/): the world, results, and the
+ * abortable barrier the rank threads meet at. Internal to libovl.
+ */
+#ifndef OVL_RUN_H
+#define OVL_RUN_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "internal.h"
+
+struct ovl_world_s {
+  const ovl__backend_ops *be;
+  ovl__bworld *bw;
+  int nranks;
+  double timeout_s;
+};
+
+struct ovl_result_s {
+  int nranks;
+  size_t nfetch;
+  int iters;
+  double *times;
+  double **fetched; /* [rank * nfetch + i], NULL where never fetched */
+  size_t nops;
+  double *op_times; /* [rank * nops + op], summed; NULL unless asked for */
+  /* The trace: the timed iteration traced (-1: none); per (rank,
+   * primitive) its start and end in seconds from the rank's base (NaN for
+   * a primitive not timed: the host primitives of an op other than its
+   * main one); per op its main primitive and the record primitive that is
+   * not its main one (-1: none); per rank the base's host clock. */
+  int trace_iter;
+  size_t nprims;
+  double *spans; /* [(rank * nprims + p) * 2 + k] */
+  uint32_t *span_main;
+  int64_t *span_record;
+  double *trace_base; /* [rank] */
+};
+
+/* A result for `prog` on `nranks` ranks: iters timed iterations, op times
+ * if asked for, spans if trace_iter >= 0 (the timed iteration traced). */
+ovl_status ovl__result_new(const ovl_program *prog, int nranks, int iters,
+                           bool op_times, int trace_iter, ovl_result **out,
+                           ovl_error *err);
+/* Primitive p's span on `rank`, as ovl_result_span. */
+int ovl__result_prim_span(const ovl_result *res, int rank, size_t p,
+                          double *start, double *end);
+
+/* A barrier that a failed rank can open for everyone (barrier_abort), and
+ * whose count can drop (threads that will never come). */
+typedef struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int n, waiting;
+  unsigned long gen;
+  bool aborted;
+} ovl__barrier;
+
+void ovl__barrier_init(ovl__barrier *b, int n);
+void ovl__barrier_destroy(ovl__barrier *b);
+/* False when the barrier was aborted. */
+bool ovl__barrier_wait(ovl__barrier *b);
+void ovl__barrier_resize(ovl__barrier *b, int n);
+void ovl__barrier_abort(ovl__barrier *b);
+
+#endif /* OVL_RUN_H */
