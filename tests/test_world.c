@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -416,10 +417,44 @@ START_TEST(trace_spans_order_and_durations) {
 }
 END_TEST
 
+/* What ovl_world_info_get must give as hostname: gethostname()'s answer,
+ * or "unknown" when it fails or is empty. */
+static void expected_hostname(char *buf, size_t len) {
+  memset(buf, 0, len);
+  if (gethostname(buf, len - 1) != 0 || buf[0] == '\0')
+    snprintf(buf, len, "unknown");
+}
+
+/* What it must give as cpu_model, read here independently: the value of
+ * the first "model name" line of /proc/cpuinfo (after the colon and its
+ * blanks), or "unknown" when there is no such file, line or value. */
+static void expected_cpu_model(char *buf, size_t len) {
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  char *line = NULL;
+  size_t cap = 0;
+  snprintf(buf, len, "unknown");
+  if (f == NULL)
+    return;
+  while (getline(&line, &cap, f) >= 0) {
+    const char *v = strchr(line, ':');
+    size_t n;
+    if (strncmp(line, "model name", strlen("model name")) != 0 || v == NULL)
+      continue;
+    v += 1 + strspn(v + 1, " \t");
+    n = strcspn(v, "\n");
+    if (n > 0)
+      snprintf(buf, len, "%.*s", (int)n, v);
+    break;
+  }
+  free(line);
+  fclose(f);
+}
+
 /* The machine: per-rank device names and the info struct. */
 START_TEST(world_info_and_device_names) {
   ovl_world *w = make_world(3);
   ovl_world_info info;
+  char want[sizeof info.hostname];
   ck_assert_str_eq(ovl_world_device_name(w, 2), "emulated (cpu)");
   ck_assert_ptr_null(ovl_world_device_name(w, 3));
   ck_assert_ptr_null(ovl_world_device_name(w, -1));
@@ -427,8 +462,10 @@ START_TEST(world_info_and_device_names) {
   ck_assert_str_eq(info.driver_version, "n/a");
   ck_assert_str_eq(info.runtime_version, "n/a");
   ck_assert_str_eq(info.nccl_version, "n/a");
-  ck_assert(info.hostname[0] != '\0');
-  ck_assert(info.cpu_model[0] != '\0');
+  expected_hostname(want, sizeof want);
+  ck_assert_str_eq(info.hostname, want);
+  expected_cpu_model(want, sizeof want);
+  ck_assert_str_eq(info.cpu_model, want);
   ovl_world_free(w);
 }
 END_TEST
