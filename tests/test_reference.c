@@ -222,7 +222,8 @@ START_TEST(test_compute_ops) {
       ck_assert_double_eq(s[i], stored(dt, xv + yv));
       ck_assert_double_eq(d[i], stored(dt, xv - yv));
       ck_assert_double_eq(m[i], stored(dt, xv * yv));
-      ck_assert_double_eq(sc[i], stored(dt, 3.0 * xv + -0.5));
+      /* scale is one fused multiply-add (core/elemfn.h). */
+      ck_assert_double_eq(sc[i], stored(dt, fma(3.0, xv, -0.5)));
       if (m[i] != xv * yv)
         rounded++;
     }
@@ -283,15 +284,19 @@ END_TEST
 /* ------------------------------------------------------------------ */
 
 /* A float32 result is the double result rounded once to float; a float64
- * one is not rounded. What the next op reads is the stored value. (The
- * language has no op that changes a dtype, so the hand-built cases
- * "float32 from float64" and "float64 from float32" are gone; the stored
- * float32 third is now read by a float32 op, t32 - 1/3, and its float64
- * twin gives exactly 0.) */
+ * one is not rounded. What the next op reads is the stored value. scale
+ * and bias are converted to the dtype first, as the device converts them,
+ * and scale is one fused multiply-add. (The language has no op that
+ * changes a dtype, so the hand-built cases "float32 from float64" and
+ * "float64 from float32" are gone; the stored float32 third is read by a
+ * float32 op, 3 * t32 - 1; its float64 twin gives the fused residual of
+ * the float64 third, -2^-54.) */
 START_TEST(test_float32_stored) {
   const int64_t n = 5;
   const double third = 1.0 / 3.0;
-  const double s = 1.0 + 0x1p-24, b = 0x1p-25;
+  /* s, x and b are float32 values; s * x + b rounded once is 1 + 3 * 2^-23,
+   * rounded twice (the product first) 1 + 2^-22. */
+  const double s = 1.0 + 0x1p-23, b = 0x1p-24;
   sched_text t = {0};
 
   put(&t, "x32 = data(shape=[5], dtype=float32, init=fill, value=1.0)\n"
@@ -299,42 +304,35 @@ START_TEST(test_float32_stored) {
   put(&t, "t32 = scale(x32, scale=%.17g)\n", third);
   put(&t, "t64 = scale(x64, scale=%.17g)\n", third);
   /* Read the stored t32 and t64. */
-  put(&t, "diff32 = scale(t32, scale=1.0, bias=%.17g)\n", -third);
-  put(&t, "diff64 = scale(t64, scale=1.0, bias=%.17g)\n", -third);
-  /* s * x + b, rounded once. */
-  put(&t, "once = scale(x32, scale=%.17g, bias=%.17g)\n", s, b);
+  put(&t, "diff32 = scale(t32, scale=3.0, bias=-1.0)\n");
+  put(&t, "diff64 = scale(t64, scale=3.0, bias=-1.0)\n");
+  put(&t, "xs = data(shape=[5], dtype=float32, init=fill, value=%.17g)\n", s);
+  put(&t, "once = scale(xs, scale=%.17g, bias=%.17g)\n", s, b);
   put(&t, "fetch(t32, t64, diff32, diff64, once)\n");
   load(t.s, 2);
   run_ref(2);
 
   ck_assert_double_ne(f32(third), third);
-  /* Rounding s * x and then s * x + b would give 1, not 1 + 2^-23. */
-  ck_assert_double_eq(f32(f32(s * 1.0) + b), 1.0);
+  ck_assert_double_eq(f32(f32(s * s) + b), 1.0 + 0x1p-22);
   for (int r = 0; r < 2; r++)
     for (int64_t i = 0; i < n; i++) {
       ck_assert_double_eq(got_var(r, "t32")[i], (double)(float)third);
       ck_assert_double_ne(got_var(r, "t32")[i], third);
       ck_assert_double_eq(got_var(r, "t64")[i], third);
-      ck_assert_double_eq(got_var(r, "diff32")[i], f32(f32(third) - third));
+      ck_assert_double_eq(got_var(r, "diff32")[i], f32(3.0 * f32(third) - 1.0));
       ck_assert_double_ne(got_var(r, "diff32")[i], 0.0);
-      ck_assert_double_eq(got_var(r, "diff64")[i], 0.0);
-      ck_assert_double_eq(got_var(r, "once")[i], 1.0 + 0x1p-23);
+      ck_assert_double_eq(got_var(r, "diff64")[i], fma(3.0, third, -1.0));
+      ck_assert_double_eq(got_var(r, "once")[i], 1.0 + 3 * 0x1p-23);
     }
 }
 END_TEST
 
 /* A float32 result beyond float32 range is +-inf, as on the device, and
  * stays inf once stored; the same ops on float64 variables stay finite.
- * Within one op the arithmetic is double: a float32 result computed from
- * values beyond float32 range is finite when it fits. */
+ * A bias beyond float32 range is inf in a float32 op (the device converts
+ * it to the dtype), finite in a float64 one. */
 START_TEST(test_float32_overflow) {
   const int64_t n = 3000; /* more than one block of the interpreter */
-  /* fit32 = 2^100 * 2^66 - (2^166 - 2^126): 2^166 is far beyond float32
-   * range, the result, 2^126, is not. (The hand-built program scaled a
-   * float64 1e80 by 1e-60 into a float32 variable; a schedule cannot
-   * change a dtype, so the large intermediate is within one float32 op.) */
-  const double p = ldexp(1.0, 66), sc = ldexp(1.0, 100);
-  const double bias = -(ldexp(1.0, 166) - ldexp(1.0, 126));
   sched_text t = {0};
 
   put(&t,
@@ -349,9 +347,8 @@ START_TEST(test_float32_overflow) {
       "back32 = scale(back32, scale=1e-30)\n" /* inf * 1e-30 */
       "back64 = scale(x64, scale=1e30)\n"
       "back64 = scale(back64, scale=1e-30)\n");
-  put(&t, "p32 = data(shape=[3000], dtype=float32, init=fill, value=%.17g)\n",
-      p);
-  put(&t, "fit32 = scale(p32, scale=%.17g, bias=%.17g)\n", sc, bias);
+  put(&t, "infb32 = scale(x32, scale=1.0, bias=1e300)\n"
+          "infb64 = scale(x64, scale=1.0, bias=1e300)\n");
   /* (The hand-built program also reduced a float64 variable into a float32
    * one; here the float32 sum is out of place, from a float32 input.) */
   put(&t,
@@ -361,7 +358,8 @@ START_TEST(test_float32_overflow) {
       "sum32 = c_allreduce_sum(big32, ring_id=0)\n"
       "c_allreduce_sum(big32, ring_id=0)\n"
       "c_allreduce_sum(big64, ring_id=0)\n"
-      "fetch(y32, y64, neg32, back32, back64, fit32, sq32, big32, big64)\n"
+      "fetch(y32, y64, neg32, back32, back64, infb32, infb64, sq32, big32)\n"
+      "fetch(big64)\n"
       "fetch(sum32)\n");
   load(t.s, 2);
   run_ref(2);
@@ -375,8 +373,8 @@ START_TEST(test_float32_overflow) {
       ck_assert_double_eq(got_var(r, "neg32")[i], -INFINITY);
       ck_assert_double_eq(got_var(r, "back32")[i], INFINITY);
       ck_assert_double_eq(got_var(r, "back64")[i], (1e20 * 1e30) * 1e-30);
-      ck_assert_double_eq(got_var(r, "fit32")[i], f32(ldexp(1.0, 126)));
-      ck_assert(isfinite(got_var(r, "fit32")[i]));
+      ck_assert_double_eq(got_var(r, "infb32")[i], INFINITY);
+      ck_assert_double_eq(got_var(r, "infb64")[i], 1e20 + 1e300);
       ck_assert_double_eq(got_var(r, "sq32")[i], INFINITY);
       ck_assert_double_eq(got_var(r, "big32")[i], INFINITY);
       ck_assert_double_eq(got_var(r, "sum32")[i], INFINITY);
@@ -935,15 +933,26 @@ START_TEST(test_bad_ranks) {
        2);
   ck_assert_int_eq(ref_status(0, &err), OVL_EINVAL);
   ck_assert_int_eq(ref_status(MAX_RANKS + 1, &err), OVL_EINVAL);
+  /* A program is for the rank count it was parsed for. */
+  ck_assert_int_eq(ref_status(3, &err), OVL_EINVAL);
+  ck_assert_msg(strstr(err.msg, "is for 2 ranks, not 3") != NULL, "%s",
+                err.msg);
+  ck_assert_int_eq(ref_status(2, &err), OVL_OK);
+  ovl_program_free(P);
+  P = NULL;
+  load("x = data(shape=[4], dtype=float32, init=fill, value=1.0)\n"
+       "fetch(x)\n",
+       MAX_RANKS);
   ck_assert_int_eq(ref_status(MAX_RANKS, &err), OVL_OK);
 }
 END_TEST
 
-/* A program parsed for 3 ranks, interpreted for 2: the collectives whose
- * shapes or root depend on the rank count are refused, with the op's
- * position. (Operands that differ in size and a fetch missing from the
- * fetch list, which the hand-built version also tried, cannot be written
- * as a schedule: the parser refuses the first and makes the list.) */
+/* A program parsed for 3 ranks, interpreted for 2: the shapes of the
+ * collectives (and a root) depend on the rank count, so the reference
+ * refuses it whole, naming both counts. (Operands that differ in size and
+ * a fetch missing from the fetch list, which the hand-built version also
+ * tried, cannot be written as a schedule: the parser refuses the first and
+ * makes the list.) */
 START_TEST(test_bad_shapes) {
   static const char *const texts[] = {
       /* 12 is 3 x 4, not 2 x 4 */
@@ -958,7 +967,9 @@ START_TEST(test_bad_shapes) {
     ovl_error err = {0};
     load(texts[k], 3);
     ck_assert_int_eq(ref_status(2, &err), OVL_EINVAL);
-    ck_assert_msg(strncmp(err.msg, "t.sched:2:", 10) == 0, "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, "t.sched: reference: the program is for 3 "
+                                  "ranks, not 2") != NULL,
+                  "%s", err.msg);
     ck_assert_int_eq(ref_status(3, &err), OVL_OK);
     ovl_program_free(P);
     P = NULL;
