@@ -115,6 +115,7 @@ typedef enum {
   OVL_PARAM_DEFINED
 } ovl_param_origin;
 size_t ovl_program_param_count(const ovl_program *prog);
+/* An index out of range gives NULLs (origin: OVL_PARAM_DEFAULT). */
 void ovl_program_param(const ovl_program *prog, size_t i, const char **name,
                        const char **value, const char **plain_default,
                        ovl_param_origin *origin);
@@ -133,6 +134,7 @@ typedef struct ovl_var_info_s {
   const int64_t *dims;
   int64_t numel;
 } ovl_var_info;
+/* An index out of range leaves `info` zeroed (name NULL). */
 void ovl_program_fetch_info(const ovl_program *prog, size_t i,
                             ovl_var_info *info);
 
@@ -256,8 +258,11 @@ int ovl_result_record_span(const ovl_result *res, int rank, size_t op,
  * enqueued: add it to a span to line ranks up. NaN without a trace. */
 double ovl_result_trace_base(const ovl_result *res, int rank);
 
-/* One op of a program: its name, source position and the stream it is
- * enqueued on (0 = calc, 1 + R = comm stream of ring R; -1 for host ops). */
+/* One op of a program: its name, source position and the stream its work
+ * (a kernel, a collective or a delay) runs on: 0 = calc, 1 + R = comm
+ * stream of ring R; -1 for an op that does no work on a stream (host ops,
+ * event records and waits, syncs), and so has no op time. An index out of
+ * range gives NULL, 0 and -1. */
 void ovl_program_op(const ovl_program *prog, size_t i, const char **name,
                     int *line, int *stream);
 

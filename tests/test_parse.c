@@ -441,6 +441,37 @@ START_TEST(test_fetch_order) {
 }
 END_TEST
 
+/* The introspection calls take any index: out of range gives nothing
+ * rather than reading past the arrays. */
+START_TEST(test_introspection_out_of_range) {
+  ovl_program *p = PARSE_OK(A10 "b = assign(a)\nfetch(b)\n");
+  ovl_var_info info;
+  const char *name = "x", *value = "x", *plain = "x";
+  ovl_param_origin origin = OVL_PARAM_DEFINED;
+  int line = 7, stream = 7;
+  ovl_program_fetch_info(p, 1, &info);
+  ck_assert_ptr_null(info.name);
+  ck_assert_int_eq(info.numel, 0);
+  ovl_program_fetch_info(p, 0, &info);
+  ck_assert_str_eq(info.name, "b");
+  ovl_program_op(p, 99, &name, &line, &stream);
+  ck_assert_ptr_null(name);
+  ck_assert_int_eq(line, 0);
+  ck_assert_int_eq(stream, -1);
+  ovl_program_op(p, 0, &name, &line, &stream);
+  ck_assert_str_eq(name, "assign");
+  ck_assert_int_eq(stream, 0);
+  ovl_program_op(p, 1, &name, &line, &stream);
+  ck_assert_int_eq(stream, -1); /* fetch: a host op */
+  ovl_program_param(p, 0, &name, &value, &plain, &origin);
+  ck_assert_ptr_null(name);
+  ck_assert_ptr_null(value);
+  ck_assert_ptr_null(plain);
+  ck_assert_int_eq(origin, OVL_PARAM_DEFAULT);
+  ovl_program_free(p);
+}
+END_TEST
+
 START_TEST(test_repeat_expansion_order) {
   ovl_program *p = PARSE_OK(A10 "repeat 2 {\n"
                                 "  x = assign(a)\n"
@@ -1440,6 +1471,7 @@ static Suite *parse_suite(void) {
   Suite *s = suite_create("parse");
   TCase *tc = tcase_create("ok");
   tcase_add_test(tc, test_seed_program);
+  tcase_add_test(tc, test_introspection_out_of_range);
   tcase_add_test(tc, test_cpu_defaults);
   tcase_add_test(tc, test_defines_override);
   tcase_add_test(tc, test_define_changes_type);

@@ -105,7 +105,10 @@ size_t ovl_program_param_count(const ovl_program *prog) {
 void ovl_program_param(const ovl_program *prog, size_t i, const char **name,
                        const char **value, const char **plain_default,
                        ovl_param_origin *origin) {
-  const ovl__param *p = &prog->params[i];
+  const ovl__param *p = i < prog->nparams ? &prog->params[i] : NULL;
+  static const ovl__param none = {NULL, NULL, NULL, OVL_PARAM_DEFAULT};
+  if (p == NULL)
+    p = &none;
   if (name != NULL)
     *name = p->name;
   if (value != NULL)
@@ -143,7 +146,11 @@ size_t ovl_program_fetch_count(const ovl_program *prog) {
 
 void ovl_program_fetch_info(const ovl_program *prog, size_t i,
                             ovl_var_info *info) {
-  const ovl__var *v = &prog->vars[prog->fetch[i]];
+  const ovl__var *v;
+  memset(info, 0, sizeof *info);
+  if (i >= prog->nfetch)
+    return;
+  v = &prog->vars[prog->fetch[i]];
   info->name = v->name;
   info->dtype = v->dtype;
   info->ndim = v->ndim;
@@ -153,11 +160,11 @@ void ovl_program_fetch_info(const ovl_program *prog, size_t i,
 
 void ovl_program_op(const ovl_program *prog, size_t i, const char **name,
                     int *line, int *stream) {
-  const ovl__op *op = &prog->ops[i];
+  const ovl__op *op = i < prog->nops ? &prog->ops[i] : NULL;
   if (name != NULL)
-    *name = op->def->name;
+    *name = op != NULL ? op->def->name : NULL;
   if (line != NULL)
-    *line = op->line;
+    *line = op != NULL ? op->line : 0;
   if (stream != NULL)
-    *stream = ovl__op_work_stream(prog, i);
+    *stream = op != NULL ? ovl__op_work_stream(prog, i) : OVL_STREAM_HOST;
 }
