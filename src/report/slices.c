@@ -1,0 +1,202 @@
+/*
+ * Slices of the traced iteration (report/slices.h), shared by the trace
+ * and the picture.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/slices.h"
+
+const char *const ovl__tl_cat_names[CAT__COUNT] = {
+    "compute", "collective", "wait", "delay", "host"};
+
+/* The category (colour) of a primitive. */
+cat_t ovl__tl_prim_cat(const ovl__prim *p) {
+  switch ((ovl__prim_kind)p->kind) {
+  case OVL_PRIM_KERNEL:
+    return CAT_COMPUTE;
+  case OVL_PRIM_COLL:
+    return CAT_COLLECTIVE;
+  case OVL_PRIM_DELAY:
+    return CAT_DELAY;
+  case OVL_PRIM_HOST_SYNC:
+  case OVL_PRIM_HOST_READ:
+    return CAT_HOST;
+  case OVL_PRIM_RECORD:
+  case OVL_PRIM_WAIT:
+  default:
+    return CAT_WAIT;
+  }
+}
+
+int64_t ovl__tl_to_ns(double offset_s, double s) {
+  return (int64_t)llround((offset_s + s) * 1e9);
+}
+
+/* Earliest base of a run's ranks (its time 0). */
+double ovl__tl_run_origin(const ovl_result *res, int nranks) {
+  double o = INFINITY;
+  for (int r = 0; r < nranks; r++)
+    o = fmin(o, ovl_result_trace_base(res, r));
+  return o;
+}
+
+/* Append the slice of primitive p (op i) spanning [a, b] on `lane`. */
+static void add_slice(rank_slices *out, int64_t *last, const ovl_program *prog,
+                      size_t i, size_t p, int lane, double offset, double a,
+                      double b) {
+  const ovl__prim *pr = &prog->prims[p];
+  slice *sl = &out->s[out->n++];
+  sl->op = i;
+  sl->prim = p;
+  sl->lane = lane;
+  sl->record = pr->kind == OVL_PRIM_RECORD && !pr->main;
+  sl->cat = ovl__tl_prim_cat(pr);
+  sl->t0 = ovl__tl_to_ns(offset, a);
+  sl->t1 = ovl__tl_to_ns(offset, b);
+  if (sl->t0 < last[lane])
+    sl->t0 = last[lane];
+  if (sl->t1 < sl->t0 + 2)
+    sl->t1 = sl->t0 + 2;
+  last[lane] = sl->t1;
+}
+
+/* Build one rank's slices: one per stream primitive, one per host op.
+ * Returns false when out of memory. */
+bool ovl__tl_build_slices(const ovl_program *prog, const ovl_result *res,
+                         int rank, double origin, rank_slices *out) {
+  int nstreams = prog->nstreams;
+  int64_t *last = calloc((size_t)nstreams + 1, sizeof *last);
+  double offset = ovl_result_trace_base(res, rank) - origin;
+  out->n = 0;
+  out->s = malloc((prog->nprims + 1) * sizeof *out->s);
+  if (out->s == NULL || last == NULL) {
+    free(out->s);
+    free(last);
+    out->s = NULL;
+    return false;
+  }
+  for (size_t i = 0; i < prog->nops; i++) {
+    double a, b;
+    if (ovl__op_on_host(prog, i)) {
+      size_t m = ovl__op_main_prim(prog, i);
+      if (ovl__result_prim_span(res, rank, m, &a, &b) == 0)
+        add_slice(out, last, prog, i, m, nstreams, offset, a, b);
+      continue;
+    }
+    for (size_t p = prog->prim_first[i]; p < prog->prim_first[i + 1]; p++)
+      if (ovl__result_prim_span(res, rank, p, &a, &b) == 0)
+        add_slice(out, last, prog, i, p, prog->prims[p].stream, offset, a, b);
+  }
+  free(last);
+  return true;
+}
+
+/* All ranks of all runs; NULL when out of memory. [run * nranks + rank] */
+rank_slices *ovl__tl_build_all(const ovl_timeline_run *runs, size_t nruns,
+                              int nranks) {
+  rank_slices *all = calloc(nruns * (size_t)nranks + 1, sizeof *all);
+  if (all == NULL)
+    return NULL;
+  for (size_t k = 0; k < nruns; k++) {
+    double origin = ovl__tl_run_origin(runs[k].res, nranks);
+    for (int r = 0; r < nranks; r++)
+      if (!ovl__tl_build_slices(runs[k].prog, runs[k].res, r, origin,
+                        &all[k * (size_t)nranks + (size_t)r])) {
+        for (size_t j = 0; j < nruns * (size_t)nranks; j++)
+          free(all[j].s);
+        free(all);
+        return NULL;
+      }
+  }
+  return all;
+}
+
+void ovl__tl_free_all(rank_slices *all, size_t n) {
+  if (all == NULL)
+    return;
+  for (size_t i = 0; i < n; i++)
+    free(all[i].s);
+  free(all);
+}
+
+const char *ovl__tl_lane_name(int lane, int nstreams, char *buf, size_t len) {
+  return ovl__stream_name(lane == nstreams ? OVL_STREAM_HOST : lane, buf, len);
+}
+
+uint64_t ovl__tl_var_bytes(const ovl_program *prog, int v) {
+  return (uint64_t)prog->vars[v].numel * ovl_dtype_size(prog->vars[v].dtype);
+}
+
+/* Bytes an op moves, as its row says: the inputs it reads and the output
+ * it writes (fetch: what it copies to the host); none for waits, syncs and
+ * delays. */
+uint64_t ovl__tl_op_bytes(const ovl_program *prog, const ovl__op *op) {
+  uint64_t n = 0;
+  for (int k = 0; op->def->reads && k < op->nin; k++)
+    n += ovl__tl_var_bytes(prog, op->in[k]);
+  if (op->def->writes && op->out >= 0)
+    n += ovl__tl_var_bytes(prog, op->out);
+  return n;
+}
+
+/* Per op, its collective's number on its ring (from 0), or -1. */
+int *ovl__tl_collective_seqs(const ovl_program *prog) {
+  int next[OVL_MAX_RINGS] = {0};
+  int *seq = malloc((prog->nops + 1) * sizeof *seq);
+  if (seq == NULL)
+    return NULL;
+  for (size_t i = 0; i < prog->nops; i++) {
+    const ovl__op *op = &prog->ops[i];
+    seq[i] = -1;
+    if (prog->prims[ovl__op_main_prim(prog, i)].kind == OVL_PRIM_COLL &&
+        op->ring_id >= 0 && op->ring_id < OVL_MAX_RINGS)
+      seq[i] = next[op->ring_id]++;
+  }
+  return seq;
+}
+
+const char *ovl__tl_base_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash != NULL ? slash + 1 : path;
+}
+
+ovl_status ovl__tl_check_runs(const ovl_world *world,
+                             const ovl_timeline_run *runs, size_t nruns,
+                             char **text, ovl_error *err) {
+  if (text != NULL)
+    *text = NULL;
+  if (world == NULL || runs == NULL || nruns == 0 || text == NULL)
+    return ovl__err(err, OVL_EINVAL, "timeline: bad argument");
+  for (size_t k = 0; k < nruns; k++) {
+    if (runs[k].prog == NULL || runs[k].res == NULL)
+      return ovl__err(err, OVL_EINVAL, "timeline: run %zu has no result",
+                      k);
+    if (ovl_result_trace_iter(runs[k].res) < 0)
+      return ovl__err(err, OVL_EINVAL,
+                      "timeline: the %s run was not traced (run it with "
+                      "ovl_run_opts.trace)",
+                      ovl_mode_name(runs[k].mode));
+    if (runs[k].prog->nranks != ovl_world_nranks(world))
+      return ovl__err(err, OVL_EINVAL,
+                      "timeline: the %s run has %d ranks, the world %d",
+                      ovl_mode_name(runs[k].mode), runs[k].prog->nranks,
+                      ovl_world_nranks(world));
+  }
+  return OVL_OK;
+}
+
+ovl_status ovl__tl_finish(ovl__sbuf *b, char **text, size_t *len, ovl_error *err) {
+  if (b->fail || b->s == NULL) {
+    free(b->s);
+    return ovl__err(err, OVL_ENOMEM, "timeline: out of memory");
+  }
+  *text = b->s;
+  if (len != NULL)
+    *len = b->len;
+  return OVL_OK;
+}

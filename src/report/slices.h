@@ -1,0 +1,75 @@
+/*
+ * Timelines (src/report/): the traced iteration of runs as slices, one per
+ * stream primitive and one per host op, which report/trace.c writes as a
+ * Chrome trace and report/svg.c draws. Internal to libovl.
+ *
+ * Times. Each rank's spans count from its base (a timer mark on its calc
+ * stream right after the iteration's start barrier). The host clock of the
+ * bases lines the ranks of a run up: a run's time 0 is its earliest base,
+ * and every run starts at 0, so runs of several modes compare directly.
+ * Times are whole nanoseconds here. On one lane (a stream, or the host)
+ * ops follow each other, so a slice starts no earlier than the one before
+ * it ended, and lasts at least 2 ns.
+ */
+#ifndef OVL_REPORT_SLICES_H
+#define OVL_REPORT_SLICES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "run/run.h"
+
+/* ------------------------------------------------------------------ */
+/* Slices                                                              */
+/* ------------------------------------------------------------------ */
+
+/* What an op is, for colours and trace categories. */
+typedef enum {
+  CAT_COMPUTE,
+  CAT_COLLECTIVE,
+  CAT_WAIT, /* waits, event records */
+  CAT_DELAY,
+  CAT_HOST, /* fetch, syncs */
+  CAT__COUNT
+} cat_t;
+
+extern const char *const ovl__tl_cat_names[CAT__COUNT];
+
+typedef struct {
+  size_t op;
+  size_t prim;
+  int lane;    /* stream number, or nstreams for the host */
+  bool record; /* a record that is not its op's main primitive */
+  cat_t cat;
+  int64_t t0, t1; /* ns from the run's time 0 */
+} slice;
+
+/* The slices of one rank of one run, in program order. */
+typedef struct {
+  slice *s;
+  size_t n;
+} rank_slices;
+
+/* The category (colour) of a primitive. */
+cat_t ovl__tl_prim_cat(const ovl__prim *p);
+/* Every rank of every run; NULL when out of memory. [run * nranks +
+ * rank]. Free with ovl__tl_free_all(all, nruns * nranks). */
+rank_slices *ovl__tl_build_all(const ovl_timeline_run *runs, size_t nruns,
+                               int nranks);
+void ovl__tl_free_all(rank_slices *all, size_t n);
+/* "calc", "comm[0]", or "host" for lane nstreams. */
+const char *ovl__tl_lane_name(int lane, int nstreams, char *buf, size_t len);
+/* Bytes op moves, as its row says (inputs read, output written). */
+uint64_t ovl__tl_op_bytes(const ovl_program *prog, const ovl__op *op);
+/* Per op, its collective's number on its ring (from 0), or -1; malloc'd. */
+int *ovl__tl_collective_seqs(const ovl_program *prog);
+const char *ovl__tl_base_name(const char *path);
+/* The arguments of ovl_timeline_trace / _svg, checked. */
+ovl_status ovl__tl_check_runs(const ovl_world *world,
+                              const ovl_timeline_run *runs, size_t nruns,
+                              char **text, ovl_error *err);
+/* Hand the text over, or free it when building it failed. */
+ovl_status ovl__tl_finish(ovl__sbuf *b, char **text, size_t *len,
+                          ovl_error *err);
+
+#endif /* OVL_REPORT_SLICES_H */

@@ -1,0 +1,241 @@
+/*
+ * The traced iteration of runs as a Chrome trace-event file, for Perfetto
+ * and chrome://tracing (report/slices.h says what a slice is). A flow
+ * arrow binds to the slice that encloses its time, and is put in the
+ * middle of it, strictly inside.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/slices.h"
+
+/* ------------------------------------------------------------------ */
+/* Chrome trace-event JSON                                             */
+/* ------------------------------------------------------------------ */
+
+#define TID_HOST 100
+
+static int lane_tid(int lane, int nstreams) {
+  return lane == nstreams ? TID_HOST : 1 + lane;
+}
+
+/* "12.345" microseconds from nanoseconds. */
+static void sb_us(ovl__sbuf *b, int64_t ns) {
+  ovl__sb_printf(b, "%lld.%03lld", (long long)(ns / 1000),
+            (long long)(ns % 1000));
+}
+
+static void trace_meta(ovl__sbuf *b, int pid, int tid, const char *what,
+                       const char *key, const char *sval, int ival) {
+  ovl__sb_printf(b, ",\n{\"ph\":\"M\",\"pid\":%d,", pid);
+  if (tid >= 0)
+    ovl__sb_printf(b, "\"tid\":%d,", tid);
+  ovl__sb_printf(b, "\"name\":\"%s\",\"args\":{\"%s\":", what, key);
+  if (sval != NULL)
+    ovl__sb_json_str(b, sval);
+  else
+    ovl__sb_printf(b, "%d", ival);
+  ovl__sb_puts(b, "}}");
+}
+
+static void trace_slice(ovl__sbuf *b, const ovl_timeline_run *run, int pid,
+                        int nstreams, const slice *sl, const int *seq) {
+  const ovl_program *prog = run->prog;
+  const ovl__op *op = &prog->ops[sl->op];
+  char lname[32];
+  ovl__sb_printf(b, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", pid,
+            lane_tid(sl->lane, nstreams));
+  sb_us(b, sl->t0);
+  ovl__sb_puts(b, ",\"dur\":");
+  sb_us(b, sl->t1 - sl->t0);
+  ovl__sb_puts(b, ",\"name\":");
+  if (seq[sl->op] >= 0) {
+    char name[128];
+    snprintf(name, sizeof name, "%s #%d (ring %d)", op->def->name,
+             seq[sl->op], op->ring_id);
+    ovl__sb_json_str(b, name);
+  } else if (sl->record) {
+    char name[128];
+    snprintf(name, sizeof name, "%s [record]", op->def->name);
+    ovl__sb_json_str(b, name);
+  } else {
+    ovl__sb_json_str(b, op->def->name);
+  }
+  ovl__sb_printf(b, ",\"cat\":\"%s\",\"args\":{\"op\":%zu,\"source\":",
+            ovl__tl_cat_names[sl->cat], sl->op);
+  {
+    size_t n = strlen(prog->filename) + 32;
+    char *src = malloc(n);
+    if (src == NULL) {
+      b->fail = true;
+      return;
+    }
+    snprintf(src, n, "%s:%d", prog->filename, op->line);
+    ovl__sb_json_str(b, src);
+    free(src);
+  }
+  ovl__sb_printf(b, ",\"mode\":\"%s\",\"stream\":\"%s\",\"bytes\":%llu",
+            ovl_mode_name(run->mode),
+            ovl__tl_lane_name(sl->lane, nstreams, lname, sizeof lname),
+            (unsigned long long)(sl->record ? 0 : ovl__tl_op_bytes(prog, op)));
+  ovl__sb_puts(b, ",\"in\":[");
+  for (int k = 0; k < op->nin; k++) {
+    if (k)
+      ovl__sb_puts(b, ",");
+    ovl__sb_json_str(b, prog->vars[op->in[k]].name);
+  }
+  ovl__sb_puts(b, "]");
+  if (op->out >= 0) {
+    ovl__sb_puts(b, ",\"out\":");
+    ovl__sb_json_str(b, prog->vars[op->out].name);
+  }
+  if (seq[sl->op] >= 0)
+    ovl__sb_printf(b, ",\"ring\":%d,\"seq\":%d", op->ring_id, seq[sl->op]);
+  /* The two halves of an op that records on one stream and waits on
+   * another (c_wait_compute, c_wait_comm). */
+  if (prog->prim_first[sl->op + 1] - prog->prim_first[sl->op] > 1 &&
+      !ovl__op_on_host(prog, sl->op))
+    ovl__sb_printf(b, ",\"ring\":%d,\"part\":\"%s\"", op->ring_id,
+                   sl->record ? "record" : "wait");
+  if (op->event >= 0 && (size_t)op->event < prog->nevents) {
+    ovl__sb_puts(b, ",\"event\":");
+    ovl__sb_json_str(b, prog->events[op->event]);
+  }
+  ovl__sb_puts(b, "}}");
+}
+
+static void trace_flow(ovl__sbuf *b, int pid, int nstreams, long id,
+                       const slice *from, const slice *to) {
+  ovl__sb_printf(b,
+            ",\n{\"ph\":\"s\",\"id\":%ld,\"pid\":%d,\"tid\":%d,\"ts\":", id,
+            pid, lane_tid(from->lane, nstreams));
+  sb_us(b, from->t0 + (from->t1 - from->t0) / 2);
+  ovl__sb_puts(b, ",\"name\":\"event\",\"cat\":\"event\"}");
+  ovl__sb_printf(b,
+            ",\n{\"ph\":\"f\",\"bp\":\"e\",\"id\":%ld,\"pid\":%d,\"tid\":%d,"
+            "\"ts\":",
+            id, pid, lane_tid(to->lane, nstreams));
+  sb_us(b, to->t0 + (to->t1 - to->t0) / 2);
+  ovl__sb_puts(b, ",\"name\":\"event\",\"cat\":\"event\"}");
+}
+
+/* Flow arrows of one rank: from each event record to the waits that
+ * consume it (its own wait for c_wait_compute / c_wait_comm; for a named
+ * event, every stream_wait_event until the next record). */
+static void trace_flows(ovl__sbuf *b, const ovl_program *prog, int pid,
+                        int nstreams, const rank_slices *rs, long *id) {
+  int nevents = ovl__program_nevents(prog);
+  const slice **last_rec = calloc((size_t)nevents + 1, sizeof *last_rec);
+  if (last_rec == NULL) {
+    b->fail = true;
+    return;
+  }
+  for (size_t j = 0; j < rs->n; j++) {
+    const slice *sl = &rs->s[j];
+    const ovl__prim *p = &prog->prims[sl->prim];
+    if (p->kind == OVL_PRIM_RECORD)
+      last_rec[p->event] = sl;
+    else if (p->kind == OVL_PRIM_WAIT && last_rec[p->event] != NULL)
+      trace_flow(b, pid, nstreams, (*id)++, last_rec[p->event], sl);
+  }
+  free(last_rec);
+}
+
+static void sb_params(ovl__sbuf *b, const ovl_program *prog) {
+  ovl__sb_puts(b, "{");
+  for (size_t i = 0; i < prog->nparams; i++) {
+    if (i)
+      ovl__sb_puts(b, ",");
+    ovl__sb_json_str(b, prog->params[i].name);
+    ovl__sb_puts(b, ":");
+    ovl__sb_json_str(b, prog->params[i].value);
+  }
+  ovl__sb_puts(b, "}");
+}
+
+ovl_status ovl_timeline_trace(const ovl_world *world,
+                              const ovl_timeline_run *runs, size_t nruns,
+                              char **text, size_t *len, ovl_error *err) {
+  ovl_status st = ovl__tl_check_runs(world, runs, nruns, text, err);
+  int nranks;
+  rank_slices *all;
+  ovl__sbuf b = {0};
+  long flow_id = 1;
+  size_t first;
+
+  if (st != OVL_OK)
+    return st;
+  nranks = ovl_world_nranks(world);
+  all = ovl__tl_build_all(runs, nruns, nranks);
+  if (all == NULL)
+    return ovl__err(err, OVL_ENOMEM, "timeline: out of memory");
+
+  ovl__sb_puts(&b, "{\"traceEvents\":[");
+  first = b.len; /* every event starts with ",\n": the first one's goes */
+  for (size_t k = 0; k < nruns; k++) {
+    const ovl_program *prog = runs[k].prog;
+    int nstreams = prog->nstreams;
+    int *seq = ovl__tl_collective_seqs(prog);
+    if (seq == NULL) {
+      b.fail = true;
+      break;
+    }
+    for (int r = 0; r < nranks; r++) {
+      int pid = 1 + (int)k * nranks + r;
+      const rank_slices *rs = &all[k * (size_t)nranks + (size_t)r];
+      char pname[256], lname[32];
+      if (nruns > 1)
+        snprintf(pname, sizeof pname, "%s: rank %d (%s)",
+                 ovl_mode_name(runs[k].mode), r,
+                 ovl_world_device_name(world, r));
+      else
+        snprintf(pname, sizeof pname, "rank %d (%s)", r,
+                 ovl_world_device_name(world, r));
+      trace_meta(&b, pid, -1, "process_name", "name", pname, 0);
+      trace_meta(&b, pid, -1, "process_sort_index", "sort_index", NULL, pid);
+      for (int lane = 0; lane <= nstreams; lane++) {
+        int tid = lane_tid(lane, nstreams);
+        trace_meta(&b, pid, tid, "thread_name", "name",
+                   ovl__tl_lane_name(lane, nstreams, lname, sizeof lname), 0);
+        trace_meta(&b, pid, tid, "thread_sort_index", "sort_index", NULL,
+                   lane);
+      }
+      for (size_t j = 0; j < rs->n; j++)
+        trace_slice(&b, &runs[k], pid, nstreams, &rs->s[j], seq);
+      trace_flows(&b, prog, pid, nstreams, rs, &flow_id);
+    }
+    free(seq);
+  }
+  if (!b.fail && b.len > first && b.s[first] == ',')
+    b.s[first] = ' ';
+  ovl__sb_puts(&b, "\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":{");
+  ovl__sb_printf(&b, "\"tool\":\"overlap-sim\",\"version\":\"%s\",",
+            OVL_VERSION_STRING);
+  ovl__sb_puts(&b, "\"backend\":");
+  ovl__sb_json_str(&b, ovl_world_backend_name(world));
+  ovl__sb_printf(&b, ",\"ranks\":%d,\"devices\":", nranks);
+  ovl__sb_json_str(&b, ovl_world_devices(world));
+  ovl__sb_puts(&b, ",\"schedule\":");
+  ovl__sb_json_str(&b, runs[0].prog->filename);
+  ovl__sb_puts(&b, ",\"params\":");
+  sb_params(&b, runs[0].prog);
+  ovl__sb_printf(&b, ",\"trace_iter\":%d,\"modes\":[",
+            ovl_result_trace_iter(runs[0].res));
+  for (size_t k = 0; k < nruns; k++)
+    ovl__sb_printf(&b, "%s\"%s\"", k ? "," : "", ovl_mode_name(runs[k].mode));
+  ovl__sb_puts(&b, "],\"iteration_s\":{");
+  for (size_t k = 0; k < nruns; k++)
+    ovl__sb_printf(&b, "%s\"%s\":%.9g", k ? "," : "",
+              ovl_mode_name(runs[k].mode),
+              ovl_result_times(runs[k].res)[ovl_result_trace_iter(
+                  runs[k].res)]);
+  ovl__sb_puts(&b, "},\"time\":\"microseconds; each mode's run starts at 0; "
+              "ranks lined up on the host clock\"}}\n");
+  ovl__tl_free_all(all, nruns * (size_t)nranks);
+  return ovl__tl_finish(&b, text, len, err);
+}
+
