@@ -4,7 +4,7 @@
  * the overlap comes to its ideal.
  *
  * Exit codes: 0 ok, 1 numeric mismatch, 2 usage or schedule error,
- * 3 runtime error.
+ * 3 runtime error (also stdout not written), 4 races.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -145,9 +145,9 @@ static void usage(FILE *f) {
           "\n"
           "Exit status: 0 ok, 1 numeric mismatch, 2 usage or schedule "
           "error,\n"
-          "3 runtime error (device, collective timeout, an output file "
-          "not written),\n"
-          "4 races found (numbers right).\n",
+          "3 runtime error (device, collective timeout, an output file or "
+          "standard output\n"
+          "not written), 4 races found (numbers right).\n",
           progname);
 }
 
@@ -767,6 +767,8 @@ static int races_only(const options *o, const char *path, mode_run *runs,
 
 /* --json=-: the real stdout (the human report goes to stderr). */
 static FILE *json_stdout;
+/* Where the stream stdout writes: stderr with --json=-. */
+static const char *stdout_name = "standard output";
 
 /* Returns 0, or -1 with the message printed (it names the flag and the
  * path). */
@@ -781,6 +783,9 @@ static int write_output(const char *flag, const char *path,
         fflush(json_stdout) != 0) {
       fprintf(stderr, "%s: %s=-: writing to stdout: %s\n", progname, flag,
               strerror(errno));
+      /* Said once: main's close_output() must not report it again. */
+      (void)fclose(json_stdout);
+      json_stdout = NULL;
       return -1;
     }
     return 0;
@@ -1168,7 +1173,8 @@ static int write_run_outputs(const options *o, ovl_world *world,
   return -1;
 }
 
-int main(int argc, char **argv) {
+/* The tool; main() adds the check of what went to stdout. */
+static int overlap_sim(int argc, char **argv) {
   options o = {.backend = "auto", .mode = "both", .iters = 10, .warmup = 2,
                .rtol = 1e-5, .atol = 1e-6, .show = -1};
   ovl_world_opts wopts = {0};
@@ -1225,6 +1231,7 @@ int main(int argc, char **argv) {
       fprintf(stderr, "%s: --json=-: %s\n", progname, strerror(errno));
       return EXIT_RUNTIME;
     }
+    stdout_name = "standard error (the report, with --json=-)";
   }
 
   wopts.backend = o.backend;
@@ -1301,7 +1308,7 @@ int main(int argc, char **argv) {
     if (st == OVL_OK)
       st = ovl_world_run(world, m->prog, &ropts, &m->res, &err);
     if (st != OVL_OK) {
-      fflush(stdout);
+      flush_output(stdout);
       fprintf(stderr, "%s: %s run failed: %s\n", progname,
               ovl_mode_name(m->mode), err.msg);
       rc = runtime_exit(st);
@@ -1329,7 +1336,7 @@ int main(int argc, char **argv) {
           printf(" %.3f", t[k] * 1e3);
         printf("\n");
       }
-      fflush(stdout);
+      flush_output(stdout);
     }
   }
   if (!o.quiet && o.op_times) {
@@ -1397,9 +1404,14 @@ out:
   ovl_reference_free(ref);
   ovl_program_free(prog);
   ovl_world_free(world);
-  if (json_stdout != NULL) {
-    fclose(json_stdout);
-    json_stdout = NULL;
-  }
   return rc;
+}
+
+int main(int argc, char **argv) {
+  int rc = overlap_sim(argc, argv);
+  /* Every way out, --help and --races included: what went to stdout must
+   * have arrived (a full disk, a closed pipe), or the exit says so. */
+  if (json_stdout != NULL)
+    rc = close_output(json_stdout, "standard output (--json=-)", rc);
+  return close_output(stdout, stdout_name, rc);
 }
