@@ -138,5 +138,23 @@ then ok "a timeout mid-sweep ends cleanly"; else ko "a timeout mid-sweep ends cl
 if run 0 --timing=host --sizes=1K -n 1 -w 0 && has out '^# time: host clock'
 then ok "--timing=host header"; else ko "--timing=host header"; fi
 
+# A write error on stdout (the table lost) is exit 3, for a sweep and for
+# --help; a usage error stays exit 2.
+if [ -c /dev/full ]; then
+  for args in "--backend=cpu -b 1K -e 1K -n 1 -w 0" "--backend=cpu --csv --sizes=1K -n 1 -w 0" "--help"; do
+    # shellcheck disable=SC2086 # split on blanks on purpose
+    "$sweep" $args >/dev/full 2>"$tmp/err"
+    got=$?
+    : >"$tmp/out"
+    if [ "$got" -eq 3 ] && [ "$(grep -c '^overlap_sweep: write error on standard output: No space left on device$' "$tmp/err")" -eq 1 ]
+    then ok "stdout on /dev/full: $args: exit 3"; else echo "    exit $got"; ko "stdout on /dev/full: $args: exit 3"; fi
+  done
+  "$sweep" --bogus >/dev/full 2>"$tmp/err"
+  got=$?
+  if [ "$got" -eq 2 ]; then ok "stdout on /dev/full: a usage error stays exit 2"; else ko "stdout on /dev/full: a usage error stays exit 2"; fi
+else
+  echo "SKIP: stdout on /dev/full (no /dev/full)"
+fi
+
 echo "cli_sweep.sh: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -52,6 +52,12 @@ vg schedule-error 2 "$tmp/bad.sched"
 vg too-big-for-memory 2 -D cols=1000000000
 vg races 4 --races "$src/schedules/bad/missing_wait_compute.sched"
 vg all-ops 0 -n 2 -w 0 --ranks=3 "$src/tests/schedules/all_ops.sched"
+vg output-files 0 -n 2 -w 1 -D cols=10 --trace="$tmp/t.json" --svg="$tmp/t.svg" \
+  --json="$tmp/r.json"
+vg races-json-file 4 --races --json="$tmp/races.json" \
+  "$src/schedules/bad/missing_wait_compute.sched"
+vg output-is-schedule 2 --json="$tmp/bad.sched" "$tmp/bad.sched"
+vg output-refused 3 --trace="$tmp/t.json" --svg="$tmp/no/such/dir/t.svg"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -3,8 +3,9 @@
  * both, check the numbers against the float64 reference, and say how close
  * the overlap comes to its ideal.
  *
- * Exit codes: 0 ok, 1 numeric mismatch, 2 usage or schedule error,
- * 3 runtime error.
+ * Exit codes: 0 ok, 1 numeric mismatch, 2 usage or schedule error (also an
+ * output file that is the schedule or another output), 3 runtime error
+ * (also an output file or stdout not written), 4 races.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "outfile.h"
 #include "ovl.h"
 #include "tool_util.h"
 
@@ -34,6 +36,10 @@
 #endif
 
 #define MAX_DEFINES 64
+
+/* The output files, checked before anything runs (outfile_prepare); an
+ * entry whose path is NULL is not wanted (or is --json=-, stdout). */
+enum { OUT_JSON, OUT_TRACE, OUT_SVG, N_OUTPUTS };
 
 typedef struct {
   const char *backend;
@@ -143,11 +149,22 @@ static void usage(FILE *f) {
           "  -h, --help           show this help and exit\n"
           "  -V, --version        show the version and exit\n"
           "\n"
+          "Output files (--json, --trace, --svg) are checked before "
+          "anything runs. A\n"
+          "regular FILE is written whole to FILE.tmp, then renamed over "
+          "FILE; anything\n"
+          "else (/dev/null, a FIFO) is written in place. A symbolic link "
+          "is followed to\n"
+          "its target. A FILE that is the schedule or another output is "
+          "refused.\n"
+          "\n"
           "Exit status: 0 ok, 1 numeric mismatch, 2 usage or schedule "
-          "error,\n"
-          "3 runtime error (device, collective timeout, an output file "
-          "not written),\n"
-          "4 races found (numbers right).\n",
+          "error (also an\n"
+          "output FILE that is the schedule or another output), 3 runtime "
+          "error (device,\n"
+          "collective timeout, an output file or standard output not "
+          "written), 4 races\n"
+          "found (numbers right).\n",
           progname);
 }
 
@@ -664,36 +681,81 @@ static int runtime_exit(ovl_status st) {
   return st == OVL_EPARSE || st == OVL_EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
 }
 
-/* Race reports of the given modes, printed as text or JSON; returns the
- * number of races found, or -1 on error (message printed). */
+/* ------------------------------------------------------------------ */
+/* Output files (--json=FILE, --trace, --svg): checked before the run and
+ * written after it by tools/outfile.c (a regular file whole to FILE.tmp,
+ * then renamed over FILE, so that nobody reads half a file). */
+
+/* --json=-: the real stdout (the human report goes to stderr). */
+static FILE *json_stdout;
+/* Where the stream stdout writes: stderr with --json=-. */
+static const char *stdout_name = "standard output";
+
+/* The output files, each checked (outfile_prepare) before anything runs:
+ * a path that cannot be written, or that would overwrite the schedule or
+ * another output, ends the tool now rather than after the run. Returns -1
+ * to go on, or the exit status (message printed). */
+static int prepare_outputs(const options *o, const char *schedule,
+                           outfile outs[N_OUTPUTS]) {
+  const char *const inputs[] = {schedule};
+  const char *flags[N_OUTPUTS] = {"--json", "--trace", "--svg"};
+  const char *paths[N_OUTPUTS] = {o->json, o->trace, o->svg};
+
+  for (int i = 0; i < N_OUTPUTS; i++) {
+    if (paths[i] == NULL || strcmp(paths[i], "-") == 0)
+      continue;
+    int rc = outfile_prepare(&outs[i], flags[i], paths[i], inputs, 1, outs,
+                             (size_t)i);
+    if (rc != 0)
+      return rc;
+  }
+  return -1;
+}
+
+static void release_outputs(outfile outs[N_OUTPUTS]) {
+  for (int i = 0; i < N_OUTPUTS; i++)
+    outfile_release(&outs[i]);
+}
+
+/* `text` as the whole of an output: its file, or for --json=- (no file)
+ * the real stdout. Returns 0, or -1 with the message printed (it names the
+ * flag and the path). */
+static int write_output(const outfile *out, const char *text, size_t len) {
+  if (out->path != NULL)
+    return outfile_write(out, text, len);
+  if (fwrite(text, 1, len, json_stdout) != len ||
+      fflush(json_stdout) != 0) {
+    fprintf(stderr, "%s: --json=-: writing to stdout: %s\n", progname,
+            strerror(errno));
+    /* Said once: main's close_output() must not report it again. */
+    (void)fclose(json_stdout);
+    json_stdout = NULL;
+    return -1;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------------ */
+
+/* Race reports of the given modes, printed to `f` as text or JSON;
+ * returns the number of races found, or -1 on error (message printed). */
 static long report_races(const ovl_program *prog, mode_run *runs, int nruns,
-                         const char *json) {
-  FILE *f = stdout;
+                         bool json, FILE *f) {
   long total = 0;
   bool many = nruns > 1;
 
-  if (json != NULL && strcmp(json, "-") != 0) {
-    f = fopen(json, "w");
-    if (f == NULL) {
-      fprintf(stderr, "%s: --json=%s: %s\n", progname, json,
-              strerror(errno));
-      return -1;
-    }
-  }
-  if (json != NULL && many)
+  if (json && many)
     fprintf(f, "{\"modes\": {");
   for (int i = 0; i < nruns; i++) {
     ovl_error err = {0};
     char *text = NULL;
-    ovl_status st = ovl_races_format(runs[i].races, prog, json != NULL,
+    ovl_status st = ovl_races_format(runs[i].races, prog, json,
                                      &text, &err);
     if (st != OVL_OK) {
       fprintf(stderr, "%s: races: %s\n", progname, err.msg);
-      if (f != stdout)
-        fclose(f);
       return -1;
     }
-    if (json != NULL && many) {
+    if (json && many) {
       size_t n = strlen(text);
       while (n > 0 && text[n - 1] == '\n')
         text[--n] = '\0';
@@ -702,18 +764,14 @@ static long report_races(const ovl_program *prog, mode_run *runs, int nruns,
     else if (many)
       fprintf(f, "== %s ==\n", ovl_mode_name(runs[i].mode));
     fputs(text, f);
-    if (json != NULL && !many)
+    if (json && !many)
       fputc('\n', f);
     free(text);
     total += (long)(ovl_races_count(runs[i].races) +
                     ovl_races_more(runs[i].races));
   }
-  if (json != NULL && many)
+  if (json && many)
     fprintf(f, "}}\n");
-  if (f != stdout && fclose(f) != 0) {
-    fprintf(stderr, "%s: --json=%s: %s\n", progname, json, strerror(errno));
-    return -1;
-  }
   return total;
 }
 
@@ -734,14 +792,41 @@ static int check_races(const ovl_program *prog, mode_run *runs, int nruns) {
   return -1;
 }
 
+/* --races: the reports on stdout, or as JSON to --json=FILE, which is
+ * written whole as a run's output files are. Returns the exit status. */
+static int races_output(const options *o, const ovl_program *prog,
+                        mode_run *runs, int nruns, const outfile *json) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = json->path != NULL ? open_memstream(&text, &len) : stdout;
+  long found;
+
+  if (f == NULL) {
+    fprintf(stderr, "%s: --json=%s: %s\n", progname, json->path,
+            strerror(errno));
+    return EXIT_RUNTIME;
+  }
+  found = report_races(prog, runs, nruns, o->json != NULL, f);
+  if (f != stdout) {
+    if (fclose(f) != 0 && found >= 0) {
+      fprintf(stderr, "%s: --json=%s: out of memory\n", progname,
+              json->path);
+      found = -1;
+    }
+    if (found >= 0 && write_output(json, text, len) < 0)
+      found = -1;
+    free(text);
+  }
+  return found < 0 ? EXIT_RUNTIME : found > 0 ? EXIT_RACES : EXIT_SUCCESS;
+}
+
 /* --races: parse and check, run nothing (no device is touched). */
 static int races_only(const options *o, const char *path, mode_run *runs,
-                      int nruns) {
+                      int nruns, const outfile *json) {
   ovl_parse_opts popts = {.defines = o->defines, .ndefines = o->ndefines,
                           .nranks = o->ranks > 0 ? o->ranks : 2};
   ovl_program *prog = NULL;
   ovl_error err = {0};
-  long found;
   int rc;
 
   if (ovl_program_load(path, &popts, &prog, &err) != OVL_OK) {
@@ -749,68 +834,19 @@ static int races_only(const options *o, const char *path, mode_run *runs,
     return EXIT_USAGE;
   }
   rc = check_races(prog, runs, nruns);
-  if (rc < 0) {
-    found = report_races(prog, runs, nruns, o->json);
-    rc = found < 0 ? EXIT_RUNTIME : found > 0 ? EXIT_RACES : EXIT_SUCCESS;
-  }
+  if (rc < 0)
+    rc = races_output(o, prog, runs, nruns, json);
   for (int i = 0; i < nruns; i++) {
     ovl_races_free(runs[i].races);
     ovl_program_free(runs[i].prog);
+    runs[i].races = NULL;
+    runs[i].prog = NULL;
   }
   ovl_program_free(prog);
   return rc;
 }
 
 /* ------------------------------------------------------------------ */
-/* Output files (--json=FILE for runs, --trace, --svg): written whole to
- * FILE.tmp, then renamed over FILE, so that nobody reads half a file. */
-
-/* --json=-: the real stdout (the human report goes to stderr). */
-static FILE *json_stdout;
-
-/* Returns 0, or -1 with the message printed (it names the flag and the
- * path). */
-static int write_output(const char *flag, const char *path,
-                        const char *text, size_t len) {
-  char *tmp;
-  FILE *f;
-  int e = 0;
-
-  if (strcmp(path, "-") == 0) {
-    if (fwrite(text, 1, len, json_stdout) != len ||
-        fflush(json_stdout) != 0) {
-      fprintf(stderr, "%s: %s=-: writing to stdout: %s\n", progname, flag,
-              strerror(errno));
-      return -1;
-    }
-    return 0;
-  }
-  tmp = malloc(strlen(path) + sizeof ".tmp");
-  if (tmp == NULL) {
-    fprintf(stderr, "%s: %s=%s: out of memory\n", progname, flag, path);
-    return -1;
-  }
-  sprintf(tmp, "%s.tmp", path);
-  f = fopen(tmp, "w");
-  if (f == NULL) {
-    fprintf(stderr, "%s: %s=%s: cannot create %s: %s\n", progname, flag,
-            path, tmp, strerror(errno));
-    free(tmp);
-    return -1;
-  }
-  if (fwrite(text, 1, len, f) != len)
-    e = errno ? errno : EIO;
-  if (fclose(f) != 0 && e == 0)
-    e = errno ? errno : EIO;
-  if (e == 0 && rename(tmp, path) != 0)
-    e = errno;
-  if (e != 0) {
-    fprintf(stderr, "%s: %s=%s: %s\n", progname, flag, path, strerror(e));
-    (void)remove(tmp);
-  }
-  free(tmp);
-  return e != 0 ? -1 : 0;
-}
 
 /* A growing string for the JSON results. */
 typedef struct {
@@ -1115,7 +1151,8 @@ static char *results_json(const options *o, ovl_world *world,
 
 /* --trace, --svg and --json=FILE after a run. Returns -1, or EXIT_RUNTIME
  * with the message printed. */
-static int write_run_outputs(const options *o, ovl_world *world,
+static int write_run_outputs(const options *o,
+                             const outfile outs[N_OUTPUTS], ovl_world *world,
                              const ovl_program *prog, const char *path,
                              mode_run *runs, int nruns, const char *result,
                              int exit_status) {
@@ -1138,7 +1175,7 @@ static int write_run_outputs(const options *o, ovl_world *world,
       fprintf(stderr, "%s: --trace=%s: %s\n", progname, o->trace, err.msg);
       return EXIT_RUNTIME;
     }
-    int w = write_output("--trace", o->trace, text, len);
+    int w = write_output(&outs[OUT_TRACE], text, len);
     free(text);
     if (w < 0)
       return EXIT_RUNTIME;
@@ -1148,7 +1185,7 @@ static int write_run_outputs(const options *o, ovl_world *world,
       fprintf(stderr, "%s: --svg=%s: %s\n", progname, o->svg, err.msg);
       return EXIT_RUNTIME;
     }
-    int w = write_output("--svg", o->svg, text, len);
+    int w = write_output(&outs[OUT_SVG], text, len);
     free(text);
     if (w < 0)
       return EXIT_RUNTIME;
@@ -1160,7 +1197,7 @@ static int write_run_outputs(const options *o, ovl_world *world,
       fprintf(stderr, "%s: --json=%s: out of memory\n", progname, o->json);
       return EXIT_RUNTIME;
     }
-    int w = write_output("--json", o->json, text, len);
+    int w = write_output(&outs[OUT_JSON], text, len);
     free(text);
     if (w < 0)
       return EXIT_RUNTIME;
@@ -1168,7 +1205,8 @@ static int write_run_outputs(const options *o, ovl_world *world,
   return -1;
 }
 
-int main(int argc, char **argv) {
+/* The tool; main() adds the check of what went to stdout. */
+static int overlap_sim(int argc, char **argv) {
   options o = {.backend = "auto", .mode = "both", .iters = 10, .warmup = 2,
                .rtol = 1e-5, .atol = 1e-6, .show = -1};
   ovl_world_opts wopts = {0};
@@ -1178,6 +1216,7 @@ int main(int argc, char **argv) {
   ovl_reference *ref = NULL;
   ovl_error err = {0};
   mode_run runs[4];
+  outfile outs[N_OUTPUTS];
   int nruns = 0, rc;
   const char *path;
   ovl_status st;
@@ -1192,10 +1231,14 @@ int main(int argc, char **argv) {
   if (rc >= 0)
     return rc;
   path = o.schedule != NULL ? o.schedule : default_schedule();
+  memset(runs, 0, sizeof runs);
+  memset(outs, 0, sizeof outs);
+  rc = prepare_outputs(&o, path, outs);
+  if (rc >= 0)
+    goto out;
 
   /* Modes, in the order they run. --races alone checks the schedule as
    * written (async) unless --mode names the forms. */
-  memset(runs, 0, sizeof runs);
   if (o.races_only && !o.mode_given) {
     runs[nruns++].mode = OVL_MODE_ASYNC;
   } else if (strcmp(o.mode, "both") == 0 || strcmp(o.mode, "all") == 0) {
@@ -1211,8 +1254,10 @@ int main(int argc, char **argv) {
         runs[nruns++].mode = (ovl_mode)m;
   }
 
-  if (o.races_only)
-    return races_only(&o, path, runs, nruns);
+  if (o.races_only) {
+    rc = races_only(&o, path, runs, nruns, &outs[OUT_JSON]);
+    goto out;
+  }
 
   /* --json=-: the JSON alone on stdout; what the tool prints goes to
    * stderr. */
@@ -1223,8 +1268,10 @@ int main(int argc, char **argv) {
     if (fd < 0 || (json_stdout = fdopen(fd, "w")) == NULL ||
         dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
       fprintf(stderr, "%s: --json=-: %s\n", progname, strerror(errno));
-      return EXIT_RUNTIME;
+      rc = EXIT_RUNTIME;
+      goto out;
     }
+    stdout_name = "standard error (the report, with --json=-)";
   }
 
   wopts.backend = o.backend;
@@ -1237,7 +1284,8 @@ int main(int argc, char **argv) {
   st = ovl_world_create(&wopts, &world, &err);
   if (st != OVL_OK) {
     fprintf(stderr, "%s: %s\n", progname, err.msg);
-    return st == OVL_ENODEV || st == OVL_EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
+    rc = st == OVL_ENODEV || st == OVL_EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
+    goto out;
   }
 
   popts.defines = o.defines;
@@ -1301,7 +1349,7 @@ int main(int argc, char **argv) {
     if (st == OVL_OK)
       st = ovl_world_run(world, m->prog, &ropts, &m->res, &err);
     if (st != OVL_OK) {
-      fflush(stdout);
+      flush_output(stdout);
       fprintf(stderr, "%s: %s run failed: %s\n", progname,
               ovl_mode_name(m->mode), err.msg);
       rc = runtime_exit(st);
@@ -1329,7 +1377,7 @@ int main(int argc, char **argv) {
           printf(" %.3f", t[k] * 1e3);
         printf("\n");
       }
-      fflush(stdout);
+      flush_output(stdout);
     }
   }
   if (!o.quiet && o.op_times) {
@@ -1354,7 +1402,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < nruns; i++)
       if (ovl_races_count(runs[i].races) + ovl_races_more(runs[i].races))
         racy[n++] = runs[i];
-    if (report_races(prog, racy, n, NULL) < 0) {
+    if (report_races(prog, racy, n, false, stdout) < 0) {
       rc = EXIT_RUNTIME;
       goto out;
     }
@@ -1364,7 +1412,7 @@ int main(int argc, char **argv) {
     print_show(prog, m != NULL ? m : &runs[0], ovl_world_nranks(world),
                o.show);
   }
-  rc = write_run_outputs(&o, world, prog, path, runs, nruns,
+  rc = write_run_outputs(&o, outs, world, prog, path, runs, nruns,
                          mismatch      ? "FAIL: numeric mismatch"
                          : races > 0   ? "FAIL: races"
                                        : "PASS",
@@ -1397,9 +1445,15 @@ out:
   ovl_reference_free(ref);
   ovl_program_free(prog);
   ovl_world_free(world);
-  if (json_stdout != NULL) {
-    fclose(json_stdout);
-    json_stdout = NULL;
-  }
+  release_outputs(outs);
   return rc;
+}
+
+int main(int argc, char **argv) {
+  int rc = overlap_sim(argc, argv);
+  /* Every way out, --help and --races included: what went to stdout must
+   * have arrived (a full disk, a closed pipe), or the exit says so. */
+  if (json_stdout != NULL)
+    rc = close_output(json_stdout, "standard output (--json=-)", rc);
+  return close_output(stdout, stdout_name, rc);
 }

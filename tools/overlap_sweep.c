@@ -8,7 +8,8 @@
  * Every measurement is a schedule generated as text and parsed with
  * ovl_program_parse, so the sweep runs the same path as every schedule.
  *
- * Exit codes: 0 ok, 1 wrong results, 2 usage error, 3 runtime error.
+ * Exit codes: 0 ok, 1 wrong results, 2 usage error, 3 runtime error (also
+ * the table not written to stdout).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -207,7 +208,7 @@ static void usage(FILE *f) {
       "\n"
       "Exit status: 0 ok, 1 wrong results, 2 usage error, 3 runtime error "
       "(device,\n"
-      "collective timeout).\n",
+      "collective timeout, a write error on standard output).\n",
       progname);
 }
 
@@ -694,7 +695,7 @@ static int run_schedule(ovl_world *world, const sweep *s, const char *txt,
   }
   st = ovl_world_run(world, *prog, ropts, res, &err);
   if (st != OVL_OK) {
-    fflush(stdout);
+    flush_output(stdout);
     fprintf(stderr, "%s: %s: %s\n", progname, name, err.msg);
     return EXIT_RUNTIME;
   }
@@ -763,7 +764,8 @@ static void print_csv_header(void) {
 
 /* ------------------------------------------------------------------ */
 
-int main(int argc, char **argv) {
+/* The tool; main() adds the check of what went to stdout. */
+static int overlap_sweep(int argc, char **argv) {
   options o = {.coll = C_ALLREDUCE, .redop = "sum",
                .dtype = OVL_DTYPE_FLOAT32, .factor = 2, .iters = 8,
                .warmup = 2, .backend = "auto", .rtol = 1e-5, .atol = 1e-6};
@@ -899,7 +901,7 @@ int main(int argc, char **argv) {
            o.coll == C_ALLREDUCE   ? "2(n-1)/n"
            : o.coll == C_BROADCAST ? "1"
                                    : "(n-1)/n");
-    fflush(stdout);
+    flush_output(stdout);
   }
 
   /* The kernel alone, once, to size each row's kernels: 20 kernels an
@@ -937,7 +939,7 @@ int main(int argc, char **argv) {
   } else if (o.csv) {
     print_csv_header();
   }
-  fflush(stdout);
+  flush_output(stdout);
 
   for (int si = 0; si < nsizes; si++) {
     row_sizes rs;
@@ -1005,7 +1007,7 @@ int main(int argc, char **argv) {
         ovl_error e2 = {0};
         ropts.op_times = 0;
         if (ovl_world_run(world, prog, &ropts, &clean, &e2) != OVL_OK) {
-          fflush(stdout);
+          flush_output(stdout);
           fprintf(stderr, "%s: %s: %s\n", progname, name, e2.msg);
           rc = EXIT_RUNTIME;
         } else {
@@ -1141,7 +1143,7 @@ int main(int argc, char **argv) {
         }
         printf("  %6.2f  %6.2f\n", kslow, cslow);
       }
-      fflush(stdout);
+      flush_output(stdout);
     }
   }
 
@@ -1161,4 +1163,10 @@ int main(int argc, char **argv) {
 out:
   ovl_world_free(world);
   return rc;
+}
+
+int main(int argc, char **argv) {
+  /* Every way out, --help included: the table must have arrived (a full
+   * disk, a closed pipe), or the exit says so. */
+  return close_output(stdout, "standard output", overlap_sweep(argc, argv));
 }

@@ -59,6 +59,41 @@ int parse_tuning_flag(const char *flag, const char *arg, int *value) {
   return 0;
 }
 
+/* The errno of the first flush_output() that failed. A failed flush
+ * empties the buffer, so that at close_output() nothing may be left to
+ * fail again and say why. */
+static int flush_errno;
+
+void flush_output(FILE *f) {
+  if (fflush(f) != 0 && flush_errno == 0)
+    flush_errno = errno;
+}
+
+int close_output(FILE *f, const char *name, int status) {
+  bool failed = ferror(f) != 0;
+  int e = 0;
+  if (fflush(f) != 0) {
+    failed = true;
+    e = errno;
+  }
+  /* EBADF with nothing left to write: the stream's descriptor was closed
+   * (`tool >&-`) and nothing was lost, as gnulib's close_stream says. */
+  if (fclose(f) != 0 && errno != EBADF && !failed) {
+    failed = true;
+    e = errno;
+  }
+  if (!failed)
+    return status;
+  if (e == 0)
+    e = flush_errno;
+  if (e != 0)
+    fprintf(stderr, "%s: write error on %s: %s\n", progname, name,
+            strerror(e));
+  else
+    fprintf(stderr, "%s: write error on %s\n", progname, name);
+  return status == TOOL_EXIT_USAGE ? status : TOOL_EXIT_RUNTIME;
+}
+
 uint64_t mul_sat(uint64_t a, uint64_t b) {
   return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
 }

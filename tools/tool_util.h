@@ -1,6 +1,7 @@
 /*
  * Helpers the command-line tools share (tools/overlap_sim, tools/overlap_sweep):
- * flag parsing, usage errors, host memory, byte counts. Not part of libovl.
+ * flag parsing, usage errors, checked output on stdout, host memory, byte
+ * counts. Not part of libovl.
  */
 #ifndef OVL_TOOL_UTIL_H
 #define OVL_TOOL_UTIL_H
@@ -8,9 +9,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Exit status of a usage or schedule error, in every tool. */
 #define TOOL_EXIT_USAGE 2
+/* Exit status of a runtime error (a device, an output not written). */
+#define TOOL_EXIT_RUNTIME 3
 
 /* The tool's name in messages; each main sets it from argv[0]. */
 extern const char *progname;
@@ -35,6 +39,17 @@ uint64_t add_sat(uint64_t a, uint64_t b);
 /* Physical memory, or the memory limit of this process's cgroup (v2 or v1)
  * where that is lower; 0 if unknown. */
 uint64_t host_memory(void);
+
+/* fflush(f) where the output must show now (a table's row); an error is
+ * kept for close_output(), which reports it. */
+void flush_output(FILE *f);
+
+/* Flushes and closes `f`, a stream of the tool's output (stdout) that
+ * `name` names in the message ("standard output"). A write error on it,
+ * now or earlier, is reported, and the exit status `status` becomes
+ * TOOL_EXIT_RUNTIME unless it already is that or TOOL_EXIT_USAGE: output
+ * that never arrived is not a success. Returns the exit status. */
+int close_output(FILE *f, const char *name, int status);
 
 /* "240.0 MB": decimal units, one decimal. */
 const char *format_bytes(uint64_t b, char *buf, size_t len);
