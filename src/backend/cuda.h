@@ -1,0 +1,182 @@
+/*
+ * The cuda backend's shared state and helpers. The backend is two C files
+ * and the kernels:
+ *   backend_cuda.c  the seam (ovl__backend_cuda): ranks, memory, events,
+ *                   syncs, work, timers
+ *   cuda_world.c    devices, communicators, tuning, abort, teardown
+ *   kernels.cu      the CUDA kernels (kernels.h)
+ * See backend_cuda.c for the model. Internal to the cuda backend.
+ */
+#ifndef OVL_CUDA_H
+#define OVL_CUDA_H
+
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "internal.h"
+#include "kernels.h"
+
+/* stream_sync polling: busy for the first SYNC_SPIN_S (a sync that ends
+ * soon must not pay a sleep's latency, since iteration times are measured
+ * through it), then sleeps of SYNC_SLEEP_NS between polls (Linux adds its
+ * timer slack, 50 us by default, to each sleep). NCCL's async errors are
+ * looked at every SYNC_NCCL_CHECK_S. */
+#define SYNC_SPIN_S 200e-6
+#define SYNC_SLEEP_NS 20000L
+#define SYNC_NCCL_CHECK_S 1e-3
+/* world_abort waits this long in all for ranks to leave the NCCL call they
+ * are in (an enqueue takes microseconds). */
+#define ABORT_LOCK_WAIT_S 2
+#define DEFAULT_TIMEOUT_S 60.0
+/* rank_quiesce gives a stream this long to empty after an abort. */
+#define QUIESCE_GRACE_S 30.0
+
+struct ovl__bworld {
+  int nranks;
+  double timeout_s;
+  /* Rings [0, nrings) have communicators: comms[ring][rank]. */
+  int nrings;
+  ncclComm_t comms[OVL_MAX_RINGS][OVL_MAX_RANKS];
+  char devices[256];
+  char names[OVL_MAX_RANKS][128]; /* each rank's device */
+  /* Set once, never cleared: communicators are (being) aborted. */
+  atomic_int aborted;
+  /* Host-mapped, pinned: set to 1 by world_abort to end delay kernels. */
+  int *abort_flag;
+  /* A rank released its streams while work was still queued: destroying
+   * the communicators could block on it, so world_fini aborts instead. */
+  atomic_int dirty;
+  /* Serializes world_abort; comms_released says it already ran. */
+  pthread_mutex_t abort_lock;
+  bool comms_released;
+  /* Held by rank r's thread around its NCCL calls, and by world_abort. */
+  pthread_mutex_t nccl_lock[OVL_MAX_RANKS];
+  /* Tuning (world_tune): comm streams at the highest priority; NCCL CTA
+   * limits (0 = NCCL's choice). */
+  bool comm_priority_high;
+  int nccl_min_ctas, nccl_max_ctas;
+};
+
+struct ovl__brank {
+  ovl__bworld *bw;
+  int rank;
+  int device;
+  int nrings;
+  int sm_count;
+  /* streams[OVL_STREAM_CALC], streams[OVL_STREAM_COMM(ring)]. */
+  int nstreams;
+  cudaStream_t streams[1 + OVL_MAX_RINGS];
+  /* events[OVL_EVENT_COMPUTE(ring)], events[OVL_EVENT_COMM(ring)], then
+   * the named events, events[OVL_EVENT_NAMED(nrings, k)]; `capevents`
+   * entries allocated, the first `nevents` created. */
+  int nevents, capevents;
+  cudaEvent_t *events;
+  /* Whether the event was ever recorded: see cuda_stream_wait_event. */
+  bool *recorded;
+  /* The world's abort_flag as this device addresses it. */
+  const volatile int *abort_flag_dev;
+  /* Timing events for --op-times (created with timing enabled). */
+  size_t ntimers;
+  cudaEvent_t *timers;
+};
+
+
+/* ------------------------------------------------------------------ */
+/* Errors and names (cuda_world.c)                                     */
+/* ------------------------------------------------------------------ */
+
+/* "rank R: CALL on WHERE: TEXT (NAME) at FILE:LINE"; rank < 0: the world. */
+ovl_status ovl__cuda_fail(ovl_error *err, int rank, const char *where,
+                          const char *call, cudaError_t e, const char *file,
+                          int line);
+/* "rank R: CALL on WHERE: TEXT: LAST ERROR at FILE:LINE". comm may be NULL
+ * (ncclCommInitAll). */
+ovl_status ovl__cuda_nccl_fail(ovl_error *err, int rank, const char *where,
+                               const char *call, ncclResult_t r,
+                               ncclComm_t comm, const char *file, int line);
+
+/* CUDA calls, nccl-tests style, except that a failure returns a status
+ * (or jumps to the function's cleanup label) instead of exiting. `where`
+ * (a stream, a ring) is evaluated only on failure; NULL leaves it out. */
+#define OVL__CUDACHECK(err, rank, where, fn, args)                            \
+  do {                                                                        \
+    cudaError_t ovl__e = fn args;                                             \
+    if (ovl__e != cudaSuccess)                                                \
+      return ovl__cuda_fail((err), (rank), (where), #fn, ovl__e, __FILE__,    \
+                            __LINE__);                                        \
+  } while (0)
+
+#define OVL__CUDACHECK_GOTO(err, rank, where, fn, args, st, label)            \
+  do {                                                                        \
+    cudaError_t ovl__e = fn args;                                             \
+    if (ovl__e != cudaSuccess) {                                              \
+      (st) = ovl__cuda_fail((err), (rank), (where), #fn, ovl__e, __FILE__,    \
+                            __LINE__);                                        \
+      goto label;                                                             \
+    }                                                                         \
+  } while (0)
+
+/* "calc stream", "comm stream of ring 2". */
+const char *ovl__cuda_stream_name(char *buf, size_t size, int stream);
+/* "compute_event[ring 0]", "comm_event[ring 1]", "named event 3". */
+const char *ovl__cuda_event_name(char *buf, size_t size, int nrings,
+                                 int event);
+
+static inline bool ovl__cuda_world_aborted(const ovl__bworld *bw) {
+  return atomic_load_explicit(&bw->aborted, memory_order_acquire) != 0;
+}
+
+static inline bool stream_valid(const ovl__brank *br, int stream) {
+  return stream >= 0 && stream < br->nstreams;
+}
+
+static inline ovl_status bad_stream(const ovl__brank *br, int stream,
+                             ovl_error *err) {
+  return ovl__err(err, OVL_EINVAL,
+                  "rank %d: stream %d does not exist (calc is 0, comm streams "
+                  "are 1 + ring for %d ring%s)",
+                  br->rank, stream, br->nrings, br->nrings == 1 ? "" : "s");
+}
+
+static inline ovl_status aborted_err(const ovl__brank *br, const char *what,
+                              ovl_error *err) {
+  return ovl__err(err, OVL_EABORTED,
+                  "rank %d: %s: aborted because another rank failed",
+                  br->rank, what);
+}
+
+/* Enter an NCCL section of this rank: false (and no lock held) if the
+ * world is aborted, in which case its communicators must not be touched. */
+bool ovl__cuda_nccl_enter(ovl__brank *br);
+void ovl__cuda_nccl_leave(ovl__brank *br);
+void ovl__cuda_sleep_ns(long ns);
+
+/* ------------------------------------------------------------------ */
+/* The world (cuda_world.c)                                            */
+/* ------------------------------------------------------------------ */
+
+int ovl__cuda_device_count(void);
+int ovl__cuda_default_ranks(void);
+ovl_status ovl__cuda_world_init(int nranks, double timeout_s,
+                                ovl__bworld **out, ovl_error *err);
+ovl_status ovl__cuda_world_rings(ovl__bworld *bw, int nrings,
+                                 ovl_error *err);
+const char *ovl__cuda_world_devices(ovl__bworld *bw);
+const char *ovl__cuda_device_name(ovl__bworld *bw, int rank);
+void ovl__cuda_world_info(ovl__bworld *bw, ovl_world_info *info);
+void ovl__cuda_world_fini(ovl__bworld *bw);
+/* Abort every communicator, once; end our delay kernels first. */
+void ovl__cuda_world_abort(ovl__bworld *bw);
+ovl_status ovl__cuda_world_tune(ovl__bworld *bw, const ovl_world_opts *o,
+                                ovl_error *err);
+
+#endif /* OVL_CUDA_H */

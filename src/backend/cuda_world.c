@@ -1,0 +1,480 @@
+/*
+ * The cuda backend's world: devices, the communicators of every ring (one
+ * ncclCommInitAll per ring, in the main thread), tuning, abort and
+ * teardown; and the error texts the whole backend uses. See
+ * backend_cuda.c for the model.
+ */
+#include "backend/cuda.h"
+
+/* ------------------------------------------------------------------ */
+/* Error reporting                                                     */
+/* ------------------------------------------------------------------ */
+
+static const char *base_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash != NULL ? slash + 1 : path;
+}
+
+/* "rank 1: " (or "" for world-level calls, rank < 0). */
+static const char *rank_prefix(char *buf, size_t size, int rank) {
+  if (rank < 0)
+    buf[0] = '\0';
+  else
+    snprintf(buf, size, "rank %d: ", rank);
+  return buf;
+}
+
+static ovl_status cuda_status(cudaError_t e) {
+  switch (e) {
+  case cudaErrorMemoryAllocation:
+    return OVL_ENOMEM;
+  case cudaErrorNoDevice:
+  case cudaErrorInsufficientDriver:
+  case cudaErrorInvalidDevice:
+    return OVL_ENODEV;
+  default:
+    return OVL_EBACKEND;
+  }
+}
+
+/* "rank R: CALL on WHERE: TEXT (NAME) at FILE:LINE". */
+ovl_status ovl__cuda_fail(ovl_error *err, int rank, const char *where,
+                           const char *call, cudaError_t e, const char *file,
+                           int line) {
+  char prefix[32];
+  return ovl__err(err, cuda_status(e), "%s%s%s%s: %s (%s) at %s:%d",
+                  rank_prefix(prefix, sizeof prefix, rank), call,
+                  where != NULL ? " on " : "", where != NULL ? where : "",
+                  cudaGetErrorString(e), cudaGetErrorName(e),
+                  base_name(file), line);
+}
+
+/* "rank R: CALL on WHERE: TEXT: LAST ERROR at FILE:LINE". comm may be NULL
+ * (ncclCommInitAll). */
+ovl_status ovl__cuda_nccl_fail(ovl_error *err, int rank, const char *where,
+                            const char *call, ncclResult_t r, ncclComm_t comm,
+                            const char *file, int line) {
+  char prefix[32];
+  const char *last = ncclGetLastError(comm);
+  bool has_last = last != NULL && last[0] != '\0';
+  return ovl__err(err, r == ncclInvalidArgument ? OVL_EINVAL : OVL_EBACKEND,
+                  "%s%s%s%s: %s%s%s at %s:%d",
+                  rank_prefix(prefix, sizeof prefix, rank), call,
+                  where != NULL ? " on " : "", where != NULL ? where : "",
+                  ncclGetErrorString(r), has_last ? ": " : "",
+                  has_last ? last : "", base_name(file), line);
+}
+
+/* "calc stream", "comm stream of ring 2". */
+const char *ovl__cuda_stream_name(char *buf, size_t size, int stream) {
+  if (stream == OVL_STREAM_CALC)
+    snprintf(buf, size, "calc stream");
+  else
+    snprintf(buf, size, "comm stream of ring %d", stream - 1);
+  return buf;
+}
+
+/* "compute_event[ring 0]", "comm_event[ring 1]", "named event 3". */
+const char *ovl__cuda_event_name(char *buf, size_t size, int nrings,
+                              int event) {
+  if (event >= 2 * nrings)
+    snprintf(buf, size, "named event %d", event - 2 * nrings);
+  else
+    snprintf(buf, size, "%s[ring %d]",
+             event % 2 == 0 ? "compute_event" : "comm_event", event / 2);
+  return buf;
+}
+
+/* ------------------------------------------------------------------ */
+/* NCCL access under the rank's lock                                   */
+/* ------------------------------------------------------------------ */
+
+/* Enter an NCCL section of this rank: false (and no lock held) if the
+ * world is aborted, in which case its communicators must not be touched. */
+bool ovl__cuda_nccl_enter(ovl__brank *br) {
+  pthread_mutex_lock(&br->bw->nccl_lock[br->rank]);
+  if (ovl__cuda_world_aborted(br->bw)) {
+    pthread_mutex_unlock(&br->bw->nccl_lock[br->rank]);
+    return false;
+  }
+  return true;
+}
+
+void ovl__cuda_nccl_leave(ovl__brank *br) {
+  pthread_mutex_unlock(&br->bw->nccl_lock[br->rank]);
+}
+
+/* ------------------------------------------------------------------ */
+/* Devices                                                             */
+/* ------------------------------------------------------------------ */
+
+int ovl__cuda_device_count(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    /* Leave no error behind for a later cudaGetLastError(). */
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n > 0 ? n : 0;
+}
+
+int ovl__cuda_default_ranks(void) {
+  int n = ovl__cuda_device_count();
+  return n > OVL_MAX_RANKS ? OVL_MAX_RANKS : n;
+}
+
+/* "2 x NVIDIA H200"; mixed devices as "1 x NVIDIA H200, 1 x NVIDIA A100"
+ * (runs of equal names, in rank order). */
+static ovl_status describe_devices(ovl__bworld *bw, ovl_error *err) {
+  char (*names)[128] = bw->names;
+  size_t len = 0;
+  for (int r = 0; r < bw->nranks; r++) {
+    struct cudaDeviceProp prop;
+    OVL__CUDACHECK(err, -1, NULL, cudaGetDeviceProperties, (&prop, r));
+    snprintf(names[r], sizeof names[r], "%.127s", prop.name);
+  }
+  bw->devices[0] = '\0';
+  for (int r = 0; r < bw->nranks;) {
+    int run = 1;
+    while (r + run < bw->nranks && strcmp(names[r + run], names[r]) == 0)
+      run++;
+    int w = snprintf(bw->devices + len, sizeof bw->devices - len, "%s%d x %s",
+                     len > 0 ? ", " : "", run, names[r]);
+    if (w < 0 || (size_t)w >= sizeof bw->devices - len)
+      break; /* truncated: the start says enough */
+    len += (size_t)w;
+    r += run;
+  }
+  return OVL_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* World                                                               */
+/* ------------------------------------------------------------------ */
+
+static void world_free(ovl__bworld *bw) {
+  if (bw->abort_flag != NULL && cudaFreeHost(bw->abort_flag) != cudaSuccess)
+    (void)cudaGetLastError();
+  pthread_mutex_destroy(&bw->abort_lock);
+  for (int r = 0; r < bw->nranks; r++)
+    pthread_mutex_destroy(&bw->nccl_lock[r]);
+  free(bw);
+}
+
+ovl_status ovl__cuda_world_init(int nranks, double timeout_s,
+                                  ovl__bworld **out, ovl_error *err) {
+  ovl__bworld *bw;
+  ovl_status st;
+  int count = 0;
+  cudaError_t e;
+
+  *out = NULL;
+  if (nranks < 1 || nranks > OVL_MAX_RANKS)
+    return ovl__err(err, OVL_EINVAL,
+                    "cuda backend: %d ranks asked for; 1 to %d are possible",
+                    nranks, OVL_MAX_RANKS);
+  if (!(timeout_s >= 0.0) || isinf(timeout_s))
+    return ovl__err(err, OVL_EINVAL,
+                    "cuda backend: timeout of %g s: must be a finite number "
+                    "of seconds >= 0",
+                    timeout_s);
+  e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return ovl__err(err, OVL_ENODEV,
+                    "cuda backend: no usable GPU: cudaGetDeviceCount: %s (%s)",
+                    cudaGetErrorString(e), cudaGetErrorName(e));
+  }
+  if (nranks > count)
+    return ovl__err(err, OVL_ENODEV, "asked for %d ranks but %d GPU%s %s visible",
+                    nranks, count, count == 1 ? "" : "s",
+                    count == 1 ? "is" : "are");
+
+  bw = calloc(1, sizeof *bw);
+  if (bw == NULL)
+    return ovl__err(err, OVL_ENOMEM, "cuda backend: out of memory");
+  bw->nranks = nranks;
+  bw->timeout_s = timeout_s > 0.0 ? timeout_s : DEFAULT_TIMEOUT_S;
+  atomic_init(&bw->aborted, 0);
+  atomic_init(&bw->dirty, 0);
+  pthread_mutex_init(&bw->abort_lock, NULL);
+  for (int r = 0; r < nranks; r++)
+    pthread_mutex_init(&bw->nccl_lock[r], NULL);
+
+  st = describe_devices(bw, err);
+  if (st != OVL_OK)
+    goto fail;
+  /* Portable: pinned and mapped for every device's context. */
+  OVL__CUDACHECK_GOTO(err, -1, NULL, cudaHostAlloc,
+                      ((void **)&bw->abort_flag, sizeof *bw->abort_flag,
+                       cudaHostAllocMapped | cudaHostAllocPortable),
+                      st, fail);
+  *(volatile int *)bw->abort_flag = 0;
+  *out = bw;
+  return OVL_OK;
+
+fail:
+  world_free(bw);
+  return st;
+}
+
+/* Create the communicators of `ring`, one per rank on device `rank`.
+ *
+ * This is the one place that creates communicators. To pass an
+ * ncclConfig_t later (CTA limits, ...), replace the ncclCommInitAll call by
+ * its documented equivalent: ncclGetUniqueId(&id); ncclGroupStart(); for
+ * each rank { cudaSetDevice(rank); ncclCommInitRankConfig(&comms[rank],
+ * nranks, id, rank, &config); } ncclGroupEnd(); and restore the device.
+ * Nothing else depends on how they were made. */
+static ovl_status comms_create(ovl__bworld *bw, int ring, ovl_error *err) {
+  int devlist[OVL_MAX_RANKS];
+  char where[48];
+  ncclResult_t r;
+
+  for (int i = 0; i < bw->nranks; i++)
+    devlist[i] = i;
+  if (bw->nccl_min_ctas == 0 && bw->nccl_max_ctas == 0) {
+    r = ncclCommInitAll(bw->comms[ring], bw->nranks, devlist);
+  } else {
+    /* ncclCommInitAll takes no config: its documented equivalent, one
+     * ncclCommInitRankConfig per device inside one group. */
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    ncclUniqueId id;
+    if (bw->nccl_min_ctas > 0)
+      config.minCTAs = bw->nccl_min_ctas;
+    if (bw->nccl_max_ctas > 0)
+      config.maxCTAs = bw->nccl_max_ctas;
+    r = ncclGetUniqueId(&id);
+    if (r == ncclSuccess)
+      r = ncclGroupStart();
+    for (int i = 0; r == ncclSuccess && i < bw->nranks; i++) {
+      if (cudaSetDevice(devlist[i]) != cudaSuccess) {
+        r = ncclUnhandledCudaError;
+        break;
+      }
+      r = ncclCommInitRankConfig(&bw->comms[ring][i], bw->nranks, id, i,
+                                 &config);
+    }
+    {
+      ncclResult_t r2 = ncclGroupEnd();
+      if (r == ncclSuccess)
+        r = r2;
+    }
+  }
+  if (r != ncclSuccess) {
+    snprintf(where, sizeof where, "ring %d (%d rank%s)", ring, bw->nranks,
+             bw->nranks == 1 ? "" : "s");
+    for (int i = 0; i < bw->nranks; i++)
+      bw->comms[ring][i] = NULL;
+    return ovl__cuda_nccl_fail(err, -1, where, "ncclCommInitAll", r, NULL, __FILE__,
+                     __LINE__);
+  }
+  return OVL_OK;
+}
+
+ovl_status ovl__cuda_world_rings(ovl__bworld *bw, int nrings,
+                                   ovl_error *err) {
+  ovl_status st = OVL_OK;
+  int device = -1;
+
+  if (nrings < 0 || nrings > OVL_MAX_RINGS)
+    return ovl__err(err, OVL_EINVAL,
+                    "cuda backend: %d rings asked for; 0 to %d are possible",
+                    nrings, OVL_MAX_RINGS);
+  if (ovl__cuda_world_aborted(bw))
+    return ovl__err(err, OVL_EABORTED,
+                    "cuda backend: cannot create rings: the world was "
+                    "aborted");
+  if (nrings <= bw->nrings)
+    return OVL_OK;
+  /*
+   * Connect every peer when the communicator is made, not at its first
+   * collective (NCCL_RUNTIME_CONNECT=1 is NCCL's default since 2.22).
+   * A lazy connect happens inside the enqueue call and waits on the host
+   * for the peers to connect too: a collective that some rank never calls
+   * would then hang in ncclAllReduce() itself, where no timeout can see it.
+   * Connected up front, the same collective spins on the device, where
+   * stream_sync times it out and aborts it. (Seen on 2 x H200, NCCL 2.28.3:
+   * test_stuck_collective hangs in the enqueue with NCCL_RUNTIME_CONNECT=1
+   * and passes in 2 s without it; the suite took as long either way.) A
+   * value the user set wins. NCCL reads it once, at its first communicator.
+   */
+  setenv("NCCL_RUNTIME_CONNECT", "0", 0);
+  /* NCCL switches devices while it builds the communicators. */
+  OVL__CUDACHECK(err, -1, NULL, cudaGetDevice, (&device));
+  for (int ring = bw->nrings; ring < nrings; ring++) {
+    st = comms_create(bw, ring, err);
+    if (st != OVL_OK)
+      break;
+    bw->nrings = ring + 1;
+  }
+  (void)cudaSetDevice(device);
+  return st;
+}
+
+const char *ovl__cuda_world_devices(ovl__bworld *bw) { return bw->devices; }
+
+const char *ovl__cuda_device_name(ovl__bworld *bw, int rank) {
+  return bw->names[rank];
+}
+
+/* CUDA's version numbers are 1000 * major + 10 * minor. */
+static void cuda_version(char *buf, size_t len, int v) {
+  snprintf(buf, len, "%d.%d", v / 1000, (v % 1000) / 10);
+}
+
+void ovl__cuda_world_info(ovl__bworld *bw, ovl_world_info *info) {
+  int v = 0;
+  (void)bw;
+  if (cudaDriverGetVersion(&v) == cudaSuccess && v > 0)
+    cuda_version(info->driver_version, sizeof info->driver_version, v);
+  else
+    snprintf(info->driver_version, sizeof info->driver_version, "unknown");
+  v = 0;
+  if (cudaRuntimeGetVersion(&v) == cudaSuccess && v > 0)
+    cuda_version(info->runtime_version, sizeof info->runtime_version, v);
+  else
+    snprintf(info->runtime_version, sizeof info->runtime_version,
+             "unknown");
+  (void)cudaGetLastError();
+  v = 0;
+  /* NCCL_VERSION(X, Y, Z): X * 10000 + Y * 100 + Z since 2.9 (X * 1000 +
+   * Y * 100 + Z before). */
+  if (ncclGetVersion(&v) == ncclSuccess && v > 0) {
+    if (v >= 20900)
+      snprintf(info->nccl_version, sizeof info->nccl_version, "%d.%d.%d",
+               v / 10000, (v / 100) % 100, v % 100);
+    else
+      snprintf(info->nccl_version, sizeof info->nccl_version, "%d.%d.%d",
+               v / 1000, (v / 100) % 10, v % 100);
+  } else {
+    snprintf(info->nccl_version, sizeof info->nccl_version, "unknown");
+  }
+}
+
+/* Abort every communicator, once. Callers hold abort_lock and have set
+ * `aborted`. */
+static void comms_abort(ovl__bworld *bw) {
+  struct timespec deadline;
+  bool locked[OVL_MAX_RANKS];
+  int device = -1;
+  bool have_device;
+
+  /*
+   * Wait for each rank to leave the NCCL call it may be in; after that it
+   * sees `aborted` and stays out. A rank still inside one at the deadline is
+   * blocked in the enqueue itself: its device is stuck behind a collective
+   * and the launch queue is full. Only the abort can free it, so we abort
+   * anyway; NCCL may then touch freed memory on its way out, which is a
+   * risk taken only when the run is already lost.
+   */
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += ABORT_LOCK_WAIT_S;
+  for (int r = 0; r < bw->nranks; r++)
+    locked[r] = pthread_mutex_timedlock(&bw->nccl_lock[r], &deadline) == 0;
+
+  have_device = cudaGetDevice(&device) == cudaSuccess;
+  /*
+   * One group: each ncclCommAbort sets its communicator's abort flags at
+   * once, and NCCL runs the reclaim work (which waits for the kernels of
+   * that communicator to leave) at ncclGroupEnd. So every flag is set before
+   * anything waits, and a kernel of one ring stuck in front of a kernel of
+   * another ring cannot block the abort. Errors are of no use here: the
+   * communicators are gone either way.
+   */
+  (void)ncclGroupStart();
+  for (int ring = 0; ring < bw->nrings; ring++)
+    for (int r = 0; r < bw->nranks; r++)
+      if (bw->comms[ring][r] != NULL) {
+        (void)ncclCommAbort(bw->comms[ring][r]);
+        bw->comms[ring][r] = NULL;
+      }
+  (void)ncclGroupEnd();
+  /* NCCL switches devices while it tears down. */
+  if (have_device)
+    (void)cudaSetDevice(device);
+  (void)cudaGetLastError();
+
+  for (int r = 0; r < bw->nranks; r++)
+    if (locked[r])
+      pthread_mutex_unlock(&bw->nccl_lock[r]);
+}
+
+void ovl__cuda_world_abort(ovl__bworld *bw) {
+  if (bw == NULL)
+    return;
+  atomic_store_explicit(&bw->aborted, 1, memory_order_release);
+  /* End delay kernels first: the communicators' teardown waits for them. */
+  *(volatile int *)bw->abort_flag = 1;
+  atomic_thread_fence(memory_order_seq_cst);
+  pthread_mutex_lock(&bw->abort_lock);
+  if (!bw->comms_released) {
+    bw->comms_released = true;
+    comms_abort(bw);
+  }
+  pthread_mutex_unlock(&bw->abort_lock);
+}
+
+/* Whether some communicator reports an asynchronous error (ncclCommDestroy
+ * could then wait forever). Called with no rank threads running. */
+static bool comms_broken(ovl__bworld *bw) {
+  for (int ring = 0; ring < bw->nrings; ring++)
+    for (int r = 0; r < bw->nranks; r++) {
+      ncclResult_t async = ncclSuccess;
+      if (bw->comms[ring][r] == NULL)
+        continue;
+      if (ncclCommGetAsyncError(bw->comms[ring][r], &async) != ncclSuccess ||
+          (async != ncclSuccess && async != ncclInProgress))
+        return true;
+    }
+  return false;
+}
+
+void ovl__cuda_world_fini(ovl__bworld *bw) {
+  int device = -1;
+  bool have_device;
+
+  if (bw == NULL)
+    return;
+  if (ovl__cuda_world_aborted(bw) || atomic_load(&bw->dirty) || comms_broken(bw)) {
+    ovl__cuda_world_abort(bw);
+  } else {
+    /* Sequential destroys from one thread are fine: NCCL defers the
+     * intra-process teardown of a ring to the destroy of its last
+     * communicator and runs it for all of them there. */
+    have_device = cudaGetDevice(&device) == cudaSuccess;
+    for (int ring = 0; ring < bw->nrings; ring++)
+      for (int r = 0; r < bw->nranks; r++)
+        if (bw->comms[ring][r] != NULL) {
+          (void)ncclCommDestroy(bw->comms[ring][r]);
+          bw->comms[ring][r] = NULL;
+        }
+    if (have_device)
+      (void)cudaSetDevice(device);
+    (void)cudaGetLastError();
+  }
+  world_free(bw);
+}
+
+ovl_status ovl__cuda_world_tune(ovl__bworld *bw, const ovl_world_opts *o,
+                                  ovl_error *err) {
+  if (o->chaos_seed != 0)
+    return ovl__err(err, OVL_EINVAL,
+                    "cuda backend: chaos (seed %u): --chaos needs the cpu "
+                    "backend, whose emulated streams it delays",
+                    o->chaos_seed);
+  if (bw->nrings > 0)
+    return ovl__err(err, OVL_EINVAL,
+                    "cuda backend: tuning must come before the first ring");
+  if (o->nccl_min_ctas < 0 || o->nccl_max_ctas < 0 ||
+      (o->nccl_min_ctas > 0 && o->nccl_max_ctas > 0 &&
+       o->nccl_min_ctas > o->nccl_max_ctas))
+    return ovl__err(err, OVL_EINVAL,
+                    "NCCL CTA limits: min %d, max %d: need 0 <= min <= max",
+                    o->nccl_min_ctas, o->nccl_max_ctas);
+  bw->comm_priority_high = o->comm_priority_high != 0;
+  bw->nccl_min_ctas = o->nccl_min_ctas;
+  bw->nccl_max_ctas = o->nccl_max_ctas;
+  return OVL_OK;
+}
+
