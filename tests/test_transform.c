@@ -1,4 +1,4 @@
-/* Transforms: sync, async, comp, comm (DESIGN.md §3). */
+/* Transforms: sync, async, comp, comm (docs/ARCHITECTURE.md, "Modes"). */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>

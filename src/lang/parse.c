@@ -1,5 +1,6 @@
 /*
- * The schedule parser: text -> ovl_program (DESIGN.md section 2).
+ * The schedule parser: text -> ovl_program (docs/ARCHITECTURE.md, "The
+ * pipeline"; README, "Schedules").
  *
  * Three layers, each talking only to the next:
  *   - the lexer turns bytes into tokens that carry their line and column;
