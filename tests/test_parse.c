@@ -1176,12 +1176,54 @@ START_TEST(test_err_define_malformed) {
       {"rows=[1]", "-D rows=[1]: the value must be one number"},
       {"rows=1x", "-D rows=1x: malformed number '1x'"},
       {"rows=@", "-D rows=@: unexpected character '@'"},
+      /* One token and nothing else: the lexer alone would skip the blank
+       * and the comment and read 5. */
+      {"rows=5#x", "-D rows=5#x: the value must be one number, bool or name "
+                   "(found '#' at column 2)"},
+      {"rows=5\t", "-D rows=5\\t: the value must be one number, bool or "
+                   "name (found '\\t' at column 2)"},
+      {"rows= 5", "-D rows= 5: the value must be one number, bool or name "
+                  "(found ' ' at column 1)"},
+      {"rows=#", "-D rows=#: the value must be one number, bool or name "
+                 "(found '#' at column 1)"},
+      {"rows=5 6", "-D rows=5 6: the value must be one number, bool or name "
+                   "(found ' ' at column 2)"},
+      {"rows=1,2", "-D rows=1,2: the value must be one number, bool or name "
+                   "(found ',' at column 2)"},
+      {"rows=[1]", "-D rows=[1]: the value must be one number, bool or name "
+                   "(found '[' at column 1)"},
+      {"rows=true x", "-D rows=true x: the value must be one number, bool or "
+                      "name (found ' ' at column 5)"},
+      /* Any byte may come from the command line; messages stay one line. */
+      {"rows=5\n6", "-D rows=5\\n6: the value must be one number, bool or "
+                    "name (found '\\n' at column 2)"},
+      {"rows=\n", "-D rows=\\n: the value must be one number, bool or name "
+                  "(found '\\n' at column 1)"},
+      {"ro\nws=1", "-D ro\\nws=1: bad param name 'ro\\nws'"},
+      {"rows\r", "-D rows\\r: expected NAME=VALUE"},
+      {"rows=\x7f", "-D rows=\\x7f: unexpected byte 0x7f"},
+      {"r\\s=1", "-D r\\\\s=1: bad param name 'r\\\\s'"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     const char *defs[] = {bad[i][0]};
     ovl_parse_opts o = {.defines = defs, .ndefines = 1, .nranks = 2};
     EXPECT_ERR_OPTS(seed_sched, &o, bad[i][1], "");
+    ck_assert_msg(strpbrk(last_err.msg, "\n\r\t") == NULL,
+                  "a control character in \"%s\"", last_err.msg);
   }
+}
+END_TEST
+
+/* A long -D is quoted in part: the message keeps its end. */
+START_TEST(test_err_define_long) {
+  char def[1000];
+  const char *defs[] = {def};
+  ovl_parse_opts o = {.defines = defs, .ndefines = 1, .nranks = 2};
+  snprintf(def, sizeof def, "rows=1 %0500d", 0);
+  EXPECT_ERR_OPTS(seed_sched, &o, "-D rows=1 000",
+                  "...: the value must be one number, bool or name (found ' ' "
+                  "at column 2)");
+  ck_assert_uint_lt(strlen(last_err.msg), 300);
 }
 END_TEST
 
@@ -1503,6 +1545,7 @@ static Suite *parse_suite(void) {
   tcase_add_test(tc, test_err_missing_ring);
   tcase_add_test(tc, test_err_define_unknown);
   tcase_add_test(tc, test_err_define_malformed);
+  tcase_add_test(tc, test_err_define_long);
   tcase_add_test(tc, test_err_nranks);
   tcase_add_test(tc, test_filename_in_messages);
   suite_add_tcase(s, tc);

@@ -202,6 +202,7 @@ static int parse_options(int argc, char **argv, options *o) {
       {NULL, 0, NULL, 0},
   };
   int c, rc;
+  char quoted[256];
 
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":b:r:m:n:w:D:qvhV", longopts,
@@ -244,7 +245,8 @@ static int parse_options(int argc, char **argv, options *o) {
       break;
     case 'D':
       if (strchr(optarg, '=') == NULL || optarg[0] == '=')
-        return usage_error("-D: '%s' is not NAME=VALUE", optarg);
+        return usage_error("-D: '%s' is not NAME=VALUE",
+                           escape_arg(optarg, quoted, sizeof quoted));
       if (o->ndefines == MAX_DEFINES)
         return usage_error("-D: more than %d defines", MAX_DEFINES);
       o->defines[o->ndefines++] = optarg;

@@ -59,6 +59,30 @@ int parse_tuning_flag(const char *flag, const char *arg, int *value) {
   return 0;
 }
 
+const char *escape_arg(const char *s, char *buf, size_t len) {
+  size_t k = 0;
+  if (len == 0)
+    return buf;
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    char one[5];
+    const char *e = *p == '\\' ? "\\\\" : *p == '\n' ? "\\n"
+                    : *p == '\t' ? "\\t" : *p == '\r' ? "\\r" : NULL;
+    if (e == NULL && *p >= 0x20 && *p < 0x7f)
+      snprintf(one, sizeof one, "%c", *p);
+    else if (e == NULL)
+      snprintf(one, sizeof one, "\\x%02x", *p);
+    size_t n = strlen(e != NULL ? e : one);
+    if (k + n + sizeof "..." > len) {
+      snprintf(buf + k, len - k, "...");
+      return buf;
+    }
+    memcpy(buf + k, e != NULL ? e : one, n);
+    k += n;
+  }
+  buf[k] = '\0';
+  return buf;
+}
+
 uint64_t mul_sat(uint64_t a, uint64_t b) {
   return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
 }

@@ -28,6 +28,11 @@ bool parse_double(const char *s, double lo, double hi, double *out);
  * status of a usage error (message printed). */
 int parse_tuning_flag(const char *flag, const char *arg, int *value);
 
+/* A command-line argument for a message, on one line: printable ASCII as
+ * is, anything else escaped (\n, \t, \r, \\, \xNN); cut with "..." where it
+ * does not fit in `len` bytes. Returns buf. */
+const char *escape_arg(const char *s, char *buf, size_t len);
+
 /* Saturating arithmetic for byte counts. */
 uint64_t mul_sat(uint64_t a, uint64_t b);
 uint64_t add_sat(uint64_t a, uint64_t b);
