@@ -21,14 +21,25 @@
 #include <string.h>
 
 #include "internal.h"
+#include "json_str.h"
 
 /* ------------------------------------------------------------------ */
 /* Text for the picture (the growing string is ovl__sbuf, strbuf.c)    */
 /* ------------------------------------------------------------------ */
 
-/* Text for XML (element content or an attribute value). */
+/* Text for XML (element content or an attribute value), valid UTF-8 like
+ * the JSON (json_str.h): an ill-formed sequence becomes U+FFFD. */
 static void sb_xml_str(ovl__sbuf *b, const char *s) {
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    size_t n, bad;
+    if (*p >= 0x80) {
+      if ((n = ovl__utf8_len(p, &bad)) > 0)
+        ovl__sb_printf(b, "%.*s", (int)n, (const char *)p);
+      else
+        ovl__sb_puts(b, "\xef\xbf\xbd");
+      p += (n > 0 ? n : bad) - 1;
+      continue;
+    }
     switch (*p) {
     case '&':
       ovl__sb_puts(b, "&amp;");

@@ -244,6 +244,29 @@ if run 3 json-bad-path -n 2 -w 1 -D cols=10 --json="$tmp/no/such/r.json" &&
   has err -- "--json=$tmp/no/such/r.json: cannot create" && ! has out '^result'
 then ok "--json to a bad path: exit 3"; else ko "--json to a bad path: exit 3"; fi
 
+# JSON is valid UTF-8 whatever the bytes of a path: a schedule under a
+# directory whose name holds the byte 0xff (never UTF-8) and a valid é.
+# Python's strict UTF-8 decoding reads every JSON file the tool writes;
+# without python3, no 0xff byte may reach them.
+utf8_ok() {
+  if [ "$have_python" -eq 1 ]; then
+    python3 -c 'import json,sys; json.load(open(sys.argv[1], encoding="utf-8"))' "$1" >>"$tmp/err" 2>&1
+  else
+    ! LC_ALL=C grep -q "$(printf '\377')" "$1"
+  fi
+}
+odd=$tmp/$(printf 'dir\377-\303\251')
+mkdir "$odd" && cp "$src/schedules/good/missing_wait_compute.sched" "$odd/s.sched"
+if run 0 json-latin1-path -n 2 -w 0 --json="$tmp/u.json" --trace="$tmp/ut.json" --svg="$tmp/u.svg" "$odd/s.sched" &&
+  utf8_ok "$tmp/u.json" && utf8_ok "$tmp/ut.json" &&
+  { [ "$have_python" -eq 0 ] || python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$tmp/u.svg" >>"$tmp/err" 2>&1; } &&
+  grep -q '"path": ".*/dir\\ufffd-\(\\u00e9\|'"$(printf '\303\251')"'\)/s\.sched"' "$tmp/u.json"
+then ok "--json, --trace and --svg of a path that is not UTF-8"; else ko "--json, --trace and --svg of a path that is not UTF-8"; fi
+if run 0 races-json-latin1-path --races --json="$tmp/ur.json" "$odd/s.sched" && utf8_ok "$tmp/ur.json" &&
+  run 0 races-json-latin1-path-stdout --races --json "$odd/s.sched" && utf8_ok "$tmp/out" &&
+  grep -q '"schedule":".*/dir\\ufffd-' "$tmp/out"
+then ok "--races --json of a path that is not UTF-8"; else ko "--races --json of a path that is not UTF-8"; fi
+
 # More ranks on 3 and 4 ranks still pass.
 if run 0 ranks4 --ranks=4 -n 2 -w 1 -D cols=10 && has out '4 ranks' && has out '^result: PASS$'
 then ok "--ranks=4"; else ko "--ranks=4"; fi

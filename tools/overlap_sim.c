@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "json_str.h"
 #include "ovl.h"
 #include "tool_util.h"
 
@@ -854,16 +855,17 @@ static void sb_printf(strbuf *b, const char *fmt, ...) {
   b->len += (size_t)n;
 }
 
+/* A JSON string, valid UTF-8 whatever the bytes of s (json_str.h: the
+ * library's JSON writer uses the same rules). */
 static void sb_str(strbuf *b, const char *s) {
+  char esc[8];
+  size_t n, skip;
   sb_printf(b, "\"");
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '"' || *p == '\\')
-      sb_printf(b, "\\%c", *p);
-    else if (*p < 0x20)
-      sb_printf(b, "\\u%04x", *p);
-    else
-      sb_printf(b, "%c", *p);
-  }
+  do {
+    n = ovl__json_span(s, esc, &skip);
+    sb_printf(b, "%.*s%s", (int)n, s, esc);
+    s += n + skip;
+  } while (skip > 0);
   sb_printf(b, "\"");
 }
 
