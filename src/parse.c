@@ -2097,6 +2097,20 @@ static void parser_free(parser *P) {
   free(P);
 }
 
+/* The caller's limit on the expanded program (ovl_parse_opts.max_ops),
+ * checked once the whole file is read and before anything is allocated
+ * for the expansion: its length is known from the template. */
+static ovl_status check_max_ops(parser *P, uint64_t max_ops) {
+  uint64_t n = P->stack[0].nops;
+  if (max_ops == 0 || n <= max_ops)
+    return OVL_OK;
+  return ovl__err(P->err, OVL_ENOMEM,
+                  "%s: the program has %llu ops after repeat expansion; the "
+                  "limit is %llu",
+                  P->filename, (unsigned long long)n,
+                  (unsigned long long)max_ops);
+}
+
 /* The line and column of text[off]. */
 static void text_pos(const char *text, size_t off, int *line, int *col) {
   const char *start = text, *p = text, *end = text + off;
@@ -2163,6 +2177,8 @@ ovl_status ovl_program_parse(const char *text, size_t len,
     st = check_rings(P);
   if (st == OVL_OK && !P->defs_checked)
     st = check_defines(P);
+  if (st == OVL_OK && opts != NULL)
+    st = check_max_ops(P, opts->max_ops);
   if (st == OVL_OK)
     st = assemble(P, out);
   parser_free(P);

@@ -930,6 +930,49 @@ static void *rank_main(void *arg) {
   return NULL;
 }
 
+/* Per op and rank: the timer marks a run reserves (MARK_END for op times,
+ * MARK_REC_END for a trace), and what its result keeps (op times: a
+ * double; a trace: four, the spans). */
+#define MARKS_PER_OP(op_times, trace) ((trace) ? 4 : (op_times) ? 2 : 0)
+#define RESULT_BYTES_PER_OP(op_times, trace)                                  \
+  (((op_times) ? 1 : 0) + ((trace) ? 4 : 0)) * sizeof(double)
+
+/* The compiled-in backend whose queue costs the host most. */
+static const ovl__backend_ops *costliest_backend(void) {
+  const ovl__backend_ops *be = ovl__backends[0];
+  for (size_t i = 1; ovl__backends[i] != NULL; i++)
+    if (ovl__backends[i]->host_bytes_per_command > be->host_bytes_per_command)
+      be = ovl__backends[i];
+  return be;
+}
+
+uint64_t ovl_host_bytes_per_op(const ovl_op_memory_opts *o) {
+  const ovl__backend_ops *be = NULL;
+  uint64_t nmodes, nranks, per_rank, total;
+  size_t marks;
+  if (o == NULL)
+    return sizeof(ovl__op);
+  nmodes = o->nmodes > 0 ? (uint64_t)o->nmodes : 0;
+  nranks = o->nranks > 0 ? (uint64_t)o->nranks : 0;
+  total = sizeof(ovl__op) * (1 + nmodes);
+  if (o->race_check)
+    total += ovl__race_bytes_per_op();
+  if (o->backend != NULL)
+    be = ovl__backend_find(o->backend);
+  if (be == NULL)
+    be = costliest_backend();
+  /* Per rank: an iteration's commands may all wait in the backend's queue
+   * (an op and, timed, the two marks around it), the marks reserved, the
+   * results of every run, and a timeline of every run. */
+  marks = MARKS_PER_OP(o->op_times, o->trace);
+  per_rank = be->host_bytes_per_command * (1 + (marks > 0 ? 2 : 0)) +
+             be->host_bytes_per_timer * marks +
+             nmodes * RESULT_BYTES_PER_OP(o->op_times, o->trace);
+  if (o->trace && (o->trace_text || o->svg))
+    per_rank += nmodes * ovl__timeline_bytes_per_op(o->trace_text != 0);
+  return total + nranks * per_rank;
+}
+
 static ovl_status result_new(const ovl_program *prog, int nranks, int iters,
                              bool op_times, int trace_iter, ovl_result **out,
                              ovl_error *err) {

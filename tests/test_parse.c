@@ -75,6 +75,8 @@ static ovl_program *parse_with(const char *src, const ovl_parse_opts *opts) {
   EXPECT_STATUS(src, strlen(src), opts, OVL_EPARSE, prefix, needle)
 #define EXPECT_ERR(src, prefix, needle)                                       \
   EXPECT_ERR_OPTS(src, NULL, prefix, needle)
+#define EXPECT_ERR_STATUS(src, opts, want_st_, prefix, needle)                 \
+  EXPECT_STATUS(src, strlen(src), opts, want_st_, prefix, needle)
 
 static int var_index(const ovl_program *p, const char *name) {
   for (size_t i = 0; i < p->nvars; i++)
@@ -481,6 +483,51 @@ START_TEST(test_large_repeat_ok) {
   ck_assert_str_eq(opname(p, 99999), "assign");
   ck_assert_int_eq(p->ops[99999].line, 4);
   ovl_program_free(p);
+}
+END_TEST
+
+/* ovl_parse_opts.max_ops: the caller's limit on the expanded program. */
+START_TEST(test_max_ops) {
+  static const char src[] = A10 "repeat 1000 {\n repeat 1000 {\n"
+                                "  b = assign(a)\n }\n}\nfetch(b)\n";
+  ovl_parse_opts o = {.nranks = 2, .max_ops = 1000001};
+  ovl_program *p = parse_with(src, &o);
+  ck_assert_uint_eq(p->nops, 1000001);
+  ovl_program_free(p);
+  o.max_ops = 1000000;
+  EXPECT_STATUS(src, strlen(src), &o, OVL_ENOMEM,
+                "<string>: the program has 1000001 ops after repeat "
+                "expansion; the limit is 1000000",
+                "");
+  /* Without repeat blocks too. */
+  o.max_ops = 1;
+  EXPECT_ERR_STATUS(A10 "b = assign(a)\nc = assign(a)\n", &o, OVL_ENOMEM,
+                "<string>: the program has 2 ops after repeat expansion; "
+                "the limit is 1",
+                "");
+  /* A schedule error is reported first: it is what the user must fix. */
+  EXPECT_ERR_OPTS(A10 "repeat 100 {\n b = assign(q)\n}\n", &o,
+                  "<string>:3:13: undefined variable 'q'", "");
+  /* Above the built-in limit, the built-in limit holds. */
+  o.max_ops = (uint64_t)1 << 40;
+  EXPECT_ERR_OPTS(A10 "repeat 20000000 {\n b = assign(a)\n}\n", &o,
+                  "<string>:2:1: ",
+                  "repeat makes the program longer than 16777216 ops");
+}
+END_TEST
+
+/* A schedule of 16.7 M ops over the limit is refused before it is
+ * expanded: at once, whatever its expanded size. */
+START_TEST(test_max_ops_refused_at_once) {
+  static const char src[] = A10 "repeat 4096 {\n repeat 4095 {\n"
+                                "  b = scale(a, scale=2)\n }\n}\n";
+  ovl_parse_opts o = {.nranks = 2, .max_ops = 1000};
+  double t0 = ovl__now();
+  EXPECT_STATUS(src, strlen(src), &o, OVL_ENOMEM,
+                "<string>: the program has 16773120 ops after repeat "
+                "expansion; the limit is 1000",
+                "");
+  ck_assert_double_lt(ovl__now() - t0, 0.5);
 }
 END_TEST
 
@@ -1495,6 +1542,8 @@ static Suite *parse_suite(void) {
   tcase_add_test(tc, test_repeat_expansion_order);
   tcase_add_test(tc, test_repeat_count_param);
   tcase_add_test(tc, test_large_repeat_ok);
+  tcase_add_test(tc, test_max_ops);
+  tcase_add_test(tc, test_max_ops_refused_at_once);
   tcase_add_test(tc, test_write_to_data_var);
   tcase_add_test(tc, test_param_name_values);
   tcase_add_test(tc, test_ring_collective_later_is_fine);
