@@ -137,6 +137,37 @@ if run 3 hang-stream --timeout=1 --mode=async -n 1 -w 0 "$src/tests/schedules/ha
   [ $(( $(date +%s) - t0 )) -lt 20 ]
 then ok "a stuck stream times out"; else ko "a stuck stream times out"; fi
 
+# Host memory: a 230-byte schedule of 16.7 M ops (12 GB of host memory for
+# a run, 5 GB for --races) is refused at once, before its op list is built,
+# where the machine has 4 GB (OVL_HOST_MEMORY stands for the machine's).
+cat >"$tmp/many_ops.sched" <<'EOF_SCHED'
+a = data(shape=[4], init=fill, value=1)
+repeat 4096 {
+  repeat 4095 {
+    b = scale(a, scale=2)
+  }
+}
+fetch(b)
+EOF_SCHED
+OVL_HOST_MEMORY=4000000000
+export OVL_HOST_MEMORY
+for args in "-n 1 -w 0" "--races"; do
+  t0=$(date +%s)
+  if run 2 "many-ops $args" $args "$tmp/many_ops.sched" &&
+    has err 'many_ops\.sched: the program has 16773121 ops after repeat expansion; the limit is [0-9]+ \(' &&
+    has err 'this machine has 4\.0 GB, from OVL_HOST_MEMORY\)\. Use fewer or smaller repeat blocks' &&
+    [ "$(wc -l <"$tmp/err")" -eq 1 ] && [ ! -s "$tmp/out" ] && [ $(( $(date +%s) - t0 )) -lt 3 ]
+  then ok "16.7 M ops refused at once ($args)"; else ko "16.7 M ops refused at once ($args)"; fi
+done
+unset OVL_HOST_MEMORY
+# Where the ops outweigh the variables, the header says what they cost.
+if run 0 many-ops-header -n 1 -w 0 --mode=async --no-races -D n=1000 "$src/schedules/good/missing_wait_compute.sched" &&
+  ! has out ' ops \(' &&
+  printf 'a = data(shape=[4], init=fill, value=1)\nrepeat 1000 {\n  b = scale(a, scale=2)\n}\nfetch(b)\n' >"$tmp/ops.sched" &&
+  run 0 many-ops-header2 -n 1 -w 0 "$tmp/ops.sched" &&
+  has out '^overlap_sim .*, 0\.0 MB/rank, 1001 ops \([0-9.]+ kB of host memory\), 1 iterations'
+then ok "header: the ops' memory where it outweighs the variables"; else ko "header: the ops' memory where it outweighs the variables"; fi
+
 # Schedule errors: file:line:col and exit 2, nothing runs.
 printf 'a = data(shape=[4])\nb = assgn(a)\n' >"$tmp/bad.sched"
 if run 2 parse-error "$tmp/bad.sched" && has err "bad\.sched:2:5: .*unknown op 'assgn'" && ! has out '^sync'
