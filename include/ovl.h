@@ -77,6 +77,14 @@ typedef struct ovl_parse_opts_s {
   /* Non-zero: use a param's `cpu=` default where it has one (the emulated
    * backend runs smaller sizes by default). */
   int cpu_defaults;
+  /* The most ops the program may have after repeat expansion; 0 means the
+   * built-in limit (16777216), which also caps larger values. A longer
+   * program is refused with OVL_ENOMEM and the message "FILE: the program
+   * has N ops after repeat expansion; the limit is M", before anything is
+   * allocated for the expansion: a caller with a memory budget (see
+   * ovl_host_bytes_per_op) refuses a short schedule of many ops at once
+   * instead of after building it. */
+  uint64_t max_ops;
 } ovl_parse_opts;
 
 /* Parse schedule text. `filename` is used in diagnostics only. */
@@ -124,6 +132,43 @@ uint64_t ovl_program_bytes_per_rank(const ovl_program *prog);
 /* Total elements of all variables on one rank (the float64 reference keeps
  * 8 bytes of each, for every rank). Both sums saturate at UINT64_MAX. */
 uint64_t ovl_program_numel_per_rank(const ovl_program *prog);
+
+/*
+ * Host memory per op: what a program's ops cost in host memory through
+ * the life a caller gives it, for a check before anything is allocated
+ * (tools/overlap_sim refuses what does not fit). It depends on the run,
+ * not on the program, so it can set ovl_parse_opts.max_ops before parsing.
+ */
+typedef struct ovl_op_memory_opts_s {
+  /* Programs derived with ovl_program_transform and kept, besides the
+   * parsed one: each holds a copy of the op list. */
+  int nmodes;
+  /* Each of them is race-checked (ovl_race_check). */
+  int race_check;
+  /* Each is run on this many ranks (ovl_world_run) and its result kept;
+   * 0 when nothing runs. */
+  int nranks;
+  /* The world's backend ("cpu", "cuda"): the cpu backend queues every
+   * command in host memory until its stream runs it. NULL or unknown: the
+   * costliest compiled in. */
+  const char *backend;
+  /* The runs' ovl_run_opts.op_times and .trace. */
+  int op_times, trace;
+  /* The timelines made from the runs: ovl_timeline_trace, and
+   * ovl_timeline_svg. */
+  int trace_text, svg;
+} ovl_op_memory_opts;
+
+/* Host bytes per op of the program's life that `opts` describes: its op
+ * list and one per derived program, the race checker's state, and per rank
+ * the commands the backend queues (at most a whole iteration: the host may
+ * enqueue that far ahead of a slow stream), the timer marks, the results'
+ * op times and spans, and per rank and run the timeline's slices and text.
+ * The parts are summed (memory freed between the phases is not always
+ * given back to the system); measured with glibc on x86-64 for short
+ * names, it is an upper estimate for runs whose streams keep up, and a
+ * trace's text grows with the length of names and of the file's path. */
+uint64_t ovl_host_bytes_per_op(const ovl_op_memory_opts *opts);
 
 /* Fetched variables (in order of first fetch). */
 size_t ovl_program_fetch_count(const ovl_program *prog);

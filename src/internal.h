@@ -186,6 +186,12 @@ typedef struct ovl__backend_ops {
    * of them is non-zero; a backend refuses the fields it does not have. */
   ovl_status (*world_tune)(ovl__bworld *bw, const ovl_world_opts *opts,
                            ovl_error *err);
+
+  /* Host memory, for ovl_host_bytes_per_op: the bytes one command holds
+   * while it waits on a stream (cpu: the queued command; 0 where the
+   * queue is the driver's, and bounded), and one timer of timers_reserve
+   * (cpu: a double; cuda: the event, with what the driver keeps for it). */
+  size_t host_bytes_per_command, host_bytes_per_timer;
 } ovl__backend_ops;
 
 extern const ovl__backend_ops ovl__backend_cpu;
@@ -195,6 +201,16 @@ extern const ovl__backend_ops ovl__backend_cuda;
 /* NULL-terminated list of compiled-in backends, preferred first. */
 extern const ovl__backend_ops *const ovl__backends[];
 const ovl__backend_ops *ovl__backend_find(const char *name);
+
+/* Host bytes per op, for ovl_host_bytes_per_op (world.c): the race
+ * checker's state (race.c), and a timeline's for one rank of one run
+ * (timeline.c): a Chrome trace (trace_text) or a picture. */
+size_t ovl__race_bytes_per_op(void);
+size_t ovl__timeline_bytes_per_op(bool trace_text);
+
+/* malloc's cost of an allocation of n bytes (glibc: a header word, in
+ * 16-byte units, 32 at least), for the per-op figures. */
+#define OVL_MALLOC_BYTES(n) ((n) + 8 <= 32 ? 32 : ((n) + 8 + 15) / 16 * 16)
 
 /* Monotonic host clock in seconds. */
 double ovl__now(void);

@@ -68,12 +68,12 @@ while IFS=$tab read -r name want flags regex input; do
     continue
   fi
   file=$tmp/$name.sched
-  set --
+  sched=$file
   case $input in
-  -) ;;
-  @empty) : >"$file"; set -- "$file" ;;
-  @missing) set -- "$file" ;;
-  @dir) mkdir "$file"; set -- "$file" ;;
+  -) sched= ;;
+  @empty) : >"$file" ;;
+  @missing) ;;
+  @dir) mkdir "$file" ;;
   @unreadable)
     printf 'a = data(shape=[4])\n' >"$file"
     chmod 000 "$file"
@@ -81,21 +81,32 @@ while IFS=$tab read -r name want flags regex input; do
       echo "SKIP: $name (running as root: a mode 000 file is readable)"
       skip=$((skip + 1))
       continue
-    fi
-    set -- "$file" ;;
-  @gen:*) gen "${input#@gen:}" "$file" || { fail=$((fail + 1)); continue; }
-    set -- "$file" ;;
-  *) printf '%b' "$input" >"$file"; set -- "$file" ;;
+    fi ;;
+  @gen:*) gen "${input#@gen:}" "$file" || { fail=$((fail + 1)); continue; } ;;
+  *) printf '%b' "$input" >"$file" ;;
   esac
   [ "$flags" = - ] && flags=
+  # The arguments: the flags split on blanks, each word read as printf %b
+  # (so that a flag can hold a newline, a tab or a blank), leading NAME=VALUE
+  # words set in the environment instead; then the schedule, if any.
+  envs=
+  set -f
+  set --
+  for w in $flags; do
+    case $# in 0) case $w in [A-Z_]*=*) envs="$envs $w"; continue ;; esac ;; esac
+    w=$(printf '%bx' "$w")
+    set -- "$@" "${w%x}"
+  done
+  set +f
+  [ -n "$sched" ] && set -- "$@" "$sched"
   # @F: the schedule's path, as a regex.
   regex=$(printf '%s\n' "$regex" | sed "s|@F|[^ ]*/$name\\\\.sched|g")
   stream=err
   case $regex in stdout:*) stream=out regex=${regex#stdout:} ;; esac
 
   set -f
-  # shellcheck disable=SC2086 # flags are split on blanks on purpose
-  $limit "$tool" --backend=cpu -n 1 -w 0 $flags "$@" >"$tmp/out" 2>"$tmp/err"
+  # shellcheck disable=SC2086 # the environment words are split on purpose
+  $limit env $envs "$tool" --backend=cpu -n 1 -w 0 "$@" >"$tmp/out" 2>"$tmp/err"
   got=$?
   set +f
 
@@ -117,7 +128,7 @@ while IFS=$tab read -r name want flags regex input; do
   else
     fail=$((fail + 1))
     echo "FAIL: $name: $why"
-    echo "    command: overlap_sim --backend=cpu -n 1 -w 0 $flags $*"
+    echo "    command:$envs overlap_sim --backend=cpu -n 1 -w 0 $*"
     sed 's/^/    stdout| /' "$tmp/out" | head -20
     sed 's/^/    stderr| /' "$tmp/err" | head -20
   fi

@@ -149,6 +149,37 @@ done
 if run 3 seed-timeout -n 2 -w 0 -D cols=2000 --timeout=0.002 && has err 'timed out after'
 then ok "the seed outlasts a 2 ms timeout"; else ko "the seed outlasts a 2 ms timeout"; fi
 
+# Host memory: a 230-byte schedule of 16.7 M ops (12 GB of host memory for
+# a run, 5 GB for --races) is refused at once, before its op list is built,
+# where the machine has 4 GB (OVL_HOST_MEMORY stands for the machine's).
+cat >"$tmp/many_ops.sched" <<'EOF_SCHED'
+a = data(shape=[4], init=fill, value=1)
+repeat 4096 {
+  repeat 4095 {
+    b = scale(a, scale=2)
+  }
+}
+fetch(b)
+EOF_SCHED
+OVL_HOST_MEMORY=4000000000
+export OVL_HOST_MEMORY
+for args in "-n 1 -w 0" "--races"; do
+  t0=$(date +%s)
+  if run 2 "many-ops $args" $args "$tmp/many_ops.sched" &&
+    has err 'many_ops\.sched: the program has 16773121 ops after repeat expansion; the limit is [0-9]+ \(' &&
+    has err 'this machine has 4\.0 GB, from OVL_HOST_MEMORY\)\. Use fewer or smaller repeat blocks' &&
+    [ "$(wc -l <"$tmp/err")" -eq 1 ] && [ ! -s "$tmp/out" ] && [ $(( $(date +%s) - t0 )) -lt 3 ]
+  then ok "16.7 M ops refused at once ($args)"; else ko "16.7 M ops refused at once ($args)"; fi
+done
+unset OVL_HOST_MEMORY
+# Where the ops outweigh the variables, the header says what they cost.
+if run 0 many-ops-header -n 1 -w 0 --mode=async --no-races -D n=1000 "$src/schedules/good/missing_wait_compute.sched" &&
+  ! has out ' ops \(' &&
+  printf 'a = data(shape=[4], init=fill, value=1)\nrepeat 1000 {\n  b = scale(a, scale=2)\n}\nfetch(b)\n' >"$tmp/ops.sched" &&
+  run 0 many-ops-header2 -n 1 -w 0 "$tmp/ops.sched" &&
+  has out '^overlap_sim .*, 0\.0 MB/rank, 1001 ops \([0-9.]+ kB of host memory\), 1 iterations'
+then ok "header: the ops' memory where it outweighs the variables"; else ko "header: the ops' memory where it outweighs the variables"; fi
+
 # Schedule errors: file:line:col and exit 2, nothing runs.
 printf 'a = data(shape=[4])\nb = assgn(a)\n' >"$tmp/bad.sched"
 if run 2 parse-error "$tmp/bad.sched" && has err "bad\.sched:2:5: .*unknown op 'assgn'" && ! has out '^sync'
@@ -255,6 +286,29 @@ then ok "--json=- (the table on stderr)"; else ko "--json=- (the table on stderr
 if run 3 json-bad-path -n 2 -w 1 -D cols=10 --json="$tmp/no/such/r.json" &&
   has err -- "--json=$tmp/no/such/r.json: cannot create" && [ ! -s "$tmp/out" ]
 then ok "--json to a bad path: exit 3 before the run"; else ko "--json to a bad path: exit 3 before the run"; fi
+
+# JSON is valid UTF-8 whatever the bytes of a path: a schedule under a
+# directory whose name holds the byte 0xff (never UTF-8) and a valid é.
+# Python's strict UTF-8 decoding reads every JSON file the tool writes;
+# without python3, no 0xff byte may reach them.
+utf8_ok() {
+  if [ "$have_python" -eq 1 ]; then
+    python3 -c 'import json,sys; json.load(open(sys.argv[1], encoding="utf-8"))' "$1" >>"$tmp/err" 2>&1
+  else
+    ! LC_ALL=C grep -q "$(printf '\377')" "$1"
+  fi
+}
+odd=$tmp/$(printf 'dir\377-\303\251')
+mkdir "$odd" && cp "$src/schedules/good/missing_wait_compute.sched" "$odd/s.sched"
+if run 0 json-latin1-path -n 2 -w 0 --json="$tmp/u.json" --trace="$tmp/ut.json" --svg="$tmp/u.svg" "$odd/s.sched" &&
+  utf8_ok "$tmp/u.json" && utf8_ok "$tmp/ut.json" &&
+  { [ "$have_python" -eq 0 ] || python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$tmp/u.svg" >>"$tmp/err" 2>&1; } &&
+  grep -q '"path": ".*/dir\\ufffd-\(\\u00e9\|'"$(printf '\303\251')"'\)/s\.sched"' "$tmp/u.json"
+then ok "--json, --trace and --svg of a path that is not UTF-8"; else ko "--json, --trace and --svg of a path that is not UTF-8"; fi
+if run 0 races-json-latin1-path --races --json="$tmp/ur.json" "$odd/s.sched" && utf8_ok "$tmp/ur.json" &&
+  run 0 races-json-latin1-path-stdout --races --json "$odd/s.sched" && utf8_ok "$tmp/out" &&
+  grep -q '"schedule":".*/dir\\ufffd-' "$tmp/out"
+then ok "--races --json of a path that is not UTF-8"; else ko "--races --json of a path that is not UTF-8"; fi
 
 # More ranks on 3 and 4 ranks still pass.
 if run 0 ranks4 --ranks=4 -n 2 -w 1 -D cols=10 && has out '4 ranks' && has out '^result: PASS$'

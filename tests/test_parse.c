@@ -75,6 +75,8 @@ static ovl_program *parse_with(const char *src, const ovl_parse_opts *opts) {
   EXPECT_STATUS(src, strlen(src), opts, OVL_EPARSE, prefix, needle)
 #define EXPECT_ERR(src, prefix, needle)                                       \
   EXPECT_ERR_OPTS(src, NULL, prefix, needle)
+#define EXPECT_ERR_STATUS(src, opts, want_st_, prefix, needle)                 \
+  EXPECT_STATUS(src, strlen(src), opts, want_st_, prefix, needle)
 
 /* The stream of op i's main primitive (its wait, its kernel, ...; calc
  * for the host ops that sync calc). */
@@ -516,6 +518,51 @@ START_TEST(test_large_repeat_ok) {
   ck_assert_str_eq(opname(p, 99999), "assign");
   ck_assert_int_eq(p->ops[99999].line, 4);
   ovl_program_free(p);
+}
+END_TEST
+
+/* ovl_parse_opts.max_ops: the caller's limit on the expanded program. */
+START_TEST(test_max_ops) {
+  static const char src[] = A10 "repeat 1000 {\n repeat 1000 {\n"
+                                "  b = assign(a)\n }\n}\nfetch(b)\n";
+  ovl_parse_opts o = {.nranks = 2, .max_ops = 1000001};
+  ovl_program *p = parse_with(src, &o);
+  ck_assert_uint_eq(p->nops, 1000001);
+  ovl_program_free(p);
+  o.max_ops = 1000000;
+  EXPECT_STATUS(src, strlen(src), &o, OVL_ENOMEM,
+                "<string>: the program has 1000001 ops after repeat "
+                "expansion; the limit is 1000000",
+                "");
+  /* Without repeat blocks too. */
+  o.max_ops = 1;
+  EXPECT_ERR_STATUS(A10 "b = assign(a)\nc = assign(a)\n", &o, OVL_ENOMEM,
+                "<string>: the program has 2 ops after repeat expansion; "
+                "the limit is 1",
+                "");
+  /* A schedule error is reported first: it is what the user must fix. */
+  EXPECT_ERR_OPTS(A10 "repeat 100 {\n b = assign(q)\n}\n", &o,
+                  "<string>:3:13: undefined variable 'q'", "");
+  /* Above the built-in limit, the built-in limit holds. */
+  o.max_ops = (uint64_t)1 << 40;
+  EXPECT_ERR_OPTS(A10 "repeat 20000000 {\n b = assign(a)\n}\n", &o,
+                  "<string>:2:1: ",
+                  "repeat makes the program longer than 16777216 ops");
+}
+END_TEST
+
+/* A schedule of 16.7 M ops over the limit is refused before it is
+ * expanded: at once, whatever its expanded size. */
+START_TEST(test_max_ops_refused_at_once) {
+  static const char src[] = A10 "repeat 4096 {\n repeat 4095 {\n"
+                                "  b = scale(a, scale=2)\n }\n}\n";
+  ovl_parse_opts o = {.nranks = 2, .max_ops = 1000};
+  double t0 = ovl__now();
+  EXPECT_STATUS(src, strlen(src), &o, OVL_ENOMEM,
+                "<string>: the program has 16773120 ops after repeat "
+                "expansion; the limit is 1000",
+                "");
+  ck_assert_double_lt(ovl__now() - t0, 0.5);
 }
 END_TEST
 
@@ -1211,12 +1258,54 @@ START_TEST(test_err_define_malformed) {
       {"rows=[1]", "-D rows=[1]: the value must be one number"},
       {"rows=1x", "-D rows=1x: malformed number '1x'"},
       {"rows=@", "-D rows=@: unexpected character '@'"},
+      /* One token and nothing else: the lexer alone would skip the blank
+       * and the comment and read 5. */
+      {"rows=5#x", "-D rows=5#x: the value must be one number, bool or name "
+                   "(found '#' at column 2)"},
+      {"rows=5\t", "-D rows=5\\t: the value must be one number, bool or "
+                   "name (found '\\t' at column 2)"},
+      {"rows= 5", "-D rows= 5: the value must be one number, bool or name "
+                  "(found ' ' at column 1)"},
+      {"rows=#", "-D rows=#: the value must be one number, bool or name "
+                 "(found '#' at column 1)"},
+      {"rows=5 6", "-D rows=5 6: the value must be one number, bool or name "
+                   "(found ' ' at column 2)"},
+      {"rows=1,2", "-D rows=1,2: the value must be one number, bool or name "
+                   "(found ',' at column 2)"},
+      {"rows=[1]", "-D rows=[1]: the value must be one number, bool or name "
+                   "(found '[' at column 1)"},
+      {"rows=true x", "-D rows=true x: the value must be one number, bool or "
+                      "name (found ' ' at column 5)"},
+      /* Any byte may come from the command line; messages stay one line. */
+      {"rows=5\n6", "-D rows=5\\n6: the value must be one number, bool or "
+                    "name (found '\\n' at column 2)"},
+      {"rows=\n", "-D rows=\\n: the value must be one number, bool or name "
+                  "(found '\\n' at column 1)"},
+      {"ro\nws=1", "-D ro\\nws=1: bad param name 'ro\\nws'"},
+      {"rows\r", "-D rows\\r: expected NAME=VALUE"},
+      {"rows=\x7f", "-D rows=\\x7f: unexpected byte 0x7f"},
+      {"r\\s=1", "-D r\\\\s=1: bad param name 'r\\\\s'"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     const char *defs[] = {bad[i][0]};
     ovl_parse_opts o = {.defines = defs, .ndefines = 1, .nranks = 2};
     EXPECT_ERR_OPTS(seed_sched, &o, bad[i][1], "");
+    ck_assert_msg(strpbrk(last_err.msg, "\n\r\t") == NULL,
+                  "a control character in \"%s\"", last_err.msg);
   }
+}
+END_TEST
+
+/* A long -D is quoted in part: the message keeps its end. */
+START_TEST(test_err_define_long) {
+  char def[1000];
+  const char *defs[] = {def};
+  ovl_parse_opts o = {.defines = defs, .ndefines = 1, .nranks = 2};
+  snprintf(def, sizeof def, "rows=1 %0500d", 0);
+  EXPECT_ERR_OPTS(seed_sched, &o, "-D rows=1 000",
+                  "...: the value must be one number, bool or name (found ' ' "
+                  "at column 2)");
+  ck_assert_uint_lt(strlen(last_err.msg), 300);
 }
 END_TEST
 
@@ -1489,6 +1578,8 @@ static Suite *parse_suite(void) {
   tcase_add_test(tc, test_repeat_expansion_order);
   tcase_add_test(tc, test_repeat_count_param);
   tcase_add_test(tc, test_large_repeat_ok);
+  tcase_add_test(tc, test_max_ops);
+  tcase_add_test(tc, test_max_ops_refused_at_once);
   tcase_add_test(tc, test_write_to_data_var);
   tcase_add_test(tc, test_param_name_values);
   tcase_add_test(tc, test_ring_collective_later_is_fine);
@@ -1539,6 +1630,7 @@ static Suite *parse_suite(void) {
   tcase_add_test(tc, test_err_missing_ring);
   tcase_add_test(tc, test_err_define_unknown);
   tcase_add_test(tc, test_err_define_malformed);
+  tcase_add_test(tc, test_err_define_long);
   tcase_add_test(tc, test_err_nranks);
   tcase_add_test(tc, test_filename_in_messages);
   suite_add_tcase(s, tc);

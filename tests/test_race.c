@@ -704,6 +704,56 @@ END_TEST
 /* ---- generic stream ops: event_record, stream_wait_event, stream_sync,
  * stream= on compute ops ---- */
 
+/* ---- the JSON report is valid UTF-8 whatever the schedule's path ---- */
+
+/* Valid UTF-8, checked independently of the library (whose escaping
+ * test_base.c tests): decode every sequence
+ * to its code point and refuse overlong forms, surrogates and anything
+ * above U+10FFFF. */
+static bool utf8_valid(const unsigned char *s) {
+  while (*s) {
+    unsigned cp, n;
+    if (*s < 0x80) {
+      s++;
+      continue;
+    }
+    if ((*s & 0xe0) == 0xc0)
+      n = 2, cp = *s & 0x1fu;
+    else if ((*s & 0xf0) == 0xe0)
+      n = 3, cp = *s & 0x0fu;
+    else if ((*s & 0xf8) == 0xf0)
+      n = 4, cp = *s & 0x07u;
+    else
+      return false;
+    for (unsigned k = 1; k < n; k++) {
+      if ((s[k] & 0xc0) != 0x80)
+        return false;
+      cp = cp << 6 | (s[k] & 0x3fu);
+    }
+    if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) ||
+        (n == 4 && cp < 0x10000) || (cp >= 0xd800 && cp <= 0xdfff) ||
+        cp > 0x10ffff)
+      return false;
+    s += n;
+  }
+  return true;
+}
+
+START_TEST(json_report_of_a_latin1_path) {
+  ovl_program *p = parse_as(missing_wait_compute, "dir\xff-\xc3\xa9/bad.sched", 2);
+  ovl_races *r = check(p);
+  char *t = format(r, p, 1);
+  ck_assert_msg(json_ok(t), "not JSON: %s", t);
+  ck_assert(utf8_valid((const unsigned char *)t));
+  ck_assert_ptr_nonnull(strstr(t, "\"schedule\":\"dir\\ufffd-\xc3\xa9/bad.sched\""));
+  free(t);
+  ovl_races_free(r);
+  ovl_program_free(p);
+}
+END_TEST
+
+/* ---- generic stream ops, hand-built ---- */
+
 START_TEST(event_ops_order_streams) {
   /* c = scale(x) on calc; record E on calc; comm[0] waits E; allreduce c. */
   ck_assert_uint_eq(
@@ -977,6 +1027,10 @@ static Suite *race_suite(void) {
   tcase_add_test(tc, bad_arguments_are_rejected);
   tcase_add_test(tc, list_is_capped);
   tcase_add_test(tc, sync_mode_of_bad_schedules_is_clean);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("json strings");
+  tcase_add_test(tc, json_report_of_a_latin1_path);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -259,6 +259,58 @@ START_TEST(sync_comm_stream_orders_fetch) {
 }
 END_TEST
 
+/* The host memory per op (ovl_host_bytes_per_op) grows with every part
+ * of a program's life, and the per-rank parts with the ranks. */
+START_TEST(host_bytes_per_op_parts) {
+  ovl_op_memory_opts o = {0};
+  /* An op in a program: the op, its primitives (two at most) and their
+   * index. */
+  uint64_t op = sizeof(ovl__op) + 2 * sizeof(ovl__prim) + sizeof(uint32_t);
+  uint64_t base, one, two, four, plain, traced, svg;
+  ck_assert_uint_eq(ovl_host_bytes_per_op(NULL), op);
+  ck_assert_uint_eq(ovl_host_bytes_per_op(&o), op);
+  /* The op list of each mode's form; the race checker's reads. */
+  o.nmodes = 2;
+  ck_assert_uint_eq(ovl_host_bytes_per_op(&o), 3 * op);
+  o.race_check = 1;
+  base = ovl_host_bytes_per_op(&o);
+  ck_assert_uint_eq(base, 3 * op + ovl__race_bytes_per_op());
+  /* The cpu backend queues commands on the host, linearly in ranks. */
+  o.backend = "cpu";
+  o.nranks = 1;
+  one = ovl_host_bytes_per_op(&o);
+  o.nranks = 2;
+  two = ovl_host_bytes_per_op(&o);
+  o.nranks = 4;
+  four = ovl_host_bytes_per_op(&o);
+  ck_assert_uint_gt(one, base);
+  ck_assert_uint_eq(two - base, 2 * (one - base));
+  ck_assert_uint_eq(four - base, 4 * (one - base));
+  /* A backend not compiled in (or none named) counts as the costliest. */
+  o.backend = "no such backend";
+  ck_assert_uint_eq(ovl_host_bytes_per_op(&o), four);
+  o.backend = NULL;
+  ck_assert_uint_eq(ovl_host_bytes_per_op(&o), four);
+  /* Op times, spans, and the timelines made from them. */
+  o.backend = "cpu";
+  o.nranks = 2;
+  plain = ovl_host_bytes_per_op(&o);
+  o.op_times = 1;
+  ck_assert_uint_gt(ovl_host_bytes_per_op(&o), plain);
+  o.op_times = 0;
+  o.trace = 1;
+  traced = ovl_host_bytes_per_op(&o);
+  ck_assert_uint_gt(traced, plain);
+  o.svg = 1;
+  svg = ovl_host_bytes_per_op(&o);
+  ck_assert_uint_gt(svg, traced);
+  o.trace_text = 1;
+  ck_assert_uint_gt(ovl_host_bytes_per_op(&o), svg);
+  /* The trace's text: about 200 bytes an op per rank and mode. */
+  ck_assert_uint_ge(ovl_host_bytes_per_op(&o) - svg, 2 * 2 * 150);
+}
+END_TEST
+
 /* --op-times: every stream op gets its own device time; a delay of 20 ms
  * takes at least 20 ms on its stream; host ops get none. */
 START_TEST(op_times_measure_stream_ops) {
@@ -808,6 +860,7 @@ static Suite *world_suite(void) {
   tcase_add_test(tc, run_rejects_program_for_other_rank_count);
   tcase_add_test(tc, sync_comm_stream_orders_fetch);
   tcase_add_test(tc, op_times_measure_stream_ops);
+  tcase_add_test(tc, host_bytes_per_op_parts);
   tcase_add_test(tc, failure_says_where_the_ranks_were);
   tcase_add_test(tc, trace_spans_order_and_durations);
   tcase_add_test(tc, world_info_and_device_names);

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/json_str.h"
 #include "outfile.h"
 #include "ovl.h"
 #include "tool_util.h"
@@ -219,6 +220,7 @@ static int parse_options(int argc, char **argv, options *o) {
       {NULL, 0, NULL, 0},
   };
   int c, rc;
+  char quoted[256];
 
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":b:r:m:n:w:D:qvhV", longopts,
@@ -261,7 +263,8 @@ static int parse_options(int argc, char **argv, options *o) {
       break;
     case 'D':
       if (strchr(optarg, '=') == NULL || optarg[0] == '=')
-        return usage_error("-D: '%s' is not NAME=VALUE", optarg);
+        return usage_error("-D: '%s' is not NAME=VALUE",
+                           escape_arg(optarg, quoted, sizeof quoted));
       if (o->ndefines == MAX_DEFINES)
         return usage_error("-D: more than %d defines", MAX_DEFINES);
       o->defines[o->ndefines++] = optarg;
@@ -463,11 +466,16 @@ static void format_index(const ovl_var_info *v, int64_t flat, char *buf,
     snprintf(buf + off, len - off, "]");
 }
 
+/* `per_op`: the host bytes an op costs this run (ovl_host_bytes_per_op). */
 static void print_header(const options *o, ovl_world *world,
-                         const ovl_program *prog, const char *path) {
+                         const ovl_program *prog, const char *path,
+                         uint64_t per_op) {
   size_t np = ovl_program_param_count(prog);
   bool cpu_default = false;
-  double mb = (double)ovl_program_bytes_per_rank(prog) / 1e6;
+  uint64_t vars = ovl_program_bytes_per_rank(prog);
+  uint64_t ops = mul_sat(ovl_program_op_count(prog), per_op);
+  double mb = (double)vars / 1e6;
+  char b[32];
 
   printf("overlap_sim %s: backend %s, %d ranks (%s), schedule %s",
          OVL_VERSION_STRING, ovl_world_backend_name(world),
@@ -482,8 +490,14 @@ static void print_header(const options *o, ovl_world *world,
       cpu_default = true;
     }
   }
-  printf(", %.1f MB/rank, %d iterations (%d warmup, %d timed)\n", mb,
-         o->iters, o->warmup, o->iters - o->warmup);
+  printf(", %.1f MB/rank", mb);
+  /* Where the ops take more memory than the variables, MB/rank alone would
+   * hide what the run costs. */
+  if (ops > vars)
+    printf(", %zu ops (%s of host memory)", ovl_program_op_count(prog),
+           format_bytes(ops, b, sizeof b));
+  printf(", %d iterations (%d warmup, %d timed)\n", o->iters, o->warmup,
+         o->iters - o->warmup);
   if (cpu_default) {
     printf("  * smaller default for the cpu backend; full size:");
     for (size_t i = 0; i < np; i++) {
@@ -653,27 +667,160 @@ static void print_summary(mode_run *runs, int nruns) {
 
 
 
-/* The least host memory the run needs: every rank's variables on the cpu
- * backend (its devices are host memory), and the float64 reference, which
- * keeps 8 bytes of every element of every rank. Returns an exit status, or
- * -1 to go on. */
+/* ------------------------------------------------------------------ */
+/* Host memory: what a run (or --races) will hold, checked before anything
+ * big is allocated, so that a schedule too big for the machine is refused
+ * with a message instead of failing, or swapping, halfway. */
+
+/* What the run does with the program, and what the machine has. */
+typedef struct {
+  ovl_op_memory_opts ops; /* what each op costs: ovl_host_bytes_per_op */
+  uint64_t per_op;        /* host bytes per op */
+  uint64_t have;          /* host_memory(); 0 if unknown */
+  int nranks;             /* ranks that run; 0 for --races */
+  int nmodes;             /* modes checked or run, all kept to the end */
+  bool cpu;               /* the variables live in host memory */
+} mem_plan;
+
+/* The plan of --races (nranks 0: nothing runs) or of a run on `backend`. */
+static void plan_memory(mem_plan *m, const options *o, int nmodes,
+                        const char *backend, int nranks) {
+  memset(m, 0, sizeof *m);
+  m->ops.nmodes = nmodes;
+  m->ops.race_check = o->races_only || !o->no_races;
+  m->ops.nranks = nranks;
+  m->ops.backend = backend;
+  m->ops.op_times = o->op_times;
+  m->ops.trace = o->trace != NULL || o->svg != NULL;
+  m->ops.trace_text = o->trace != NULL;
+  m->ops.svg = o->svg != NULL;
+  m->per_op = ovl_host_bytes_per_op(&m->ops);
+  m->have = host_memory();
+  m->nranks = nranks;
+  m->nmodes = nmodes;
+  m->cpu = backend != NULL && strcmp(backend, "cpu") == 0;
+}
+
+/* ovl_parse_opts.max_ops: as many ops as the whole host memory holds at
+ * the plan's cost, so that a schedule of far more ops is refused before it
+ * is expanded (0: no limit, the memory is unknown). What else the run
+ * needs is counted once the program is known (check_host_memory). */
+static uint64_t plan_max_ops(const mem_plan *m) {
+  uint64_t n;
+  if (m->have == 0 || m->per_op == 0)
+    return 0;
+  n = m->have / m->per_op;
+  return n > 0 ? n : 1;
+}
+
+/* What the per-op figure covers, for the messages. */
+static const char *per_op_parts(const mem_plan *m, char *buf, size_t len) {
+  snprintf(buf, len,
+           "%d op lists (the schedule's and each mode's)%s%s%s%s%s%s",
+           1 + m->nmodes, m->ops.race_check ? ", race check" : "",
+           m->nranks > 0 && m->cpu ? ", command queues" : "",
+           m->ops.op_times || m->ops.trace ? ", timer marks" : "",
+           m->ops.op_times ? ", op times" : "",
+           m->ops.trace ? ", spans" : "",
+           m->ops.trace_text ? ", trace text"
+           : m->ops.svg      ? ", picture"
+                             : "");
+  return buf;
+}
+
+/* "24.1 GB", and where the figure came from when a test set it. */
+static const char *machine_memory(const mem_plan *m, char *buf, size_t len) {
+  char b[32];
+  snprintf(buf, len, "%s%s", format_bytes(m->have, b, sizeof b),
+           host_memory_overridden() ? ", from OVL_HOST_MEMORY" : "");
+  return buf;
+}
+
+/* The load refused the program for its op count (OVL_ENOMEM with max_ops
+ * set): the library's message, and where the limit comes from. */
+static void report_too_many_ops(const mem_plan *m, const char *msg) {
+  char b1[32], b2[64], parts[256];
+  fprintf(stderr,
+          "%s: %s (%s of host memory an op: %s; this machine has %s). Use "
+          "fewer or smaller repeat blocks%s.\n",
+          progname, msg, format_bytes(m->per_op, b1, sizeof b1),
+          per_op_parts(m, parts, sizeof parts),
+          machine_memory(m, b2, sizeof b2),
+          m->nranks > 1 ? " or fewer --ranks" : "");
+}
+
+/* Load the schedule, refused beyond the ops the plan's memory holds.
+ * Returns -1, or the exit status of a failure (message printed). */
+static int load_schedule(const char *path, ovl_parse_opts *popts,
+                         const mem_plan *m, ovl_program **prog) {
+  ovl_error err = {0};
+  ovl_status st;
+  popts->max_ops = plan_max_ops(m);
+  st = ovl_program_load(path, popts, prog, &err);
+  if (st == OVL_OK)
+    return -1;
+  if (st == OVL_ENOMEM && popts->max_ops > 0)
+    report_too_many_ops(m, err.msg);
+  else
+    fprintf(stderr, "%s: %s\n", progname, err.msg);
+  return EXIT_USAGE;
+}
+
+/* Bytes of every fetched value of one rank as float64: what a result
+ * keeps of each mode's run. */
+static uint64_t fetched_f64_bytes(const ovl_program *prog) {
+  uint64_t total = 0;
+  for (size_t i = 0; i < ovl_program_fetch_count(prog); i++) {
+    ovl_var_info v;
+    ovl_program_fetch_info(prog, i, &v);
+    total = add_sat(total, mul_sat((uint64_t)v.numel, sizeof(double)));
+  }
+  return total;
+}
+
+/* Everything the run holds at once, against the host's memory: per rank,
+ * the variables on the cpu backend (its devices are host memory), the
+ * float64 reference (8 bytes of every element), and the float64 copy of
+ * every fetched value of every mode (the results are kept to the end);
+ * and the ops at the plan's cost per op. --races counts the ops only.
+ * Returns an exit status, or -1 to go on. */
 static int check_host_memory(const ovl_program *prog, const char *path,
-                             int nranks, bool cpu, bool reference) {
-  uint64_t dev = cpu ? ovl_program_bytes_per_rank(prog) : 0;
+                             const mem_plan *m, bool reference) {
+  uint64_t dev = m->cpu ? ovl_program_bytes_per_rank(prog) : 0;
   uint64_t ref = reference ? mul_sat(ovl_program_numel_per_rank(prog), 8)
                            : 0;
-  uint64_t need = mul_sat(add_sat(dev, ref), (uint64_t)nranks);
-  uint64_t have = host_memory();
-  char b1[32], b2[32], b3[32], b4[32];
-  if (have == 0 || need <= have)
+  uint64_t fetched = fetched_f64_bytes(prog);
+  uint64_t per_rank = add_sat(add_sat(dev, ref),
+                              mul_sat((uint64_t)m->nmodes, fetched));
+  uint64_t nops = ovl_program_op_count(prog);
+  uint64_t ops = mul_sat(nops, m->per_op);
+  uint64_t need = add_sat(mul_sat(per_rank, (uint64_t)m->nranks), ops);
+  char b[5][32], have[64], parts[256];
+  if (m->have == 0 || need <= m->have)
     return -1;
+  per_op_parts(m, parts, sizeof parts);
+  machine_memory(m, have, sizeof have);
+  if (m->nranks == 0) {
+    fprintf(stderr,
+            "%s: %s: needs about %s of host memory (%llu op%s x %s: %s); "
+            "this machine has %s. Use fewer or smaller repeat blocks.\n",
+            progname, path, format_bytes(need, b[0], sizeof b[0]),
+            (unsigned long long)nops, nops == 1 ? "" : "s",
+            format_bytes(m->per_op, b[1], sizeof b[1]), parts, have);
+    return EXIT_USAGE;
+  }
   fprintf(stderr,
-          "%s: %s: needs at least %s of host memory (%d ranks x (%s of "
-          "variables on the %s backend + %s for the float64 reference)); "
-          "this machine has %s. Use smaller -D sizes or fewer --ranks.\n",
-          progname, path, format_bytes(need, b1, sizeof b1), nranks,
-          format_bytes(dev, b2, sizeof b2), cpu ? "cpu" : "device",
-          format_bytes(ref, b3, sizeof b3), format_bytes(have, b4, sizeof b4));
+          "%s: %s: needs about %s of host memory (%d ranks x (%s of "
+          "variables on the %s backend + %s for the float64 reference + "
+          "%d mode%s x %s of fetched values as float64) + %llu op%s x %s: "
+          "%s); this machine has %s. Use smaller -D sizes, fewer --ranks or "
+          "fewer ops.\n",
+          progname, path, format_bytes(need, b[0], sizeof b[0]), m->nranks,
+          format_bytes(dev, b[1], sizeof b[1]), m->cpu ? "cpu" : "device",
+          format_bytes(ref, b[2], sizeof b[2]), m->nmodes,
+          m->nmodes == 1 ? "" : "s", format_bytes(fetched, b[3], sizeof b[3]),
+          (unsigned long long)nops, nops == 1 ? "" : "s",
+          format_bytes(m->per_op, b[4], sizeof b[4]), parts, have);
   return EXIT_USAGE;
 }
 
@@ -826,14 +973,15 @@ static int races_only(const options *o, const char *path, mode_run *runs,
   ovl_parse_opts popts = {.defines = o->defines, .ndefines = o->ndefines,
                           .nranks = o->ranks > 0 ? o->ranks : 2};
   ovl_program *prog = NULL;
-  ovl_error err = {0};
+  mem_plan mem;
   int rc;
 
-  if (ovl_program_load(path, &popts, &prog, &err) != OVL_OK) {
-    fprintf(stderr, "%s: %s\n", progname, err.msg);
-    return EXIT_USAGE;
-  }
-  rc = check_races(prog, runs, nruns);
+  plan_memory(&mem, o, nruns, NULL, 0);
+  if ((rc = load_schedule(path, &popts, &mem, &prog)) >= 0)
+    return rc;
+  rc = check_host_memory(prog, path, &mem, false);
+  if (rc < 0)
+    rc = check_races(prog, runs, nruns);
   if (rc < 0)
     rc = races_output(o, prog, runs, nruns, json);
   for (int i = 0; i < nruns; i++) {
@@ -888,16 +1036,17 @@ static void sb_printf(strbuf *b, const char *fmt, ...) {
   b->len += (size_t)n;
 }
 
+/* A JSON string, valid UTF-8 whatever the bytes of s (json_str.h: the
+ * library's JSON writer uses the same rules). */
 static void sb_str(strbuf *b, const char *s) {
+  char esc[8];
+  size_t n, skip;
   sb_printf(b, "\"");
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '"' || *p == '\\')
-      sb_printf(b, "\\%c", *p);
-    else if (*p < 0x20)
-      sb_printf(b, "\\u%04x", *p);
-    else
-      sb_printf(b, "%c", *p);
-  }
+  do {
+    n = ovl__json_span(s, esc, &skip);
+    sb_printf(b, "%.*s%s", (int)n, s, esc);
+    s += n + skip;
+  } while (skip > 0);
   sb_printf(b, "\"");
 }
 
@@ -1211,6 +1360,7 @@ static int overlap_sim(int argc, char **argv) {
                .rtol = 1e-5, .atol = 1e-6, .show = -1};
   ovl_world_opts wopts = {0};
   ovl_parse_opts popts = {0};
+  mem_plan mem;
   ovl_world *world = NULL;
   ovl_program *prog = NULL;
   ovl_reference *ref = NULL;
@@ -1288,23 +1438,20 @@ static int overlap_sim(int argc, char **argv) {
     goto out;
   }
 
+  plan_memory(&mem, &o, nruns, ovl_world_backend_name(world),
+              ovl_world_nranks(world));
   popts.defines = o.defines;
   popts.ndefines = o.ndefines;
   popts.nranks = ovl_world_nranks(world);
   popts.cpu_defaults = strcmp(ovl_world_backend_name(world), "cpu") == 0;
-  st = ovl_program_load(path, &popts, &prog, &err);
-  if (st != OVL_OK) {
-    fprintf(stderr, "%s: %s\n", progname, err.msg);
-    rc = EXIT_USAGE;
+  if ((rc = load_schedule(path, &popts, &mem, &prog)) >= 0)
     goto out;
-  }
   {
     bool reference = false;
     for (int i = 0; i < nruns; i++)
       if (runs[i].mode == OVL_MODE_SYNC || runs[i].mode == OVL_MODE_ASYNC)
         reference = ovl_program_fetch_count(prog) > 0;
-    rc = check_host_memory(prog, path, ovl_world_nranks(world),
-                           popts.cpu_defaults != 0, reference);
+    rc = check_host_memory(prog, path, &mem, reference);
     if (rc >= 0)
       goto out;
   }
@@ -1314,7 +1461,7 @@ static int overlap_sim(int argc, char **argv) {
       goto out;
   }
   if (!o.quiet)
-    print_header(&o, world, prog, path);
+    print_header(&o, world, prog, path, mem.per_op);
 
   for (int i = 0; i < nruns; i++) {
     mode_run *m = &runs[i];

@@ -94,6 +94,30 @@ int close_output(FILE *f, const char *name, int status) {
   return status == TOOL_EXIT_USAGE ? status : TOOL_EXIT_RUNTIME;
 }
 
+const char *escape_arg(const char *s, char *buf, size_t len) {
+  size_t k = 0;
+  if (len == 0)
+    return buf;
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    char one[5];
+    const char *e = *p == '\\' ? "\\\\" : *p == '\n' ? "\\n"
+                    : *p == '\t' ? "\\t" : *p == '\r' ? "\\r" : NULL;
+    if (e == NULL && *p >= 0x20 && *p < 0x7f)
+      snprintf(one, sizeof one, "%c", *p);
+    else if (e == NULL)
+      snprintf(one, sizeof one, "\\x%02x", *p);
+    size_t n = strlen(e != NULL ? e : one);
+    if (k + n + sizeof "..." > len) {
+      snprintf(buf + k, len - k, "...");
+      return buf;
+    }
+    memcpy(buf + k, e != NULL ? e : one, n);
+    k += n;
+  }
+  buf[k] = '\0';
+  return buf;
+}
+
 uint64_t mul_sat(uint64_t a, uint64_t b) {
   return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
 }
@@ -102,7 +126,15 @@ uint64_t add_sat(uint64_t a, uint64_t b) {
   return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
-/* A limit from a cgroup file ("max" or a number of bytes), or 0. */
+/* The environment variable that overrides host_memory(), for tests. */
+#define HOST_MEMORY_ENV "OVL_HOST_MEMORY"
+
+/* cgroup v1 writes "no limit" as the largest page count in bytes, just
+ * under 2^63; anything from 2^62 up is taken for no limit. */
+#define CGROUP_NO_LIMIT ((uint64_t)1 << 62)
+
+/* The limit in one cgroup file: bytes, or 0 for none ("max", v1's huge
+ * number, or no such file). */
 static uint64_t cgroup_limit(const char *file) {
   FILE *f = fopen(file, "r");
   unsigned long long v = 0;
@@ -111,24 +143,112 @@ static uint64_t cgroup_limit(const char *file) {
   if (fscanf(f, "%llu", &v) != 1)
     v = 0;
   fclose(f);
-  return (uint64_t)v;
+  return (uint64_t)v >= CGROUP_NO_LIMIT ? 0 : (uint64_t)v;
 }
 
-uint64_t host_memory(void) {
-  static const char *const limits[] = {
-      "/sys/fs/cgroup/memory.max",
-      "/sys/fs/cgroup/memory/memory.limit_in_bytes",
-  };
-  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-  uint64_t mem = pages > 0 && size > 0
-                     ? mul_sat((uint64_t)pages, (uint64_t)size)
-                     : 0;
-  for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
-    uint64_t lim = cgroup_limit(limits[i]);
-    if (lim > 0 && (mem == 0 || lim < mem))
-      mem = lim;
+/* The smaller of two limits, 0 meaning none. */
+static uint64_t min_limit(uint64_t a, uint64_t b) {
+  return a == 0 || (b != 0 && b < a) ? b : a;
+}
+
+/* The smallest limit in `file` of the cgroup at `path` (as
+ * /proc/self/cgroup gives it, from '/') under the mount `root`, and of
+ * every ancestor up to the mount's root: a limit on a parent binds its
+ * children too. A path with ".." (a cgroup outside this process's cgroup
+ * namespace) is read from the mount's root only. */
+static uint64_t cgroup_tree_limit(const char *root, const char *path,
+                                  const char *file) {
+  char dir[4096], name[4096 + 64];
+  size_t rootlen = strlen(root);
+  uint64_t lim = 0;
+  if (strstr(path, "..") != NULL)
+    path = "";
+  if ((size_t)snprintf(dir, sizeof dir, "%s%s", root, path) >= sizeof dir)
+    snprintf(dir, sizeof dir, "%s", root);
+  for (;;) {
+    size_t n = strlen(dir);
+    while (n > rootlen && dir[n - 1] == '/')
+      dir[--n] = '\0';
+    snprintf(name, sizeof name, "%s/%s", dir, file);
+    lim = min_limit(lim, cgroup_limit(name));
+    if (n <= rootlen)
+      return lim;
+    char *slash = strrchr(dir + rootlen, '/');
+    if (slash == NULL)
+      slash = dir + rootlen;
+    *slash = '\0';
   }
-  return mem;
+}
+
+/* Whether `list` (comma-separated, as in /proc/self/cgroup) names `c`. */
+static bool has_controller(const char *list, size_t len, const char *c) {
+  size_t n = strlen(c);
+  for (const char *p = list, *end = list + len; p < end;) {
+    const char *comma = memchr(p, ',', (size_t)(end - p));
+    size_t k = comma != NULL ? (size_t)(comma - p) : (size_t)(end - p);
+    if (k == n && memcmp(p, c, n) == 0)
+      return true;
+    p += k + 1;
+  }
+  return false;
+}
+
+uint64_t host_memory_from(const char *proc_cgroup, const char *cgroup_root,
+                          uint64_t phys) {
+  char line[4096], v1root[4096];
+  FILE *f = fopen(proc_cgroup, "r");
+  uint64_t lim = 0;
+  snprintf(v1root, sizeof v1root, "%s/memory", cgroup_root);
+  if (f == NULL) {
+    /* No way to tell our own cgroup: the mounts' roots, as they are. */
+    lim = min_limit(cgroup_tree_limit(cgroup_root, "", "memory.max"),
+                    cgroup_tree_limit(v1root, "", "memory.limit_in_bytes"));
+    return min_limit(phys, lim);
+  }
+  /* Lines "ID:CONTROLLERS:PATH": v2 is "0::PATH"; a v1 hierarchy with the
+   * memory controller has it in CONTROLLERS. A machine may have both
+   * (hybrid), and each limit applies. */
+  while (fgets(line, sizeof line, f) != NULL) {
+    char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (c2 == NULL)
+      continue;
+    line[strcspn(line, "\n")] = '\0';
+    if (c2 == c1 + 1 && strncmp(line, "0:", 2) == 0)
+      lim = min_limit(lim,
+                      cgroup_tree_limit(cgroup_root, c2 + 1, "memory.max"));
+    else if (has_controller(c1 + 1, (size_t)(c2 - c1 - 1), "memory"))
+      lim = min_limit(lim, cgroup_tree_limit(v1root, c2 + 1,
+                                             "memory.limit_in_bytes"));
+  }
+  fclose(f);
+  return min_limit(phys, lim);
+}
+
+/* OVL_HOST_MEMORY as a number of bytes, or 0 when it is not set or not a
+ * positive number. */
+static uint64_t host_memory_env(void) {
+  const char *s = getenv(HOST_MEMORY_ENV);
+  char *end;
+  unsigned long long v;
+  if (s == NULL || *s < '0' || *s > '9')
+    return 0;
+  errno = 0;
+  v = strtoull(s, &end, 10);
+  return errno == 0 && *end == '\0' ? (uint64_t)v : 0;
+}
+
+bool host_memory_overridden(void) { return host_memory_env() > 0; }
+
+uint64_t host_memory(void) {
+  long pages, size;
+  if (host_memory_overridden())
+    return host_memory_env();
+  pages = sysconf(_SC_PHYS_PAGES);
+  size = sysconf(_SC_PAGESIZE);
+  return host_memory_from("/proc/self/cgroup", "/sys/fs/cgroup",
+                          pages > 0 && size > 0
+                              ? mul_sat((uint64_t)pages, (uint64_t)size)
+                              : 0);
 }
 
 const char *format_bytes(uint64_t b, char *buf, size_t len) {

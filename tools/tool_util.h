@@ -32,13 +32,32 @@ bool parse_double(const char *s, double lo, double hi, double *out);
  * status of a usage error (message printed). */
 int parse_tuning_flag(const char *flag, const char *arg, int *value);
 
+/* A command-line argument for a message, on one line: printable ASCII as
+ * is, anything else escaped (\n, \t, \r, \\, \xNN); cut with "..." where it
+ * does not fit in `len` bytes. Returns buf. */
+const char *escape_arg(const char *s, char *buf, size_t len);
+
 /* Saturating arithmetic for byte counts. */
 uint64_t mul_sat(uint64_t a, uint64_t b);
 uint64_t add_sat(uint64_t a, uint64_t b);
 
-/* Physical memory, or the memory limit of this process's cgroup (v2 or v1)
- * where that is lower; 0 if unknown. */
+/* Physical memory, or the memory limit of this process's cgroup where that
+ * is lower; 0 if unknown. The environment variable OVL_HOST_MEMORY=BYTES
+ * overrides it (a testing knob: tests of the memory check must not depend
+ * on the machine). */
 uint64_t host_memory(void);
+/* Whether OVL_HOST_MEMORY set what host_memory() returns. */
+bool host_memory_overridden(void);
+/* host_memory's reading of the cgroups, from the files given: the
+ * process's cgroups as /proc/self/cgroup lists them (`proc_cgroup`), the
+ * cgroup mounts under `cgroup_root` (/sys/fs/cgroup: v2's files there,
+ * v1's memory controller in memory/). The smallest limit of the process's
+ * cgroup and its ancestors, v2 (memory.max) and v1
+ * (memory.limit_in_bytes) alike, or `phys` where that is lower or there is
+ * none ("max", or v1's number near 2^63). Only when proc_cgroup cannot be
+ * read, the limits of the mounts' roots. */
+uint64_t host_memory_from(const char *proc_cgroup, const char *cgroup_root,
+                          uint64_t phys);
 
 /* fflush(f) where the output must show now (a table's row); an error is
  * kept for close_output(), which reports it. */

@@ -501,4 +501,7 @@ const ovl__backend_ops ovl__backend_cpu = {
     .timer_mark = cpu_timer_mark,
     .timer_elapsed = cpu_timer_elapsed,
     .world_tune = cpu_world_tune,
+    /* Every command is malloc'd when enqueued and freed when run. */
+    .host_bytes_per_command = OVL_MALLOC_BYTES(sizeof(cmd)),
+    .host_bytes_per_timer = sizeof(double),
 };

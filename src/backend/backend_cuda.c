@@ -642,4 +642,8 @@ const ovl__backend_ops ovl__backend_cuda = {
     .timer_mark = cuda_timer_mark,
     .timer_elapsed = cuda_timer_elapsed,
     .world_tune = ovl__cuda_world_tune,
+    /* The driver's command queue is bounded: the host blocks in a launch
+     * rather than queueing more. */
+    .host_bytes_per_command = 0,
+    .host_bytes_per_timer = sizeof(cudaEvent_t) + CUDA_EVENT_HOST_BYTES,
 };

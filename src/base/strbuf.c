@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "base/json_str.h"
 
 bool ovl__sb_reserve(ovl__sbuf *b, size_t more) {
   size_t cap;
@@ -57,31 +58,24 @@ void ovl__sb_puts(ovl__sbuf *b, const char *s) {
   b->len += n;
 }
 
+/* n bytes of s. */
+static void sb_putn(ovl__sbuf *b, const char *s, size_t n) {
+  if (n == 0 || !ovl__sb_reserve(b, n))
+    return;
+  memcpy(b->s + b->len, s, n);
+  b->len += n;
+  b->s[b->len] = '\0';
+}
+
 void ovl__sb_json_str(ovl__sbuf *b, const char *s) {
+  char esc[8];
+  size_t n, skip;
   ovl__sb_puts(b, "\"");
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    switch (*p) {
-    case '"':
-      ovl__sb_puts(b, "\\\"");
-      break;
-    case '\\':
-      ovl__sb_puts(b, "\\\\");
-      break;
-    case '\n':
-      ovl__sb_puts(b, "\\n");
-      break;
-    case '\r':
-      ovl__sb_puts(b, "\\r");
-      break;
-    case '\t':
-      ovl__sb_puts(b, "\\t");
-      break;
-    default:
-      if (*p < 0x20)
-        ovl__sb_printf(b, "\\u%04x", *p);
-      else
-        ovl__sb_printf(b, "%c", *p);
-    }
-  }
+  do {
+    n = ovl__json_span(s, esc, &skip);
+    sb_putn(b, s, n);
+    ovl__sb_puts(b, esc);
+    s += n + skip;
+  } while (skip > 0);
   ovl__sb_puts(b, "\"");
 }

@@ -446,6 +446,10 @@ void ovl_races_free(ovl_races *r) {
   free(r);
 }
 
+/* A read is kept until the variable's next write, in an array that
+ * doubles: a program that only reads a variable keeps up to two per op. */
+size_t ovl__race_bytes_per_op(void) { return 2 * sizeof(acc); }
+
 static void checker_free(checker *c) {
   if (c->vs != NULL)
     for (size_t v = 0; v < c->prog->nvars; v++)

@@ -1748,7 +1748,84 @@ static ovl_status check_rings(parser *P) {
 /* -D defines and the first pass                                       */
 /* ------------------------------------------------------------------ */
 
+/* How much of a -D a message quotes, and room for that much escaped (each
+ * byte at most 4 characters) with "..." after it. */
+#define DEFINE_QUOTE_MAX 120
+#define DEFINE_QUOTE_SIZE (4 * DEFINE_QUOTE_MAX + 4)
+
+/* One byte of a command-line argument as a message shows it: printable
+ * ASCII as itself, anything else escaped (\n, \t, \r, \\, \xNN). A -D may
+ * hold any byte, and a message must stay on one line. */
+static const char *escape_byte(unsigned char c, char buf[5]) {
+  const char *e = c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '\t' ? "\\t"
+                  : c == '\r' ? "\\r" : NULL;
+  if (e != NULL)
+    snprintf(buf, 5, "%s", e);
+  else if (c >= 0x20 && c < 0x7f)
+    snprintf(buf, 5, "%c", c);
+  else
+    snprintf(buf, 5, "\\x%02x", c);
+  return buf;
+}
+
+/* The first n bytes of s, escaped byte by byte; past DEFINE_QUOTE_MAX
+ * bytes, "..." instead of the rest. buf holds DEFINE_QUOTE_SIZE. */
+static const char *escape_text(const char *s, size_t n, char *buf) {
+  char one[5];
+  buf[0] = '\0';
+  for (size_t i = 0; i < n && i < DEFINE_QUOTE_MAX; i++)
+    strcat(buf, escape_byte((unsigned char)s[i], one));
+  if (n > DEFINE_QUOTE_MAX)
+    strcat(buf, "...");
+  return buf;
+}
+
+/* The value of a -D as a scalar: exactly one token, an int, a float, true,
+ * false or a name. The lexer alone skips blanks and takes '#' for the start
+ * of a comment, so "5#x" and "5\t" would read as 5: anything before or
+ * after the token is an error here, as a second token is. */
+static ovl_status define_value(parser *P, const char *raw, const char *val,
+                               scalar *v) {
+  char shown[DEFINE_QUOTE_SIZE], found[5];
+  size_t len = strlen(val), at = 0;
+  lexer lx;
+  token t = {.type = T_EOF};
+  escape_text(raw, strlen(raw), shown);
+  if (len == 0)
+    return ovl__err(P->err, OVL_EPARSE, "-D %s: expected a value after '='",
+                    shown);
+  lex_init(&lx, val, len);
+  if (!is_blank((unsigned char)val[0]) && val[0] != '#' && val[0] != '\n') {
+    if (!lex_next(&lx, &t))
+      return ovl__err(P->err, OVL_EPARSE, "-D %s: %s", shown, lx.err_msg);
+    if (t.type == T_INT || t.type == T_FLOAT || t.type == T_IDENT)
+      at = t.n; /* a value token: what follows it is the error, if any */
+  }
+  if (at == 0 || at < len)
+    return ovl__err(P->err, OVL_EPARSE,
+                    "-D %s: the value must be one number, bool or name "
+                    "(found '%s' at column %zu)",
+                    shown, escape_byte((unsigned char)val[at], found), at + 1);
+  memset(v, 0, sizeof *v);
+  if (t.type == T_INT) {
+    v->kind = V_INT;
+    v->i = t.i;
+  } else if (t.type == T_FLOAT) {
+    v->kind = V_FLOAT;
+    v->f = t.f;
+  } else if (tok_is(&t, T_IDENT, "true") || tok_is(&t, T_IDENT, "false")) {
+    v->kind = V_BOOL;
+    v->b = tok_is(&t, T_IDENT, "true");
+  } else {
+    v->kind = V_NAME;
+    v->s = t.s;
+    v->n = t.n;
+  }
+  return OVL_OK;
+}
+
 static ovl_status parse_defines(parser *P, const ovl_parse_opts *opts) {
+  char shown[DEFINE_QUOTE_SIZE], name[DEFINE_QUOTE_SIZE];
   if (opts == NULL || opts->ndefines == 0)
     return OVL_OK;
   if (opts->defines == NULL)
@@ -1759,12 +1836,12 @@ static ovl_status parse_defines(parser *P, const ovl_parse_opts *opts) {
   for (size_t i = 0; i < opts->ndefines; i++) {
     const char *raw = opts->defines[i], *eq;
     define *d = &P->defs[P->ndefs];
-    lexer lx;
-    token t, t2;
+    ovl_status st;
     if (raw == NULL)
       return ovl__err(P->err, OVL_EINVAL, "define %zu is NULL", i);
     if ((eq = strchr(raw, '=')) == NULL)
-      return ovl__err(P->err, OVL_EPARSE, "-D %s: expected NAME=VALUE", raw);
+      return ovl__err(P->err, OVL_EPARSE, "-D %s: expected NAME=VALUE",
+                      escape_text(raw, strlen(raw), shown));
     d->raw = raw;
     d->name = raw;
     d->n = (size_t)(eq - raw);
@@ -1772,34 +1849,11 @@ static ovl_status parse_defines(parser *P, const ovl_parse_opts *opts) {
     for (size_t k = 0; ok && k < d->n; k++)
       ok = is_alnum(raw[k]);
     if (!ok)
-      return ovl__err(P->err, OVL_EPARSE, "-D %s: bad param name '%.*s'", raw,
-                      (int)d->n, raw);
-    lex_init(&lx, eq + 1, strlen(eq + 1));
-    if (!lex_next(&lx, &t))
-      return ovl__err(P->err, OVL_EPARSE, "-D %s: %s", raw, lx.err_msg);
-    if (t.type == T_EOF)
-      return ovl__err(P->err, OVL_EPARSE, "-D %s: expected a value after '='",
-                      raw);
-    if ((t.type != T_INT && t.type != T_FLOAT && t.type != T_IDENT) ||
-        !lex_next(&lx, &t2) || t2.type != T_EOF)
-      return ovl__err(P->err, OVL_EPARSE,
-                      "-D %s: the value must be one number, bool or name",
-                      raw);
-    memset(&d->val, 0, sizeof d->val);
-    if (t.type == T_INT) {
-      d->val.kind = V_INT;
-      d->val.i = t.i;
-    } else if (t.type == T_FLOAT) {
-      d->val.kind = V_FLOAT;
-      d->val.f = t.f;
-    } else if (tok_is(&t, T_IDENT, "true") || tok_is(&t, T_IDENT, "false")) {
-      d->val.kind = V_BOOL;
-      d->val.b = tok_is(&t, T_IDENT, "true");
-    } else {
-      d->val.kind = V_NAME;
-      d->val.s = t.s;
-      d->val.n = t.n;
-    }
+      return ovl__err(P->err, OVL_EPARSE, "-D %s: bad param name '%s'",
+                      escape_text(raw, strlen(raw), shown),
+                      escape_text(raw, d->n, name));
+    if ((st = define_value(P, raw, eq + 1, &d->val)) != OVL_OK)
+      return st;
     P->ndefs++;
   }
   return OVL_OK;
@@ -1984,6 +2038,20 @@ static void parser_free(parser *P) {
   free(P);
 }
 
+/* The caller's limit on the expanded program (ovl_parse_opts.max_ops),
+ * checked once the whole file is read and before anything is allocated
+ * for the expansion: its length is known from the template. */
+static ovl_status check_max_ops(parser *P, uint64_t max_ops) {
+  uint64_t n = P->stack[0].nops;
+  if (max_ops == 0 || n <= max_ops)
+    return OVL_OK;
+  return ovl__err(P->err, OVL_ENOMEM,
+                  "%s: the program has %llu ops after repeat expansion; the "
+                  "limit is %llu",
+                  P->filename, (unsigned long long)n,
+                  (unsigned long long)max_ops);
+}
+
 /* The line and column of text[off]. */
 static void text_pos(const char *text, size_t off, int *line, int *col) {
   const char *start = text, *p = text, *end = text + off;
@@ -2050,6 +2118,8 @@ ovl_status ovl_program_parse(const char *text, size_t len,
     st = check_rings(P);
   if (st == OVL_OK && !P->defs_checked)
     st = check_defines(P);
+  if (st == OVL_OK && opts != NULL)
+    st = check_max_ops(P, opts->max_ops);
   if (st == OVL_OK)
     st = assemble(P, out);
   parser_free(P);

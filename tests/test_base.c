@@ -1,0 +1,144 @@
+/* The base helpers (src/base/): JSON strings are always valid UTF-8
+ * (base/json_str.h, ovl__sb_json_str). */
+#include <check.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ovl__sb_json_str of s, without the quotes; free() it. */
+static char *json_body(const char *s) {
+  ovl__sbuf b = {0};
+  ovl__sb_json_str(&b, s);
+  ck_assert(!b.fail);
+  ck_assert_uint_ge(b.len, 2);
+  ck_assert(b.s[0] == '"' && b.s[b.len - 1] == '"');
+  memmove(b.s, b.s + 1, b.len - 2);
+  b.s[b.len - 2] = '\0';
+  return b.s;
+}
+
+#define JSON_BODY_EQ(in, want)                                               \
+  do {                                                                       \
+    char *got_ = json_body(in);                                              \
+    ck_assert_str_eq(got_, want);                                            \
+    free(got_);                                                              \
+  } while (0)
+
+/* Valid UTF-8, checked independently of json_str.h: decode every sequence
+ * to its code point and refuse overlong forms, surrogates and anything
+ * above U+10FFFF. */
+static bool utf8_valid(const unsigned char *s) {
+  while (*s) {
+    unsigned cp, n;
+    if (*s < 0x80) {
+      s++;
+      continue;
+    }
+    if ((*s & 0xe0) == 0xc0)
+      n = 2, cp = *s & 0x1fu;
+    else if ((*s & 0xf0) == 0xe0)
+      n = 3, cp = *s & 0x0fu;
+    else if ((*s & 0xf8) == 0xf0)
+      n = 4, cp = *s & 0x07u;
+    else
+      return false;
+    for (unsigned k = 1; k < n; k++) {
+      if ((s[k] & 0xc0) != 0x80)
+        return false;
+      cp = cp << 6 | (s[k] & 0x3fu);
+    }
+    if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) ||
+        (n == 4 && cp < 0x10000) || (cp >= 0xd800 && cp <= 0xdfff) ||
+        cp > 0x10ffff)
+      return false;
+    s += n;
+  }
+  return true;
+}
+
+START_TEST(json_string_escapes) {
+  JSON_BODY_EQ("", "");
+  JSON_BODY_EQ("plain text: [0-9] {x}", "plain text: [0-9] {x}");
+  JSON_BODY_EQ("a\"b\\c", "a\\\"b\\\\c");
+  JSON_BODY_EQ("\n\r\t", "\\n\\r\\t");
+  JSON_BODY_EQ("\x01\x1f\x7f", "\\u0001\\u001f\x7f");
+}
+END_TEST
+
+START_TEST(json_string_valid_utf8_passes) {
+  /* U+00E9, U+20AC, U+1D11E, and the edges of each range. */
+  JSON_BODY_EQ("caf\xc3\xa9 \xe2\x82\xac \xf0\x9d\x84\x9e",
+               "caf\xc3\xa9 \xe2\x82\xac \xf0\x9d\x84\x9e");
+  JSON_BODY_EQ("\xc2\x80\xdf\xbf", "\xc2\x80\xdf\xbf");
+  JSON_BODY_EQ("\xe0\xa0\x80\xed\x9f\xbf\xee\x80\x80\xef\xbf\xbf",
+               "\xe0\xa0\x80\xed\x9f\xbf\xee\x80\x80\xef\xbf\xbf");
+  JSON_BODY_EQ("\xf0\x90\x80\x80\xf4\x8f\xbf\xbf",
+               "\xf0\x90\x80\x80\xf4\x8f\xbf\xbf");
+}
+END_TEST
+
+START_TEST(json_string_invalid_utf8_replaced) {
+  /* A byte that never starts a sequence. */
+  JSON_BODY_EQ("\xff", "\\ufffd");
+  JSON_BODY_EQ("dir\xff/s.sched", "dir\\ufffd/s.sched");
+  JSON_BODY_EQ("\x80\xbf\xc0\xc1\xf5\xfe", "\\ufffd\\ufffd\\ufffd\\ufffd"
+                                           "\\ufffd\\ufffd");
+  /* Overlong forms: '/' in two bytes, U+0000 in three, U+FFFF in four. */
+  JSON_BODY_EQ("\xc0\xaf", "\\ufffd\\ufffd");
+  JSON_BODY_EQ("\xe0\x80\x80", "\\ufffd\\ufffd\\ufffd");
+  JSON_BODY_EQ("\xf0\x8f\xbf\xbf", "\\ufffd\\ufffd\\ufffd\\ufffd");
+  /* Surrogates, and beyond U+10FFFF. */
+  JSON_BODY_EQ("\xed\xa0\x80", "\\ufffd\\ufffd\\ufffd");
+  JSON_BODY_EQ("\xed\xbf\xbf", "\\ufffd\\ufffd\\ufffd");
+  JSON_BODY_EQ("\xf4\x90\x80\x80", "\\ufffd\\ufffd\\ufffd\\ufffd");
+  /* A sequence cut short is one replacement, by the end of the string or
+   * by a byte that cannot continue it, which is then read for itself. */
+  JSON_BODY_EQ("\xe2\x82", "\\ufffd");
+  JSON_BODY_EQ("\xe2\x82x", "\\ufffdx");
+  JSON_BODY_EQ("\xf0\x9d\x84\"", "\\ufffd\\\"");
+  JSON_BODY_EQ("\xc3\xc3\xa9", "\\ufffd\xc3\xa9");
+}
+END_TEST
+
+START_TEST(json_string_random_bytes_are_valid) {
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  unsigned char in[64];
+  for (int round = 0; round < 20000; round++) {
+    size_t n = (size_t)(round % 63);
+    for (size_t i = 0; i < n; i++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      /* Mostly high bytes, where the UTF-8 cases are. */
+      in[i] = (unsigned char)(x % 5 == 0 ? 1 + x % 0x7f : 0x80 + x % 0x80);
+    }
+    in[n] = '\0';
+    char *got = json_body((const char *)in);
+    ck_assert_msg(utf8_valid((const unsigned char *)got),
+                  "not UTF-8 for round %d", round);
+    for (const char *p = got; *p; p++)
+      ck_assert_msg((unsigned char)*p >= 0x20, "a control character");
+    free(got);
+  }
+}
+END_TEST
+
+
+static Suite *base_suite(void) {
+  Suite *s = suite_create("base");
+  TCase *tc = tcase_create("json strings");
+  tcase_add_test(tc, json_string_escapes);
+  tcase_add_test(tc, json_string_valid_utf8_passes);
+  tcase_add_test(tc, json_string_invalid_utf8_replaced);
+  tcase_add_test(tc, json_string_random_bytes_are_valid);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(base_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? 0 : 1;
+}
