@@ -2,6 +2,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -273,6 +274,78 @@ START_TEST(test_data_attributes) {
   ck_assert_double_eq(var(p, "e")->fill, -2.0);
   ck_assert_uint_eq(ovl_program_bytes_per_rank(p), 24 * 4 + 5 * 8 + 5 * 4 +
                                                        4 + 8);
+  ovl_program_free(p);
+}
+END_TEST
+
+/* init=special: ordinary values of both signs mixed with every special
+ * value of the dtype, about one element in 4; a pure function of (seed,
+ * rank, index), per rank with per_rank=true; float32 variables get float32
+ * values. */
+START_TEST(test_data_special) {
+  enum { N = 4000, KINDS = 11 };
+  ovl_program *p = PARSE_OK(
+      "a = data(shape=[4000], init=special, seed=7, per_rank=true)\n"
+      "b = data(shape=[4000], dtype=float64, init=special, seed=7)\n"
+      "c = data(shape=[4000], init=special, seed=8, per_rank=true)\n");
+  const ovl__var *a = var(p, "a"), *b = var(p, "b"), *c = var(p, "c");
+  ck_assert_int_eq(a->init, OVL_INIT_SPECIAL);
+  ck_assert_uint_eq(a->seed, 7);
+  ck_assert(a->per_rank);
+  ck_assert_int_eq(b->init, OVL_INIT_SPECIAL);
+  ck_assert(!b->per_rank);
+
+  for (int k = 0; k < 2; k++) {
+    const ovl__var *v = k == 0 ? a : b;
+    const double dmin = k == 0 ? 0x1p-149 : 0x1p-1074;
+    const double dmax = k == 0 ? 0x1.fffffcp-127 : 0x0.fffffffffffffp-1022;
+    const double fmax = k == 0 ? 0x1.fffffep+127 : 0x1.fffffffffffffp+1023;
+    const double want[KINDS] = {INFINITY, -INFINITY, 0.0,   -0.0,
+                                dmin,     -dmin,     dmax,  -dmax,
+                                fmax,     -fmax,     NAN};
+    int seen[KINDS] = {0}, special = 0, pos = 0, neg = 0, differ = 0;
+    for (int64_t i = 0; i < N; i++) {
+      double x = ovl__var_init_value(v, 0, i);
+      ck_assert(memcmp(&x, &(double){ovl__var_init_value(v, 0, i)},
+                       sizeof x) == 0);
+      if (k == 0 && !isnan(x))
+        ck_assert_msg((double)(float)x == x, "a[%lld] = %a", (long long)i,
+                      x);
+      differ += memcmp(&x, &(double){ovl__var_init_value(v, 1, i)},
+                       sizeof x) != 0;
+      int kind = -1;
+      for (int w = 0; w < KINDS; w++)
+        if (isnan(x) ? isnan(want[w])
+                     : x == want[w] && signbit(x) == signbit(want[w]))
+          kind = w;
+      if (kind >= 0) {
+        seen[kind]++;
+        special++;
+        continue;
+      }
+      ck_assert_msg(fabs(x) >= 0x1p-6 && fabs(x) < 0x1p7, "%a", x);
+      pos += x > 0;
+      neg += x < 0;
+    }
+    for (int w = 0; w < KINDS; w++)
+      ck_assert_msg(seen[w] > 0, "%s: no %a", v->name, want[w]);
+    ck_assert_msg(special > N / 5 && special < N * 3 / 10, "%d special",
+                  special);
+    ck_assert(pos > N / 4 && neg > N / 4);
+    /* per_rank=true: ranks differ; false: every rank the same. */
+    if (v->per_rank)
+      ck_assert_int_gt(differ, N / 2);
+    else
+      ck_assert_int_eq(differ, 0);
+  }
+  /* Two variables are special at the same index now and then. */
+  int both = 0;
+  for (int64_t i = 0; i < N; i++) {
+    double x = ovl__var_init_value(a, 0, i), y = ovl__var_init_value(c, 0, i);
+    both += (!isfinite(x) || x == 0 || fabs(x) < 0x1p-6 || fabs(x) > 0x1p7) &&
+            (!isfinite(y) || y == 0 || fabs(y) < 0x1p-6 || fabs(y) > 0x1p7);
+  }
+  ck_assert_msg(both > N / 32 && both < N / 8, "both special at %d", both);
   ovl_program_free(p);
 }
 END_TEST
@@ -1139,11 +1212,11 @@ START_TEST(test_err_data_attributes) {
   EXPECT_ERR("a = data(shape=[1], dtype=float16)\n", "<string>:1:27: ",
              "bad dtype 'float16' (float32 or float64)");
   EXPECT_ERR("a = data(shape=[1], init=zeros)\n", "<string>:1:26: ",
-             "bad init 'zeros' (uniform or fill)");
+             "bad init 'zeros' (uniform, fill or special)");
   EXPECT_ERR("a = data(shape=[1], value=2)\n", "<string>:1:21: ",
              "value= needs init=fill");
   EXPECT_ERR("a = data(shape=[1], init=fill, per_rank=true)\n",
-             "<string>:1:32: ", "per_rank= needs init=uniform");
+             "<string>:1:32: ", "per_rank= needs init=uniform or special");
   EXPECT_ERR("a = data(shape=[1], seed=-1)\n", "<string>:1:26: ",
              "seed must be >= 0");
   EXPECT_ERR("a = data(shape=[1], seed=1.5)\n", "<string>:1:26: ",
@@ -1568,6 +1641,7 @@ static Suite *parse_suite(void) {
   tcase_add_test(tc, test_param_values_as_text);
   tcase_add_test(tc, test_empty_programs);
   tcase_add_test(tc, test_data_attributes);
+  tcase_add_test(tc, test_data_special);
   tcase_add_test(tc, test_multiline_and_comments);
   tcase_add_test(tc, test_collective_shapes);
   tcase_add_test(tc, test_inplace_allgather_one_rank);

@@ -1,4 +1,5 @@
 /* Small shared pieces: dtypes, modes, the host clock, input generation. */
+#include <math.h>
 #include <time.h>
 
 #include "internal.h"
@@ -40,6 +41,38 @@ static uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
+/* init=special: one element in 4 (hash bits 0-1 zero) is one of these, of
+ * the variable's dtype; the others are ordinary values. Independent hashes
+ * per variable make both operands of a binary op special at the same index
+ * one time in 16. */
+#define SPECIAL_COUNT 11
+static double special_value(ovl_dtype dtype, uint64_t k) {
+  static const double f32[SPECIAL_COUNT] = {
+      NAN, INFINITY, -INFINITY, 0.0, -0.0,
+      0x1p-149, -0x1p-149,                     /* smallest denormals */
+      0x1.fffffcp-127, -0x1.fffffcp-127,       /* largest denormals */
+      0x1.fffffep+127, -0x1.fffffep+127};      /* largest finite (FLT_MAX) */
+  static const double f64[SPECIAL_COUNT] = {
+      NAN, INFINITY, -INFINITY, 0.0, -0.0,
+      0x1p-1074, -0x1p-1074,
+      0x0.fffffffffffffp-1022, -0x0.fffffffffffffp-1022,
+      0x1.fffffffffffffp+1023, -0x1.fffffffffffffp+1023};
+  k %= SPECIAL_COUNT;
+  return dtype == OVL_DTYPE_FLOAT32 ? f32[k] : f64[k];
+}
+
+/* An ordinary value of init=special: either sign, 8 significant bits, an
+ * exponent from -6 to 6 (magnitudes 2^-6 to 2^7). Sums of up to 4 of them
+ * are exact in float32 (22 bits at most), so a result that differs from
+ * the reference differs for what the special values did, not for how a
+ * backend happened to round an ordinary sum. */
+static double ordinary_value(uint64_t h) {
+  double mant = (double)(128 + ((h >> 20) & 127)); /* 1.xxxxxxx * 2^7 */
+  int exp = (int)((h >> 9) % 13) - 6;
+  double v = ldexp(mant, exp - 7);
+  return (h >> 8) & 1 ? -v : v;
+}
+
 double ovl__var_init_value(const ovl__var *var, int rank, int64_t index) {
   uint64_t key, h;
   switch (var->init) {
@@ -47,8 +80,12 @@ double ovl__var_init_value(const ovl__var *var, int rank, int64_t index) {
     return var->dtype == OVL_DTYPE_FLOAT32 ? (double)(float)var->fill
                                            : var->fill;
   case OVL_INIT_UNIFORM:
+  case OVL_INIT_SPECIAL:
     key = mix64(var->seed ^ (var->per_rank ? mix64((uint64_t)rank + 1) : 0));
     h = mix64(key ^ (uint64_t)index);
+    if (var->init == OVL_INIT_SPECIAL)
+      return (h & 3) == 0 ? special_value(var->dtype, h >> 2)
+                          : ordinary_value(h);
     /* 24 or 53 random bits: exact in the dtype, uniform in [0, 1). */
     if (var->dtype == OVL_DTYPE_FLOAT32)
       return (double)(h >> 40) * 0x1p-24;

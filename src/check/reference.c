@@ -256,7 +256,8 @@ static void init_var(const ref_state *s, int v) {
   const ovl__var *var = &s->prog->vars[v];
   size_t n = (size_t)var->numel;
   double *first = var_val(s, 0, v);
-  bool same_on_all = var->init != OVL_INIT_UNIFORM || !var->per_rank;
+  bool same_on_all = !var->per_rank || (var->init != OVL_INIT_UNIFORM &&
+                                         var->init != OVL_INIT_SPECIAL);
 
   for (int r = 0; r < s->nranks; r++) {
     double *p = var_val(s, r, v);

@@ -204,7 +204,14 @@ int ovl__lower_stream_sync(const ovl__op *op, int nrings, ovl__prim *out);
 /* Programs                                                            */
 /* ------------------------------------------------------------------ */
 
-typedef enum { OVL_INIT_NONE, OVL_INIT_UNIFORM, OVL_INIT_FILL } ovl__init;
+typedef enum {
+  OVL_INIT_NONE,
+  OVL_INIT_UNIFORM,
+  OVL_INIT_FILL,
+  /* Ordinary values mixed with NaN, infinities, signed zeros, denormals
+   * and the largest finite value (ovl__var_init_value says how). */
+  OVL_INIT_SPECIAL
+} ovl__init;
 
 typedef struct ovl__var {
   char *name;
@@ -215,8 +222,8 @@ typedef struct ovl__var {
   /* Declared by data(): written by the host before every iteration. */
   ovl__init init;
   double fill;       /* OVL_INIT_FILL */
-  uint64_t seed;     /* OVL_INIT_UNIFORM */
-  bool per_rank;     /* OVL_INIT_UNIFORM: different values on each rank */
+  uint64_t seed;     /* OVL_INIT_UNIFORM, OVL_INIT_SPECIAL */
+  bool per_rank;     /* the same: different values on each rank */
   int line, col;     /* where it was declared */
 } ovl__var;
 

@@ -1401,7 +1401,7 @@ static ovl_status data_shape(parser *P, const kwarg *kw, shape *sh) {
 
 static ovl_status build_data(parser *P, const call *c) {
   static const char *const dtypes[] = {"float32", "float64", NULL};
-  static const char *const inits[] = {"uniform", "fill", NULL};
+  static const char *const inits[] = {"uniform", "fill", "special", NULL};
   const kwarg *kw[D__COUNT] = {NULL};
   kw_seen seen;
   shape sh;
@@ -1461,7 +1461,7 @@ static ovl_status build_data(parser *P, const call *c) {
                 scalar_desc(&kw[D_DTYPE]->val.v, buf, sizeof buf));
   if (kw[D_INIT] != NULL && (init = pick(&kw[D_INIT]->val.v, inits)) < 0)
     return perr(P, kw[D_INIT]->val.v.line, kw[D_INIT]->val.v.col,
-                "bad init %s (uniform or fill)",
+                "bad init %s (uniform, fill or special)",
                 scalar_desc(&kw[D_INIT]->val.v, buf, sizeof buf));
   if (kw[D_SEED] != NULL) {
     if ((st = want_int(P, "data", kw[D_SEED], &seed)) != OVL_OK)
@@ -1478,9 +1478,9 @@ static ovl_status build_data(parser *P, const call *c) {
       return st;
   }
   if (kw[D_PER_RANK] != NULL) {
-    if (init != 0)
+    if (init == 1)
       return perr(P, kw[D_PER_RANK]->key.line, kw[D_PER_RANK]->key.col,
-                  "per_rank= needs init=uniform");
+                  "per_rank= needs init=uniform or special");
     if ((st = want_bool(P, "data", kw[D_PER_RANK], &per_rank)) != OVL_OK)
       return st;
   }
@@ -1488,7 +1488,9 @@ static ovl_status build_data(parser *P, const call *c) {
   if ((st = declare_var(P, nm, &sh, &idx)) != OVL_OK)
     return st;
   ovl__var *v = &P->vars[idx];
-  v->init = init == 1 ? OVL_INIT_FILL : OVL_INIT_UNIFORM;
+  v->init = init == 1   ? OVL_INIT_FILL
+            : init == 2 ? OVL_INIT_SPECIAL
+                        : OVL_INIT_UNIFORM;
   v->fill = fill;
   v->seed = (uint64_t)seed;
   v->per_rank = per_rank;

@@ -1,0 +1,623 @@
+/*
+ * Backend conformance: every row of the op table (core/optable.c) on every
+ * compiled backend, against the reference, with special inputs.
+ *
+ * For each backend (cpu; cuda when it is compiled in and a GPU is visible),
+ * each rank count (1..4 on cpu, 1..min(4, GPUs) on cuda), each dtype
+ * (float32, float64) and each mode where the modes differ (async as
+ * written, and sync), the suite generates schedule text, parses it with
+ * ovl_program_parse, runs 2 iterations on a world of that backend and rank
+ * count, and checks every fetched value with ovl_check_result against
+ * ovl_reference_compute. Inputs are data(init=special, per_rank=true): NaN,
+ * infinities, signed zeros, denormals and the largest finite value mixed
+ * with ordinary values.
+ *
+ * The cases come from the table, so a row added later is covered without
+ * touching this file where the suite knows its kind:
+ *   - compute rows (OVL_ROLE_COMPUTE): out = OP(inputs) three times over
+ *     the two inputs in different orders (and x with itself), with scale
+ *     and bias where the row takes them;
+ *   - collective rows (OVL_RING_COLLECTIVE): out of place on ring 0, and in
+ *     place where the output has the input's shape, root = the last rank;
+ *   - ops that move no data (the waits, syncs, event ops, delay): a few
+ *     fixed schedules in which they order a compute op and a collective
+ *     (ordering_recipes[]); each schedule is also checked race-free.
+ * Every case is counted for every row that occurs in the program that ran,
+ * and the suite fails when a row has no case on a backend it ran on.
+ *
+ * Exact where the math is exact: a case is checked with tolerance 0 when
+ * every op in it is exact on that backend (op_exact), else with rtol 1e-5,
+ * atol 1e-6 (float32) or rtol 1e-12, atol 1e-300 (float64). The check
+ * itself lets a NaN match only a NaN and an infinity only the same
+ * infinity, whatever the tolerance. It cannot tell -0 from +0, so an exact
+ * case must also give the reference's zeros, sign included, where IEEE 754
+ * says which zero an op gives (zero_sign_defined).
+ *
+ * The cuda part runs in this process, after the cpu part; CUDA is never
+ * initialised here before that: the GPUs are counted in a forked child.
+ * Check runs the tests without forking (CK_NOFORK), so that the counts
+ * reach the summary line.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define MAX_RANKS 4
+/* Dim 0 is divisible by every rank count 1..4 (c_reducescatter). */
+#define DIM0 12
+#define DIM1 25
+#define ITERS 2
+/* Mismatch lines printed per backend at most (the count is always
+ * printed). */
+#define MAX_DETAIL 40
+
+/* ------------------------------------------------------------------ */
+/* Ordering recipes: schedules for the ops that move no data           */
+/* ------------------------------------------------------------------ */
+
+/* Each body follows two inputs x and y (the suite declares them) and
+ * orders a compute op on calc with a collective on ring 0's comm stream,
+ * both ways: the collective reads what calc wrote, and calc then reads
+ * what the collective wrote. A missing or broken ordering op gives wrong
+ * numbers (the delays make sure of it) or a race. */
+typedef struct recipe {
+  const char *name;
+  const char *body;
+} recipe;
+
+static const recipe ordering_recipes[] = {
+    {"paddle_waits",
+     "a = elementwise_mul(x, y)\n"
+     "c_wait_compute(a, ring_id=0)\n"
+     "c_allreduce_sum(a, ring_id=0)\n"
+     "c_wait_comm(a, ring_id=0)\n"
+     "b = elementwise_add(a, y)\n"
+     "fetch(a, b)\n"},
+    {"host_syncs",
+     "a = elementwise_mul(x, y)\n"
+     "c_sync_calc_stream(a)\n"
+     "c_allreduce_sum(a, ring_id=0)\n"
+     "c_sync_comm_stream(a, ring_id=0)\n"
+     "b = elementwise_add(a, y)\n"
+     "fetch(a, b)\n"},
+    {"named_events",
+     "a = elementwise_mul(x, y)\n"
+     "event_record(a, event=computed, stream=calc)\n"
+     "stream_wait_event(a, event=computed, stream=comm, ring_id=0)\n"
+     "c_allreduce_sum(a, ring_id=0)\n"
+     "event_record(a, event=reduced, stream=comm, ring_id=0)\n"
+     "stream_wait_event(a, event=reduced, stream=calc)\n"
+     "b = elementwise_add(a, y)\n"
+     "fetch(a, b)\n"},
+    {"stream_syncs",
+     "a = elementwise_mul(x, y)\n"
+     "stream_sync(a, stream=calc)\n"
+     "c_allreduce_sum(a, ring_id=0)\n"
+     "stream_sync(a, stream=comm, ring_id=0)\n"
+     "b = elementwise_add(a, y)\n"
+     "fetch(a, b)\n"},
+    /* The delays hold back the stream that must be waited for: without
+     * the c_wait_compute the collective would read `a` before it is
+     * written, without the c_wait_comm the add would read it before the
+     * collective has written it. */
+    {"delayed_waits",
+     "delay(us=300, stream=calc)\n"
+     "a = elementwise_mul(x, y)\n"
+     "c_wait_compute(a, ring_id=0)\n"
+     "delay(us=300, stream=comm, ring_id=0)\n"
+     "c_allreduce_sum(a, ring_id=0)\n"
+     "c_wait_comm(a, ring_id=0)\n"
+     "b = elementwise_add(a, y)\n"
+     "fetch(a, b)\n"},
+};
+#define NRECIPES (sizeof ordering_recipes / sizeof ordering_recipes[0])
+
+/* ------------------------------------------------------------------ */
+/* Text                                                                */
+/* ------------------------------------------------------------------ */
+
+typedef struct text {
+  char buf[4096];
+  size_t len;
+} text;
+
+static void tput(text *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void tput(text *t, const char *fmt, ...) {
+  va_list ap;
+  int n;
+  va_start(ap, fmt);
+  n = vsnprintf(t->buf + t->len, sizeof t->buf - t->len, fmt, ap);
+  va_end(ap);
+  ck_assert_msg(n >= 0 && (size_t)n < sizeof t->buf - t->len,
+                "schedule text too long");
+  t->len += (size_t)n;
+}
+
+/* Seeds from the row's (or recipe's) name, so that a row added to the
+ * table does not change the inputs of the others. */
+static unsigned name_seed(const char *name) {
+  uint32_t h = 2166136261u; /* FNV-1a */
+  for (const char *p = name; *p != '\0'; p++)
+    h = (h ^ (unsigned char)*p) * 16777619u;
+  return h % 1000000u;
+}
+
+/* The two inputs every schedule starts from. */
+static void put_inputs(text *t, ovl_dtype dtype, unsigned seed) {
+  for (int k = 0; k < 2; k++)
+    tput(t,
+         "%c = data(shape=[%d, %d], dtype=%s, init=special, seed=%u, "
+         "per_rank=true)\n",
+         "xy"[k], DIM0, DIM1, ovl_dtype_name(dtype), seed + (unsigned)k);
+}
+
+/* Compute rows: out = OP(args) for three choices of arguments: x y x y...,
+ * y x y x..., x x x x...; with scale and bias where the row takes them
+ * (one rounding, a multiply by 0, and a negative zero bias). */
+static void put_compute_case(text *t, const ovl__opdef *def) {
+  static const char *const attr_sets[3] = {"scale=-0.3, bias=1.7",
+                                           "scale=0, bias=0",
+                                           "scale=2.5, bias=-0.0"};
+  for (int v = 0; v < 3; v++) {
+    tput(t, "o%d = %s(", v, def->name);
+    for (int k = 0; k < def->min_in; k++) {
+      int which = v == 2 ? 0 : (k + v) % 2;
+      tput(t, "%s%c", k > 0 ? ", " : "", "xy"[which]);
+    }
+    if (def->attrs & OVL_ATTR_SCALE)
+      tput(t, "%s%s", def->min_in > 0 ? ", " : "", attr_sets[v]);
+    else if (def->attrs & OVL_ATTR_BIAS)
+      tput(t, "%sbias=%s", def->min_in > 0 ? ", " : "",
+           v == 0 ? "1.7" : v == 1 ? "0" : "-0.0");
+    tput(t, ")\n");
+  }
+  tput(t, "fetch(o0, o1, o2)\n");
+}
+
+/* Collective rows: out of place from x, in place on y where the output
+ * has its input's shape; fetched after a c_wait_comm. */
+static void put_collective_case(text *t, const ovl__opdef *def, int nranks,
+                                ovl_dtype dtype) {
+  char root[32] = "";
+  ovl__shape in = {.dtype = dtype, .ndim = 2, .dims = {DIM0, DIM1}}, out;
+  const char *names[1] = {"x"};
+  char msg[256];
+  bool inplace;
+
+  if (def->attrs & OVL_ATTR_ROOT)
+    snprintf(root, sizeof root, ", root=%d", nranks - 1);
+  ck_assert_msg(def->shape(def, &in, names, 1, nranks, &out, msg,
+                           sizeof msg) == NULL,
+                "%s: %s", def->name, msg);
+  inplace = ovl__shape_dims_eq(&in, &out);
+  tput(t, "o = %s(x, ring_id=0%s)\n", def->name, root);
+  if (inplace)
+    tput(t, "%s(y, ring_id=0%s)\n", def->name, root);
+  tput(t, "c_wait_comm(o%s, ring_id=0)\n", inplace ? ", y" : "");
+  tput(t, "fetch(o%s)\n", inplace ? ", y" : "");
+}
+
+/* ------------------------------------------------------------------ */
+/* Exactness                                                           */
+/* ------------------------------------------------------------------ */
+
+/* Elementwise functions whose result the reference reproduces exactly:
+ * each is exact or one IEEE rounding (core/elemfn.h), and the reference's
+ * double evaluation rounded to float32 gives the same float (for + - * /
+ * double rounding is innocuous, 53 >= 2 * 24 + 2; for scale's fma it is
+ * because s * x + b is exact in double for these inputs: x has 8
+ * significant bits, or is a special value for which b or s * x alone
+ * decides the float). A function added later is checked with the
+ * tolerance until it is listed here. */
+static bool ew_exact(ovl__ew fn) {
+  switch (fn) {
+  case OVL_EW_ASSIGN:
+  case OVL_EW_ADD:
+  case OVL_EW_SUB:
+  case OVL_EW_MUL:
+  case OVL_EW_DIV:
+  case OVL_EW_MAX:
+  case OVL_EW_SCALE:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* Whether op `def` on `dtype` values of `nranks` ranks gives exactly the
+ * reference's value on backend `be`. Collectives that only move data are
+ * exact, and so are max and min (fmax/fmin, in any order). Sums, products
+ * and averages over 2 ranks or more: the cpu backend folds in rank order,
+ * like the reference, in the dtype: float64 is the reference's own
+ * arithmetic; float32 rounds at each step where the reference rounds once
+ * at the end, which is the same float for one step (2 ranks: sum, prod),
+ * not for more, nor for avg's division after a rounded sum. NCCL reduces
+ * in its own order, and its avg multiplies every input by 1/nranks before
+ * summing. */
+static bool op_exact(const char *be, const ovl__opdef *def, ovl_dtype dtype,
+                     int nranks) {
+  if (def->roles & OVL_ROLE_COMPUTE)
+    return ew_exact(def->ew);
+  if (!(def->ring_use & OVL_RING_COLLECTIVE))
+    return true; /* moves no data (fetch copies) */
+  if (!ovl__coll_has_redop(def->coll) || def->redop == OVL_RED_MAX ||
+      def->redop == OVL_RED_MIN || nranks == 1)
+    return true;
+  if (strcmp(be, "cpu") == 0)
+    return dtype == OVL_DTYPE_FLOAT64 ||
+           (nranks == 2 &&
+            (def->redop == OVL_RED_SUM || def->redop == OVL_RED_PROD));
+  return false;
+}
+
+static bool program_exact(const char *be, const ovl_program *prog,
+                          ovl_dtype dtype, int nranks) {
+  for (size_t i = 0; i < prog->nops; i++)
+    if (!op_exact(be, prog->ops[i].def, dtype, nranks))
+      return false;
+  return true;
+}
+
+/* Whether IEEE 754 says which zero every op of `prog` gives: not for
+ * fmax and fmin (maxNum, minNum), which may return either zero of
+ * fmax(-0, +0). Where it does, an exact case must also give the
+ * reference's zeros, sign included (the numeric check cannot tell -0 from
+ * +0). */
+static bool zero_sign_defined(const ovl__opdef *def) {
+  if (def->roles & OVL_ROLE_COMPUTE)
+    return def->ew != OVL_EW_MAX;
+  if (def->ring_use & OVL_RING_COLLECTIVE)
+    return !ovl__coll_has_redop(def->coll) ||
+           (def->redop != OVL_RED_MAX && def->redop != OVL_RED_MIN);
+  return true;
+}
+
+static bool zero_signs_defined(const ovl_program *prog) {
+  for (size_t i = 0; i < prog->nops; i++)
+    if (!zero_sign_defined(prog->ops[i].def))
+      return false;
+  return true;
+}
+
+/* Whether the async and sync forms differ: some op is a collective or an
+ * async-only ordering op. */
+static bool modes_differ(const ovl_program *prog) {
+  for (size_t i = 0; i < prog->nops; i++)
+    if (prog->ops[i].def->roles & (OVL_ROLE_COMM | OVL_ROLE_ASYNC_ORDER))
+      return true;
+  return false;
+}
+
+/* ------------------------------------------------------------------ */
+/* One backend                                                         */
+/* ------------------------------------------------------------------ */
+
+typedef struct backend_state {
+  const char *name;
+  int maxranks;
+  bool ran;
+  int64_t *row_cases; /* per row of ovl__optable */
+  int64_t cases, failed, details;
+  double seconds;
+} backend_state;
+
+static size_t nrows;
+static backend_state cpu_state = {.name = "cpu", .maxranks = MAX_RANKS};
+static backend_state cuda_state = {.name = "cuda"};
+/* Why the cuda part did not run (empty: it ran). */
+static char cuda_skip[128];
+
+/* A case counts once for every row that occurs in the program it ran. */
+static void count_rows(backend_state *bs, const ovl_program *prog) {
+  for (size_t r = 0; r < nrows; r++)
+    for (size_t i = 0; i < prog->nops; i++)
+      if (prog->ops[i].def == &ovl__optable[r]) {
+        bs->row_cases[r]++;
+        break;
+      }
+}
+
+/* The index of the input an output element came from (allgather: on rank
+ * *src_rank; reducescatter: on every rank; else the same index). */
+static int64_t source_index(const ovl_program *prog, int fetch_var,
+                            int rank, int64_t i, int *src_rank) {
+  *src_rank = -1;
+  for (size_t k = prog->nops; k-- > 0;) {
+    const ovl__op *op = &prog->ops[k];
+    if (!op->def->writes || op->out != fetch_var)
+      continue;
+    if (!(op->def->ring_use & OVL_RING_COLLECTIVE))
+      break;
+    int64_t n_in = prog->vars[op->in[0]].numel;
+    int64_t n_out = prog->vars[op->out].numel;
+    if (op->def->coll == OVL_COLL_ALLGATHER) {
+      *src_rank = (int)(i / n_in);
+      return i % n_in;
+    }
+    if (op->def->coll == OVL_COLL_REDUCESCATTER)
+      return (int64_t)rank * n_out + i;
+    break;
+  }
+  return i;
+}
+
+/* One line per (rank, variable) that differs, with the inputs at the
+ * element the first difference came from. */
+static void print_mismatches(backend_state *bs, const char *label,
+                             const ovl_program *prog, const ovl_check *chk) {
+  for (size_t m = 0; m < chk->nmismatch; m++) {
+    const ovl_mismatch *mm = &chk->mismatch[m];
+    int src_rank;
+    int64_t src;
+    if (bs->details++ >= MAX_DETAIL)
+      return;
+    printf("  MISMATCH %s: rank %d %s: %lld of %lld elements; first [%lld]: "
+           "got %.9g (%a), expected %.9g (%a)\n",
+           label, mm->rank, mm->var, (long long)mm->count,
+           (long long)mm->numel, (long long)mm->first_index, mm->got,
+           mm->got, mm->expected, mm->expected);
+    src = source_index(prog, prog->fetch[mm->fetch_index], mm->rank,
+                       mm->first_index, &src_rank);
+    for (size_t v = 0; v < prog->nvars; v++) {
+      const ovl__var *var = &prog->vars[v];
+      if (var->init == OVL_INIT_NONE)
+        continue;
+      printf("    %s[%lld] on ranks %d..%d:", var->name, (long long)src,
+             src_rank >= 0 ? src_rank : 0,
+             src_rank >= 0 ? src_rank : prog->nranks - 1);
+      for (int r = 0; r < prog->nranks; r++)
+        if (src_rank < 0 || r == src_rank)
+          printf(" %.9g", ovl__var_init_value(var, r, src));
+      printf("\n");
+    }
+  }
+}
+
+/* Elements that are zeros of the other sign than the reference's; one
+ * line per (rank, variable) with some. */
+static int64_t zero_sign_mismatches(backend_state *bs, const char *label,
+                                    const ovl_program *prog,
+                                    const ovl_result *res,
+                                    const ovl_reference *ref) {
+  int64_t total = 0;
+  for (int r = 0; r < prog->nranks; r++)
+    for (size_t f = 0; f < prog->nfetch; f++) {
+      const double *got = ovl_result_fetched(res, r, f);
+      const double *exp = ovl_reference_fetched(ref, r, f);
+      int64_t n = prog->vars[prog->fetch[f]].numel, count = 0, first = -1;
+      for (int64_t i = 0; i < n; i++)
+        if (got[i] == 0 && exp[i] == 0 && signbit(got[i]) != signbit(exp[i])) {
+          if (first < 0)
+            first = i;
+          count++;
+        }
+      total += count;
+      if (count > 0 && bs->details++ < MAX_DETAIL)
+        printf("  ZERO SIGN %s: rank %d %s: %lld of %lld elements; first "
+               "[%lld]: got %g, expected %g\n",
+               label, r, prog->vars[prog->fetch[f]].name, (long long)count,
+               (long long)n, (long long)first, got[first], exp[first]);
+    }
+  return total;
+}
+
+/* Run one schedule text on `world` in every mode where the modes differ;
+ * count the cases, and the rows of the programs that ran. */
+static void run_text(backend_state *bs, ovl_world *world, const char *what,
+                     const text *t, int nranks, ovl_dtype dtype) {
+  ovl_parse_opts po = {.nranks = nranks};
+  ovl_run_opts ro = {.iters = ITERS, .warmup = 0};
+  ovl_program *prog = NULL;
+  ovl_reference *ref = NULL;
+  ovl_error err = {0};
+  ovl_status st;
+  char label[256];
+
+  st = ovl_program_parse(t->buf, t->len, what, &po, &prog, &err);
+  if (st == OVL_OK)
+    st = ovl_reference_compute(prog, nranks, &ref, &err);
+  if (st != OVL_OK) {
+    bs->cases++;
+    bs->failed++;
+    printf("  FAIL %s %s %s %d ranks: %s\n%s", bs->name, what,
+           ovl_dtype_name(dtype), nranks, err.msg, t->buf);
+    ovl_program_free(prog);
+    return;
+  }
+  bool exact = program_exact(bs->name, prog, dtype, nranks);
+  double rtol = exact ? 0 : dtype == OVL_DTYPE_FLOAT32 ? 1e-5 : 1e-12;
+  double atol = exact ? 0 : dtype == OVL_DTYPE_FLOAT32 ? 1e-6 : 1e-300;
+  ovl_mode modes[2] = {OVL_MODE_ASYNC, OVL_MODE_SYNC};
+  int nmodes = modes_differ(prog) ? 2 : 1;
+
+  for (int m = 0; m < nmodes; m++) {
+    ovl_program *p = NULL;
+    ovl_races *races = NULL;
+    ovl_result *res = NULL;
+    ovl_check chk = {0};
+    const char *why = NULL;
+
+    snprintf(label, sizeof label, "%s %s %s %d ranks %s (%s)", bs->name,
+             what, ovl_dtype_name(dtype), nranks, ovl_mode_name(modes[m]),
+             exact ? "exact" : "tolerance");
+    bs->cases++;
+    st = ovl_program_transform(prog, modes[m], &p, &err);
+    if (st == OVL_OK) {
+      count_rows(bs, p);
+      st = ovl_race_check(p, &races, &err);
+    }
+    if (st == OVL_OK && ovl_races_count(races) > 0) {
+      char *report = NULL;
+      ovl_races_format(races, p, 0, &report, NULL);
+      snprintf(err.msg, sizeof err.msg, "the schedule races:\n%s",
+               report != NULL ? report : "");
+      free(report);
+      why = err.msg;
+    }
+    if (st == OVL_OK && why == NULL)
+      st = ovl_world_run(world, p, &ro, &res, &err);
+    if (st == OVL_OK && why == NULL)
+      st = ovl_check_result(prog, res, ref, rtol, atol, &chk, &err);
+    if (st != OVL_OK)
+      why = err.msg;
+    if (why != NULL) {
+      bs->failed++;
+      printf("  FAIL %s: %s\n", label, why);
+    } else if (chk.mismatched > 0) {
+      bs->failed++;
+      print_mismatches(bs, label, prog, &chk);
+    } else if (exact && zero_signs_defined(prog) &&
+               zero_sign_mismatches(bs, label, prog, res, ref) > 0) {
+      bs->failed++;
+    }
+    ovl_check_release(&chk);
+    ovl_result_free(res);
+    ovl_races_free(races);
+    ovl_program_free(p);
+  }
+  ovl_reference_free(ref);
+  ovl_program_free(prog);
+}
+
+static void run_backend(backend_state *bs) {
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  bs->row_cases = calloc(nrows + 1, sizeof *bs->row_cases);
+  ck_assert_ptr_nonnull(bs->row_cases);
+  bs->ran = true;
+
+  for (int nranks = 1; nranks <= bs->maxranks; nranks++) {
+    ovl_world_opts wo = {.backend = bs->name, .nranks = nranks,
+                         .timeout_s = 30};
+    ovl_world *world = NULL;
+    ovl_error err = {0};
+    ck_assert_msg(ovl_world_create(&wo, &world, &err) == OVL_OK,
+                  "%s world of %d ranks: %s", bs->name, nranks, err.msg);
+
+    for (int d = 0; d < 2; d++) {
+      ovl_dtype dtype = d == 0 ? OVL_DTYPE_FLOAT32 : OVL_DTYPE_FLOAT64;
+      for (const ovl__opdef *def = ovl__optable; def->name != NULL; def++) {
+        text t = {.len = 0};
+        if (def->roles & OVL_ROLE_COMPUTE) {
+          put_inputs(&t, dtype, name_seed(def->name));
+          put_compute_case(&t, def);
+        } else if (def->ring_use & OVL_RING_COLLECTIVE) {
+          put_inputs(&t, dtype, name_seed(def->name));
+          put_collective_case(&t, def, nranks, dtype);
+        } else {
+          continue; /* covered by the recipes, or by no case at all */
+        }
+        run_text(bs, world, def->name, &t, nranks, dtype);
+      }
+      for (size_t k = 0; k < NRECIPES; k++) {
+        text t = {.len = 0};
+        put_inputs(&t, dtype, name_seed(ordering_recipes[k].name));
+        tput(&t, "%s", ordering_recipes[k].body);
+        run_text(bs, world, ordering_recipes[k].name, &t, nranks, dtype);
+      }
+    }
+    ovl_world_free(world);
+  }
+
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  bs->seconds = (double)(t1.tv_sec - t0.tv_sec) +
+                (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+  int missing = 0;
+  for (size_t r = 0; r < nrows; r++) {
+    printf("conformance %-5s %-20s %4lld cases%s\n", bs->name,
+           ovl__optable[r].name, (long long)bs->row_cases[r],
+           bs->row_cases[r] == 0 ? "  <- NO CASE" : "");
+    missing += bs->row_cases[r] == 0;
+  }
+  printf("conformance %s: %lld cases (1..%d ranks, float32 and float64), "
+         "%lld failed, %.2f s\n",
+         bs->name, (long long)bs->cases, bs->maxranks,
+         (long long)bs->failed, bs->seconds);
+  fflush(stdout);
+  ck_assert_msg(missing == 0, "%s: %d op-table rows have no case", bs->name,
+                missing);
+  ck_assert_msg(bs->failed == 0, "%s: %lld of %lld cases failed", bs->name,
+                (long long)bs->failed, (long long)bs->cases);
+}
+
+START_TEST(conformance_cpu) { run_backend(&cpu_state); }
+END_TEST
+
+START_TEST(conformance_cuda) { run_backend(&cuda_state); }
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* main                                                                */
+/* ------------------------------------------------------------------ */
+
+/* GPUs the cuda backend sees, counted in a forked child so that CUDA is
+ * never initialised in this process before the cuda part runs; -1 when the
+ * backend is not compiled in. */
+static int probe_gpus(void) {
+  const ovl__backend_ops *cuda = ovl__backend_find("cuda");
+  pid_t pid;
+  int status;
+
+  if (cuda == NULL)
+    return -1;
+  fflush(stdout);
+  fflush(stderr);
+  pid = fork();
+  if (pid < 0)
+    return 0;
+  if (pid == 0) {
+    int n = cuda->device_count();
+    _exit(n < 0 ? 0 : n > 255 ? 255 : n);
+  }
+  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+    return 0;
+  return WEXITSTATUS(status);
+}
+
+int main(void) {
+  Suite *s = suite_create("conformance");
+  TCase *tc = tcase_create("backends");
+  SRunner *sr;
+  int failed, ngpus;
+
+  while (ovl__optable[nrows].name != NULL)
+    nrows++;
+  ngpus = probe_gpus();
+  tcase_add_test(tc, conformance_cpu);
+  if (ngpus > 0) {
+    cuda_state.maxranks = ngpus < MAX_RANKS ? ngpus : MAX_RANKS;
+    tcase_add_test(tc, conformance_cuda);
+  } else {
+    snprintf(cuda_skip, sizeof cuda_skip, "%s",
+             ngpus < 0 ? "not compiled in" : "no GPU visible");
+  }
+  suite_add_tcase(s, tc);
+  sr = srunner_create(s);
+  /* The counts live in this process (and CUDA may be initialised in it
+   * by the cuda part, after the probe's fork). */
+  srunner_set_fork_status(sr, CK_NOFORK);
+  srunner_run_all(sr, CK_NORMAL);
+  failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+
+  if (cuda_skip[0] != '\0')
+    printf("conformance cuda: skipped (%s)\n", cuda_skip);
+  printf("conformance: %zu rows x %lld cases on cpu%s\n", nrows,
+         (long long)(cpu_state.cases + cuda_state.cases),
+         cuda_state.ran ? ", cuda" : "");
+  free(cpu_state.row_cases);
+  free(cuda_state.row_cases);
+  return failed == 0 ? 0 : 1;
+}
