@@ -711,7 +711,7 @@ static const coll_case coll_cases[] = {
 #define NCASES (sizeof coll_cases / sizeof coll_cases[0])
 
 /* acc = op(acc, v) as the backend must do it, in T (max and min as fmax
- * and fmin, as NCCL; avg sums, then divides at the end). */
+ * and fmin, as NCCL; avg sums inputs premultiplied by 1/n: coll_expect). */
 #define DEFINE_RED(T, SUFFIX, FMAX, FMIN)                                     \
   static T red_##SUFFIX(ovl__redop op, T acc, T v) {                          \
     switch (op) {                                                             \
@@ -749,18 +749,17 @@ static double coll_expect(const coll_case *c, ovl_dtype dt, int n, int r,
   }
   int q0 = order > 0 ? 0 : n - 1;
   if (dt == OVL_DTYPE_FLOAT32) {
-    float acc = (float)coll_in(q0, src);
+    /* avg: NCCL's PreMulSum, every input times (float)(1/n) first. */
+    float m = c->redop == OVL_RED_AVG ? (float)(1.0 / n) : 1.0f;
+    float acc = (float)coll_in(q0, src) * m;
     for (int k = 1; k < n; k++)
-      acc = red_f32(c->redop, acc, (float)coll_in(q0 + order * k, src));
-    if (c->redop == OVL_RED_AVG)
-      acc /= (float)n;
+      acc = red_f32(c->redop, acc, (float)coll_in(q0 + order * k, src) * m);
     return acc;
   }
-  double acc = coll_in(q0, src);
+  double m = c->redop == OVL_RED_AVG ? 1.0 / n : 1.0;
+  double acc = coll_in(q0, src) * m;
   for (int k = 1; k < n; k++)
-    acc = red_f64(c->redop, acc, coll_in(q0 + order * k, src));
-  if (c->redop == OVL_RED_AVG)
-    acc /= (double)n;
+    acc = red_f64(c->redop, acc, coll_in(q0 + order * k, src) * m);
   return acc;
 }
 

@@ -75,7 +75,7 @@ void ovl__cpu_elementwise(ovl__ew fn, ovl_dtype dtype, void *out,
       break;                                                                  \
     }                                                                         \
   }
-#define RED_CASE(name, expr, postdiv)                                         \
+#define RED_CASE(name, expr, premul)                                         \
   case OVL_RED_##name:                                                        \
     for (size_t i = 0; i < n; i++) {                                          \
       const __typeof__(*acc) a = acc[i], b = v[i];                            \
@@ -94,26 +94,53 @@ static void reduce_block(ovl_dtype dtype, ovl__redop op, void *acc,
     reduce_f32(op, acc, v, n);
 }
 
-/* The average's division by the number of ranks, after the fold, in the
- * dtype (NCCL's ncclAvg divides the sum too). */
-static void finish_block(ovl_dtype dtype, ovl__redop op, void *acc, size_t n,
-                         int nranks) {
-  static const bool postdiv[] = {
-#define RED_POSTDIV(name, expr, pd) pd,
-      OVL_RED_LIST(RED_POSTDIV)
-#undef RED_POSTDIV
+/* Whether the reduction multiplies every input by 1/nranks first
+ * (avg, as NCCL's PreMulSum). */
+static bool premul(ovl__redop op) {
+  static const bool pre[] = {
+#define RED_PREMUL(name, expr, pm) pm,
+      OVL_RED_LIST(RED_PREMUL)
+#undef RED_PREMUL
   };
-  if (!postdiv[op])
-    return;
+  return pre[op];
+}
+
+/* dst = src * (1/nranks) for a block, in the dtype: 1/nranks converted to
+ * the dtype, each product rounded. */
+static void premul_block(ovl_dtype dtype, void *dst, const void *src,
+                         size_t n, int nranks) {
   if (dtype == OVL_DTYPE_FLOAT64) {
-    double *d = acc;
+    const double s = 1.0 / nranks, *x = src;
+    double *d = dst;
     for (size_t i = 0; i < n; i++)
-      d[i] /= (double)nranks;
+      d[i] = x[i] * s;
   } else {
-    float *f = acc;
+    const float s = (float)(1.0 / nranks), *x = src;
+    float *d = dst;
     for (size_t i = 0; i < n; i++)
-      f[i] /= (float)nranks;
+      d[i] = x[i] * s;
   }
+}
+
+/* acc = op(acc, v) for a block of rank q's input v, premultiplied where
+ * the reduction says so (tmp: room for a block). */
+static void fold_block(ovl_dtype dtype, ovl__redop op, void *acc,
+                       const void *v, void *tmp, size_t n, int nranks) {
+  if (premul(op)) {
+    premul_block(dtype, tmp, v, n, nranks);
+    v = tmp;
+  }
+  reduce_block(dtype, op, acc, v, n);
+}
+
+/* acc = rank 0's input v for a block, premultiplied where the reduction
+ * says so. */
+static void first_block(ovl_dtype dtype, ovl__redop op, void *acc,
+                        const void *v, size_t n, int nranks) {
+  if (premul(op))
+    premul_block(dtype, acc, v, n, nranks);
+  else
+    memcpy(acc, v, n * ovl_dtype_size(dtype));
 }
 
 /* The last rank to arrive runs this for all, outside the ring lock: the
@@ -125,17 +152,18 @@ void ovl__cpu_collective_compute(const slot *sl, int nranks) {
   union {
     float f[BLOCK];
     double d[BLOCK];
-  } acc;
+  } acc, tmp;
 
   switch (a0->coll) {
   case OVL_COLL_ALLREDUCE:
     for (size_t off = 0; off < count; off += BLOCK) {
       size_t n = count - off < BLOCK ? count - off : BLOCK;
-      memcpy(&acc, (const char *)sl->a[0].send + off * esize, n * esize);
+      first_block(a0->dtype, a0->redop, &acc,
+                  (const char *)sl->a[0].send + off * esize, n, nranks);
       for (int q = 1; q < nranks; q++)
-        reduce_block(a0->dtype, a0->redop, &acc,
-                     (const char *)sl->a[q].send + off * esize, n);
-      finish_block(a0->dtype, a0->redop, &acc, n, nranks);
+        fold_block(a0->dtype, a0->redop, &acc,
+                   (const char *)sl->a[q].send + off * esize, &tmp, n,
+                   nranks);
       for (int r = 0; r < nranks; r++)
         memcpy((char *)sl->a[r].recv + off * esize, &acc, n * esize);
     }
@@ -147,11 +175,11 @@ void ovl__cpu_collective_compute(const slot *sl, int nranks) {
       for (size_t off = 0; off < count; off += BLOCK) {
         size_t n = count - off < BLOCK ? count - off : BLOCK;
         size_t src = ((size_t)r * count + off) * esize;
-        memcpy(&acc, (const char *)sl->a[0].send + src, n * esize);
+        first_block(a0->dtype, a0->redop, &acc,
+                    (const char *)sl->a[0].send + src, n, nranks);
         for (int q = 1; q < nranks; q++)
-          reduce_block(a0->dtype, a0->redop, &acc,
-                       (const char *)sl->a[q].send + src, n);
-        finish_block(a0->dtype, a0->redop, &acc, n, nranks);
+          fold_block(a0->dtype, a0->redop, &acc,
+                     (const char *)sl->a[q].send + src, &tmp, n, nranks);
         memcpy((char *)sl->a[r].recv + off * esize, &acc, n * esize);
       }
     }

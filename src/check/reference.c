@@ -131,32 +131,49 @@ DEFINE_EW_APPLY(ew_apply_f32)
 #undef fma
 #undef OVL__EW_CASE
 
-/* out[j] = fold(out[j], xs[j]) for j in [0, n), EXPR in a = out[j] (the
- * partial result) and b = xs[j] (one more rank's element), with EW_LOOP's
- * every-load-before-any-store shape. */
+/* out[j] = fold(out[j], m * xs[j]) for j in [0, n), EXPR in a = out[j]
+ * (the partial result) and b = m * xs[j] (one more rank's element, times
+ * 1 or the premultiplier), with EW_LOOP's every-load-before-any-store
+ * shape. */
 #define RED_LOOP(EXPR)                                                        \
   do {                                                                        \
     size_t i = 0;                                                             \
     for (; i + 4 <= n; i += 4) {                                              \
       double r[4];                                                            \
       for (int u = 0; u < 4; u++) {                                           \
-        double a = out[i + u], b = xs[i + u];                                 \
+        double a = out[i + u], b = m * xs[i + u];                             \
         r[u] = (EXPR);                                                        \
       }                                                                       \
       for (int u = 0; u < 4; u++)                                             \
         out[i + u] = r[u];                                                    \
     }                                                                         \
     for (; i < n; i++) {                                                      \
-      double a = out[i], b = xs[i];                                           \
+      double a = out[i], b = m * xs[i];                                       \
       out[i] = (EXPR);                                                        \
     }                                                                         \
   } while (0)
 
+/* The factor every input of reduction `op` is first multiplied by: 1, or
+ * 1/nranks converted to the dtype (avg: NCCL's PreMulSum). For float32
+ * values the product is exact in double; for float64 it rounds, as the
+ * device's does. */
+static double red_premul(ovl__redop op, ovl_dtype dtype, int nranks) {
+  static const bool premul[] = {
+#define OVL__RED_PREMUL(name, expr, pm) pm,
+      OVL_RED_LIST(OVL__RED_PREMUL)
+#undef OVL__RED_PREMUL
+  };
+  if (!premul[op])
+    return 1.0;
+  return dtype == OVL_DTYPE_FLOAT32 ? (double)(float)(1.0 / nranks)
+                                    : 1.0 / nranks;
+}
+
 /* One more rank folded into the partial result (core/elemfn.h). */
 static void red_apply(ovl__redop op, double *out, const double *xs,
-                      size_t n) {
+                      double m, size_t n) {
   switch (op) {
-#define OVL__RED_CASE(name, expr, postdiv)                                    \
+#define OVL__RED_CASE(name, expr, premul)                                     \
   case OVL_RED_##name:                                                        \
     RED_LOOP(expr);                                                           \
     break;
@@ -167,17 +184,15 @@ static void red_apply(ovl__redop op, double *out, const double *xs,
   }
 }
 
-/* After the fold: the average's division by the number of ranks. */
-static void red_finish(ovl__redop op, double *out, size_t n, int nranks) {
-  static const bool postdiv[] = {
-#define OVL__RED_POSTDIV(name, expr, pd) pd,
-      OVL_RED_LIST(OVL__RED_POSTDIV)
-#undef OVL__RED_POSTDIV
-  };
-  if (!postdiv[op])
+/* The partial result's start: rank 0's element times the premultiplier. */
+static void red_first(double *acc, const double *x0, double m, size_t n) {
+  if (m == 1.0) {
+    if (acc != x0)
+      memcpy(acc, x0, n * sizeof *acc);
     return;
+  }
   for (size_t j = 0; j < n; j++)
-    out[j] /= nranks;
+    acc[j] = m * x0[j];
 }
 
 /* A scale or bias as the device uses it: converted to the dtype. */
@@ -409,12 +424,10 @@ static void run_local_coll(ref_state *s, const ovl__op *op, size_t lo,
     /* Reduce into rank 0's output (every rank's input has been read
      * before any other rank's output is written), then copy it out. */
     double *acc = var_val(s, 0, out) + lo;
-    const double *x0 = var_val(s, 0, x) + lo;
-    if (acc != x0)
-      memcpy(acc, x0, n * sizeof *acc);
+    double m = red_premul(op->def->redop, vars[out].dtype, s->nranks);
+    red_first(acc, var_val(s, 0, x) + lo, m, n);
     for (int q = 1; q < s->nranks; q++)
-      red_apply(op->def->redop, acc, var_val(s, q, x) + lo, n);
-    red_finish(op->def->redop, acc, n, s->nranks);
+      red_apply(op->def->redop, acc, var_val(s, q, x) + lo, m, n);
     store_round(vars[out].dtype, acc, n);
     for (int r = 1; r < s->nranks; r++)
       memcpy(var_val(s, r, out) + lo, acc, n * sizeof *acc);
@@ -479,16 +492,15 @@ static void run_gather_scatter(ref_state *s, const ovl__op *op) {
   /* reducescatter: out_r[i] = reduce over q, in rank order, of
    * x_q[r * m + i]. Output and input are distinct variables unless there
    * is one rank, where this is a copy onto itself. */
-  size_t m = (size_t)s->prog->vars[out].numel;
+  size_t len = (size_t)s->prog->vars[out].numel;
+  double m = red_premul(op->def->redop, s->prog->vars[out].dtype, s->nranks);
   for (int r = 0; r < s->nranks; r++) {
     double *acc = var_val(s, r, out);
-    const double *x0 = var_val(s, 0, x) + (size_t)r * m;
-    if (acc != x0)
-      memcpy(acc, x0, m * sizeof *acc);
+    red_first(acc, var_val(s, 0, x) + (size_t)r * len, m, len);
     for (int q = 1; q < s->nranks; q++)
-      red_apply(op->def->redop, acc, var_val(s, q, x) + (size_t)r * m, m);
-    red_finish(op->def->redop, acc, m, s->nranks);
-    store_round(s->prog->vars[out].dtype, acc, m);
+      red_apply(op->def->redop, acc, var_val(s, q, x) + (size_t)r * len, m,
+                len);
+    store_round(s->prog->vars[out].dtype, acc, len);
   }
 }
 

@@ -34,7 +34,9 @@
  *   max      fmax(a, b)              as NCCL: a NaN loses to a number
  *   min      fmin(a, b)
  *   prod     a * b
- *   avg      a + b, then / nranks    (NCCL's ncclAvg)
+ *   avg      a + b, of inputs first  NCCL's ncclAvg for floating point (its
+ *            multiplied by 1/nranks  PreMulSum): each input times 1/nranks,
+ *                                    both in the dtype, rounded, then summed
  *
  * This header has no dependencies; nothing here may call anything that is
  * not available both in C11 <tgmath.h> and in CUDA device code.
@@ -60,8 +62,9 @@ typedef enum {
   OVL__EW_COUNT
 } ovl__ew;
 
-/* X(NAME, EXPR, POSTDIV): the fold of two partial results a, b; POSTDIV 1:
- * the folded value is divided by the number of ranks at the end. */
+/* X(NAME, EXPR, PREMUL): the fold of two partial results a, b; PREMUL 1:
+ * every input is first multiplied by 1/nranks (converted to the dtype),
+ * rounded to the dtype. */
 #define OVL_RED_LIST(X)                                                       \
   X(SUM, (a) + (b), 0)                                                        \
   X(MAX, fmax((a), (b)), 0)                                                   \
@@ -70,7 +73,7 @@ typedef enum {
   X(AVG, (a) + (b), 1)
 
 typedef enum {
-#define OVL__RED_ENUM(name, expr, postdiv) OVL_RED_##name,
+#define OVL__RED_ENUM(name, expr, premul) OVL_RED_##name,
   OVL_RED_LIST(OVL__RED_ENUM)
 #undef OVL__RED_ENUM
   OVL__RED_COUNT
