@@ -498,7 +498,12 @@ static ovl_status cuda_collective(ovl__brank *br, int stream, int ring,
     op = ncclProd;
     break;
   case OVL_RED_AVG:
-    op = ncclAvg;
+    /* On one rank the average is its input (times 1.0: exact, NaN, inf
+     * and -0 kept), which ncclSum gives too. ncclAvg is not used there:
+     * NCCL 2.28.3 leaves float64 elements from index 1,000,000 on
+     * unwritten on one rank (seen on an H200 for n = 1,000,001 to
+     * 1,000,004; float32, and two ranks, are right). */
+    op = bw->nranks == 1 ? ncclSum : ncclAvg;
     break;
   default:
     return ovl__err(err, OVL_EINVAL, "rank %d: unknown reduction %d",
