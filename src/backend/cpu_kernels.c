@@ -16,7 +16,18 @@
  * (every x86-64 CPU since 2013), so the emulated device computes the fused
  * multiply-add of `scale` at memory speed. The result is the same either
  * way: fma rounds once in both. */
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__has_attribute)
+/* Not under a sanitizer: the loader runs the clones' resolver before the
+ * sanitizer's runtime is set up, and ThreadSanitizer's instrumentation of
+ * it crashes the process while libovl is loaded. */
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define OVL__SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define OVL__SANITIZED 1
+#endif
+#endif
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__has_attribute) && \
+    !defined(OVL__SANITIZED)
 #if __has_attribute(target_clones)
 #define KERNEL_CLONES __attribute__((target_clones("fma", "default")))
 #endif
