@@ -3,7 +3,8 @@
  * pipeline"; README, "Schedules").
  *
  * Three layers, each talking only to the next:
- *   - the lexer turns bytes into tokens that carry their line and column;
+ *   - the lexer (lang/lex.c) turns bytes into tokens that carry their line
+ *     and column;
  *   - the statement parser reads one statement (param, repeat, '}' or a
  *     call) into a small syntax record, replacing param names by values;
  *   - the builder checks a call against its op-table row, infers shapes,
@@ -30,9 +31,8 @@
 #include <sys/stat.h>
 
 #include "internal.h"
+#include "lang/lex.h"
 
-/* Longest identifier, and longest number literal. */
-#define MAX_IDENT 255
 /* Largest schedule: keeps every line and column number in an int. */
 #define MAX_TEXT ((size_t)64 << 20)
 /* Deepest nesting of repeat blocks. */
@@ -41,271 +41,8 @@
 #define MAX_LIST 16
 #define MAX_KW 16
 #define MAX_OUTS 8
-/* How much of a token a diagnostic quotes. */
-#define QUOTE_MAX 40
 /* Named events (event_record / stream_wait_event) of one schedule. */
 #define MAX_EVENTS 4096
-
-/* ------------------------------------------------------------------ */
-/* Characters (ASCII only, whatever the locale)                        */
-/* ------------------------------------------------------------------ */
-
-static bool is_digit(int c) { return c >= '0' && c <= '9'; }
-static bool is_alpha(int c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
-static bool is_alnum(int c) { return is_alpha(c) || is_digit(c); }
-static bool is_blank(int c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v';
-}
-
-/* ------------------------------------------------------------------ */
-/* Lexer                                                               */
-/* ------------------------------------------------------------------ */
-
-typedef enum {
-  T_EOF,
-  T_NEWLINE,
-  T_IDENT,
-  T_INT,
-  T_FLOAT,
-  T_LPAREN,
-  T_RPAREN,
-  T_LBRACK,
-  T_RBRACK,
-  T_LBRACE,
-  T_RBRACE,
-  T_COMMA,
-  T_EQUALS
-} tok_type;
-
-typedef struct token {
-  tok_type type;
-  int line, col;
-  const char *s; /* the token's text (not terminated) */
-  size_t n;
-  int64_t i; /* T_INT */
-  double f;  /* T_FLOAT */
-} token;
-
-typedef struct lexer {
-  const char *p, *end, *line_start;
-  int line;
-  /* Open '(' and '[': a newline inside them does not end the statement. */
-  int depth;
-  /* The error, when lex_next returns false. */
-  int err_line, err_col;
-  char err_msg[256];
-} lexer;
-
-static void lex_init(lexer *lx, const char *text, size_t len) {
-  memset(lx, 0, sizeof *lx);
-  lx->p = text;
-  lx->end = text + len;
-  lx->line_start = text;
-  lx->line = 1;
-}
-
-static int lex_col(const lexer *lx, const char *at) {
-  return (int)(at - lx->line_start) + 1;
-}
-
-static bool lex_fail(lexer *lx, const char *at, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static bool lex_fail(lexer *lx, const char *at, const char *fmt, ...) {
-  va_list ap;
-  lx->err_line = lx->line;
-  lx->err_col = lex_col(lx, at);
-  va_start(ap, fmt);
-  vsnprintf(lx->err_msg, sizeof lx->err_msg, fmt, ap);
-  va_end(ap);
-  return false;
-}
-
-static int quote_len(size_t n) { return (int)(n > QUOTE_MAX ? QUOTE_MAX : n); }
-static const char *quote_more(size_t n) { return n > QUOTE_MAX ? "..." : ""; }
-
-/* An integer literal (optional '-', then digits), range-checked. */
-static bool lex_int(lexer *lx, token *t) {
-  const char *q = t->s;
-  bool neg = *q == '-';
-  uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
-  uint64_t acc = 0;
-  if (neg)
-    q++;
-  for (; q < t->s + t->n; q++) {
-    uint64_t d = (uint64_t)(*q - '0');
-    if (acc > (limit - d) / 10)
-      return lex_fail(lx, t->s, "integer %.*s%s out of range (int64)",
-                      quote_len(t->n), t->s, quote_more(t->n));
-    acc = acc * 10 + d;
-  }
-  t->type = T_INT;
-  if (!neg)
-    t->i = (int64_t)acc;
-  else if (acc == (uint64_t)INT64_MAX + 1)
-    t->i = INT64_MIN;
-  else
-    t->i = -(int64_t)acc;
-  return true;
-}
-
-/* A number: -?digits[.digits][e[+-]digits], or one starting with '.'. */
-static bool lex_number(lexer *lx, token *t) {
-  const char *p = lx->p, *end = lx->end;
-  bool is_float = false;
-  size_t mant = 0;
-  if (*p == '-')
-    p++;
-  for (; p < end && is_digit(*p); p++)
-    mant++;
-  if (p < end && *p == '.') {
-    is_float = true;
-    for (p++; p < end && is_digit(*p); p++)
-      mant++;
-  }
-  if (mant > 0 && p < end && (*p == 'e' || *p == 'E')) {
-    const char *q = p + 1;
-    if (q < end && (*q == '+' || *q == '-'))
-      q++;
-    if (q < end && is_digit(*q)) {
-      is_float = true;
-      for (p = q; p < end && is_digit(*p); p++)
-        ;
-    }
-  }
-  if (mant == 0 || (p < end && (is_alnum(*p) || *p == '.'))) {
-    while (p < end && (is_alnum(*p) || *p == '.'))
-      p++;
-    t->n = (size_t)(p - t->s);
-    return lex_fail(lx, t->s, "malformed number '%.*s%s'", quote_len(t->n),
-                    t->s, quote_more(t->n));
-  }
-  t->n = (size_t)(p - t->s);
-  lx->p = p;
-  if (t->n > MAX_IDENT)
-    return lex_fail(lx, t->s, "number too long (%zu chars; max %d)", t->n,
-                    MAX_IDENT);
-  if (!is_float)
-    return lex_int(lx, t);
-  char buf[MAX_IDENT + 1];
-  memcpy(buf, t->s, t->n);
-  buf[t->n] = '\0';
-  t->type = T_FLOAT;
-  t->f = strtod(buf, NULL);
-  if (!isfinite(t->f))
-    return lex_fail(lx, t->s, "number %.*s%s out of range (float64)",
-                    quote_len(t->n), t->s, quote_more(t->n));
-  return true;
-}
-
-/* The next token into *t. False on a lexical error (see err_*). */
-static bool lex_next(lexer *lx, token *t) {
-  const char *p;
-  for (;;) {
-    if (lx->p == lx->end)
-      break;
-    int ch = (unsigned char)*lx->p;
-    if (is_blank(ch)) {
-      lx->p++;
-    } else if (ch == '#') {
-      while (lx->p < lx->end && *lx->p != '\n')
-        lx->p++;
-    } else if (ch == '\n' && lx->depth > 0) {
-      lx->p++;
-      lx->line++;
-      lx->line_start = lx->p;
-    } else {
-      break;
-    }
-  }
-  p = lx->p;
-  memset(t, 0, sizeof *t);
-  t->line = lx->line;
-  t->col = lex_col(lx, p);
-  t->s = p;
-  t->n = 1;
-  if (p == lx->end) {
-    t->type = T_EOF;
-    t->n = 0;
-    return true;
-  }
-  int c = (unsigned char)*p;
-  int c1 = p + 1 < lx->end ? (unsigned char)p[1] : 0;
-  int c2 = p + 2 < lx->end ? (unsigned char)p[2] : 0;
-  switch (c) {
-  case '\n':
-    t->type = T_NEWLINE;
-    lx->p++;
-    lx->line++;
-    lx->line_start = lx->p;
-    return true;
-  case '(':
-  case '[':
-    t->type = c == '(' ? T_LPAREN : T_LBRACK;
-    lx->depth++;
-    lx->p++;
-    return true;
-  case ')':
-  case ']':
-    t->type = c == ')' ? T_RPAREN : T_RBRACK;
-    if (lx->depth > 0)
-      lx->depth--;
-    lx->p++;
-    return true;
-  case '{':
-    t->type = T_LBRACE;
-    lx->p++;
-    return true;
-  case '}':
-    t->type = T_RBRACE;
-    lx->p++;
-    return true;
-  case ',':
-    t->type = T_COMMA;
-    lx->p++;
-    return true;
-  case '=':
-    t->type = T_EQUALS;
-    lx->p++;
-    return true;
-  default:
-    break;
-  }
-  if (is_alpha(c)) {
-    const char *q = p;
-    while (q < lx->end && is_alnum(*q))
-      q++;
-    t->type = T_IDENT;
-    t->n = (size_t)(q - p);
-    if (t->n > MAX_IDENT)
-      return lex_fail(lx, p, "identifier too long (%zu chars; max %d)", t->n,
-                      MAX_IDENT);
-    lx->p = q;
-    return true;
-  }
-  if (is_digit(c) || (c == '.' && is_digit(c1)) ||
-      (c == '-' && (is_digit(c1) || (c1 == '.' && is_digit(c2)))))
-    return lex_number(lx, t);
-  if (c > 0x20 && c < 0x7f)
-    return lex_fail(lx, p, "unexpected character '%c'", c);
-  return lex_fail(lx, p, "unexpected byte 0x%02x", (unsigned)c);
-}
-
-/* How a diagnostic names a token: 'text', end of line, end of file. */
-static const char *tok_desc(const token *t, char *buf, size_t size) {
-  if (t->type == T_EOF)
-    return "end of file";
-  if (t->type == T_NEWLINE)
-    return "end of line";
-  snprintf(buf, size, "'%.*s%s'", quote_len(t->n), t->s, quote_more(t->n));
-  return buf;
-}
-
-static bool tok_is(const token *t, tok_type type, const char *word) {
-  return t->type == type && strlen(word) == t->n &&
-         memcmp(t->s, word, t->n) == 0;
-}
 
 /* ------------------------------------------------------------------ */
 /* Name tables and growable arrays                                     */
@@ -614,12 +351,12 @@ static ovl_status nomem(parser *P) {
 }
 
 static ovl_status advance(parser *P) {
-  if (!lex_next(&P->lx, &P->tok))
+  if (!ovl__lex_next(&P->lx, &P->tok))
     return perr(P, P->lx.err_line, P->lx.err_col, "%s", P->lx.err_msg);
   return OVL_OK;
 }
 
-#define DESC(t) tok_desc((t), descbuf, sizeof descbuf)
+#define DESC(t) ovl__tok_desc((t), descbuf, sizeof descbuf)
 
 static const pparam *find_param(const parser *P, const char *s, size_t n) {
   const int64_t *i = map_find(&P->parammap, s, n);
@@ -664,9 +401,9 @@ static ovl_status parse_scalar(parser *P, scalar *v) {
     v->f = t->f;
     break;
   case T_IDENT:
-    if (tok_is(t, T_IDENT, "true") || tok_is(t, T_IDENT, "false")) {
+    if (ovl__tok_is(t, T_IDENT, "true") || ovl__tok_is(t, T_IDENT, "false")) {
       v->kind = V_BOOL;
-      v->b = tok_is(t, T_IDENT, "true");
+      v->b = ovl__tok_is(t, T_IDENT, "true");
     } else {
       const pparam *p = find_param(P, t->s, t->n);
       if (p != NULL) {
@@ -1558,7 +1295,7 @@ static ovl_status parse_param(parser *P) {
   if (P->tok.type == T_COMMA) {
     if ((st = advance(P)) != OVL_OK)
       return st;
-    if (!tok_is(&P->tok, T_IDENT, "cpu"))
+    if (!ovl__tok_is(&P->tok, T_IDENT, "cpu"))
       return perr(P, P->tok.line, P->tok.col,
                   "expected 'cpu = VALUE' after ',', got %s", DESC(&P->tok));
     if ((st = advance(P)) != OVL_OK)
@@ -1678,9 +1415,9 @@ static ovl_status parse_statement(parser *P) {
   char descbuf[64];
   const token *t = &P->tok;
   ovl_status st;
-  if (tok_is(t, T_IDENT, "param"))
+  if (ovl__tok_is(t, T_IDENT, "param"))
     return parse_param(P);
-  if (tok_is(t, T_IDENT, "repeat"))
+  if (ovl__tok_is(t, T_IDENT, "repeat"))
     return parse_repeat(P);
   if (t->type == T_RBRACE)
     return close_block(P);
@@ -1794,9 +1531,9 @@ static ovl_status define_value(parser *P, const char *raw, const char *val,
   if (len == 0)
     return ovl__err(P->err, OVL_EPARSE, "-D %s: expected a value after '='",
                     shown);
-  lex_init(&lx, val, len);
+  ovl__lex_init(&lx, val, len);
   if (!is_blank((unsigned char)val[0]) && val[0] != '#' && val[0] != '\n') {
-    if (!lex_next(&lx, &t))
+    if (!ovl__lex_next(&lx, &t))
       return ovl__err(P->err, OVL_EPARSE, "-D %s: %s", shown, lx.err_msg);
     if (t.type == T_INT || t.type == T_FLOAT || t.type == T_IDENT)
       at = t.n; /* a value token: what follows it is the error, if any */
@@ -1813,9 +1550,9 @@ static ovl_status define_value(parser *P, const char *raw, const char *val,
   } else if (t.type == T_FLOAT) {
     v->kind = V_FLOAT;
     v->f = t.f;
-  } else if (tok_is(&t, T_IDENT, "true") || tok_is(&t, T_IDENT, "false")) {
+  } else if (ovl__tok_is(&t, T_IDENT, "true") || ovl__tok_is(&t, T_IDENT, "false")) {
     v->kind = V_BOOL;
-    v->b = tok_is(&t, T_IDENT, "true");
+    v->b = ovl__tok_is(&t, T_IDENT, "true");
   } else {
     v->kind = V_NAME;
     v->s = t.s;
@@ -1866,9 +1603,9 @@ static ovl_status scan_params(parser *P) {
   token t, first;
   size_t k = 0; /* index of t in its statement */
   void *p;
-  lex_init(&lx, P->text, P->len);
+  ovl__lex_init(&lx, P->text, P->len);
   memset(&first, 0, sizeof first);
-  while (lex_next(&lx, &t)) {
+  while (ovl__lex_next(&lx, &t)) {
     if (t.type == T_EOF) {
       P->scanned = true;
       return OVL_OK;
@@ -1879,7 +1616,7 @@ static ovl_status scan_params(parser *P) {
     }
     if (k++ == 0)
       first = t;
-    if (k == 2 && t.type == T_IDENT && tok_is(&first, T_IDENT, "param") &&
+    if (k == 2 && t.type == T_IDENT && ovl__tok_is(&first, T_IDENT, "param") &&
         map_find(&P->allparams, t.s, t.n) == NULL) {
       if ((p = grow(P->allnames, &P->capallnames, P->nallnames + 1,
                     sizeof *P->allnames)) == NULL)
@@ -2101,7 +1838,7 @@ ovl_status ovl_program_parse(const char *text, size_t len,
   P->nranks = opts != NULL ? opts->nranks : 2;
   P->cpu_defaults = opts != NULL && opts->cpu_defaults != 0;
   P->err = err;
-  lex_init(&P->lx, P->text, P->len);
+  ovl__lex_init(&P->lx, P->text, P->len);
 
   st = parse_defines(P, opts);
   if (st == OVL_OK)
