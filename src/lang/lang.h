@@ -150,7 +150,7 @@ typedef enum { S_CALL, S_PARAM, S_REPEAT, S_CLOSE } stmt_kind;
 
 typedef struct stmt {
   stmt_kind kind;
-  int line, col; /* of the statement's first token */
+  int line, col; /* of the op name of a call, else of the first token */
   /* S_CALL: calls[index]; S_PARAM: params[index]; S_REPEAT: its count,
    * items[index]. */
   uint32_t index;
