@@ -1,8 +1,11 @@
-/* Tests of the schedule parser (src/parse.c). */
+/* Tests of the schedule language (src/lang/): ovl_schedule_parse and
+ * ovl_schedule_bind, and ovl_program_parse / ovl_program_load, which do
+ * both. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1503,6 +1506,402 @@ START_TEST(test_load_too_large) {
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* Schedules: parse once, bind many times                              */
+/* ------------------------------------------------------------------ */
+
+static ovl_schedule *sched_ok(const char *src) {
+  ovl_schedule *s = NULL;
+  memset(&last_err, 0, sizeof last_err);
+  ovl_status st = ovl_schedule_parse(src, strlen(src), NULL, &s, &last_err);
+  ck_assert_msg(st == OVL_OK, "parse failed: %s: %s", ovl_err_name(st),
+                last_err.msg);
+  ck_assert_ptr_nonnull(s);
+  return s;
+}
+
+static ovl_program *bind_ok(const ovl_schedule *s, const ovl_bind_opts *o) {
+  ovl_program *p = NULL;
+  memset(&last_err, 0, sizeof last_err);
+  ovl_status st = ovl_schedule_bind(s, o, &p, &last_err);
+  ck_assert_msg(st == OVL_OK, "bind failed: %s: %s", ovl_err_name(st),
+                last_err.msg);
+  ck_assert_ptr_nonnull(p);
+  return p;
+}
+
+/* ovl_schedule_parse fails with `want` and exactly the message `text`. */
+#define EXPECT_PARSE_ERR(src, want, text)                                      \
+  do {                                                                        \
+    ovl_schedule *s_ = (ovl_schedule *)&sentinel;                             \
+    ovl_status st_ = ovl_schedule_parse((src), strlen(src), NULL, &s_,       \
+                                        &last_err);                           \
+    ck_assert_msg(st_ == (want), "want %s, got %s (%s)", ovl_err_name(want), \
+                  ovl_err_name(st_), last_err.msg);                           \
+    ck_assert_ptr_eq(s_, (ovl_schedule *)&sentinel);                          \
+    ck_assert_str_eq(last_err.msg, (text));                                   \
+  } while (0)
+
+/* The schedule parses, and binding it with `opts` fails with `want` and
+ * exactly the message `text`. */
+#define EXPECT_BIND_ERR(src, opts, want, text)                                 \
+  do {                                                                        \
+    ovl_schedule *s_ = sched_ok(src);                                         \
+    ovl_program *p_ = SENTINEL;                                               \
+    ovl_status st_ = ovl_schedule_bind(s_, (opts), &p_, &last_err);          \
+    ck_assert_msg(st_ == (want), "want %s, got %s (%s)", ovl_err_name(want), \
+                  ovl_err_name(st_), last_err.msg);                           \
+    ck_assert_ptr_eq(p_, SENTINEL);                                           \
+    ck_assert_str_eq(last_err.msg, (text));                                   \
+    ovl_schedule_free(s_);                                                    \
+  } while (0)
+
+/* One schedule, parsed with no rank count, bound to 1, 2 and 4 ranks: the
+ * outputs of c_allgather and c_reducescatter follow the rank count. */
+START_TEST(test_schedule_binds_to_rank_counts) {
+  ovl_schedule *s = sched_ok("x = data(shape=[8, 3], init=uniform)\n"
+                             "g = c_allgather(x, ring_id=0)\n"
+                             "r = c_reducescatter(x, ring_id=0)\n"
+                             "c_broadcast(x, ring_id=0, root=0)\n"
+                             "fetch(g, r)\n");
+  static const int ranks[] = {1, 2, 4};
+  ck_assert_str_eq(ovl_schedule_filename(s), "<string>");
+  for (size_t i = 0; i < 3; i++) {
+    ovl_bind_opts o = {.nranks = ranks[i]};
+    ovl_program *p = bind_ok(s, &o);
+    ovl_var_info g, r;
+    ck_assert_int_eq(ovl_program_nranks(p), ranks[i]);
+    ck_assert_uint_eq(ovl_program_op_count(p), 4);
+    ovl_program_fetch_info(p, 0, &g);
+    ovl_program_fetch_info(p, 1, &r);
+    ck_assert_str_eq(g.name, "g");
+    ck_assert_int_eq(g.dims[0], 8 * ranks[i]);
+    ck_assert_int_eq(g.dims[1], 3);
+    ck_assert_int_eq(r.dims[0], 8 / ranks[i]);
+    ck_assert_str_eq(ovl_program_filename(p), "<string>");
+    ovl_program_free(p);
+  }
+  /* A program outlives its schedule. */
+  ovl_bind_opts o = {.nranks = 2};
+  ovl_program *p = bind_ok(s, &o);
+  ovl_schedule_free(s);
+  ck_assert_int_eq(var(p, "g")->dims[0], 16);
+  ck_assert_str_eq(ovl_program_filename(p), "<string>");
+  ovl_program_free(p);
+  /* opts NULL: 2 ranks. */
+  s = sched_ok("x = data(shape=[8])\ng = c_allgather(x)\n");
+  p = bind_ok(s, NULL);
+  ck_assert_int_eq(ovl_program_nranks(p), 2);
+  ck_assert_int_eq(var(p, "g")->dims[0], 16);
+  ovl_program_free(p);
+  ovl_schedule_free(s);
+}
+END_TEST
+
+/* Binding twice with different -D gives different programs, and leaves
+ * the schedule as it was. */
+START_TEST(test_schedule_bind_defines) {
+  ovl_schedule *s = sched_ok("param n = 3\nparam cols = 10, cpu = 4\n"
+                             "param st = calc\n"
+                             "a = data(shape=[2, cols])\n"
+                             "repeat n {\n"
+                             "  b = scale(a, scale=n, stream=st)\n"
+                             "}\n"
+                             "c_allreduce_sum(a)\n");
+  const char *d1[] = {"n=5", "cols=7"}, *d2[] = {"n=2", "st=comm"};
+  ovl_bind_opts o1 = {.defines = d1, .ndefines = 2, .nranks = 2};
+  ovl_bind_opts o2 = {.defines = d2, .ndefines = 2, .nranks = 2,
+                      .cpu_defaults = 1};
+  ovl_program *p1 = bind_ok(s, &o1), *p2 = bind_ok(s, &o2),
+              *p3 = bind_ok(s, NULL);
+  const char *value;
+  ovl_param_origin origin;
+  ck_assert_uint_eq(p1->nops, 5 + 1);
+  ck_assert_int_eq(var(p1, "a")->dims[1], 7);
+  ck_assert_double_eq(p1->ops[0].scale, 5.0);
+  ck_assert_int_eq(p1->ops[0].stream, OVL_STREAM_CALC);
+  ovl_program_param(p1, 1, NULL, &value, NULL, &origin);
+  ck_assert_str_eq(value, "7");
+  ck_assert_int_eq(origin, OVL_PARAM_DEFINED);
+
+  ck_assert_uint_eq(p2->nops, 2 + 1);
+  ck_assert_int_eq(var(p2, "a")->dims[1], 4); /* the cpu= default */
+  ck_assert_double_eq(p2->ops[0].scale, 2.0);
+  ck_assert_int_eq(p2->ops[0].stream, OVL_STREAM_COMM(0));
+  ovl_program_param(p2, 1, NULL, &value, NULL, &origin);
+  ck_assert_str_eq(value, "4");
+  ck_assert_int_eq(origin, OVL_PARAM_CPU_DEFAULT);
+
+  ck_assert_uint_eq(p3->nops, 3 + 1);
+  ck_assert_int_eq(var(p3, "a")->dims[1], 10);
+  ovl_program_param(p3, 0, NULL, &value, NULL, &origin);
+  ck_assert_str_eq(value, "3");
+  ck_assert_int_eq(origin, OVL_PARAM_DEFAULT);
+  ovl_program_free(p1);
+  ovl_program_free(p2);
+  ovl_program_free(p3);
+  ovl_schedule_free(s);
+}
+END_TEST
+
+/* Errors of the text and of its syntax come from ovl_schedule_parse, with
+ * no rank count. */
+START_TEST(test_schedule_parse_errors) {
+  EXPECT_PARSE_ERR(A10 "b = assign(a) @\n", OVL_EPARSE,
+                   "<string>:2:15: unexpected character '@'");
+  EXPECT_PARSE_ERR(A10 "b = asign(a)\n", OVL_EPARSE,
+                   "<string>:2:5: unknown op 'asign' (did you mean "
+                   "'assign'?)");
+  EXPECT_PARSE_ERR(A10 "b = assign(a\n", OVL_EPARSE,
+                   "<string>:2:11: unterminated argument list: '(' has no "
+                   "matching ')'");
+  EXPECT_PARSE_ERR(A10 "repeat 2 {\n", OVL_EPARSE,
+                   "<string>:2:1: repeat block is not closed (missing '}')");
+  EXPECT_PARSE_ERR("}\n", OVL_EPARSE,
+                   "<string>:1:1: '}' without a matching repeat");
+  EXPECT_PARSE_ERR("param n = 1\nparam n = 2\n", OVL_EPARSE,
+                   "<string>:2:7: param 'n' re-declared (first declared at "
+                   "1:7)");
+  EXPECT_PARSE_ERR("repeat 2 {\nparam n = 1\n}\n", OVL_EPARSE,
+                   "<string>:2:1: param inside repeat: declare params at top "
+                   "level");
+  EXPECT_PARSE_ERR(A10 "repeat 0 {\n}\n", OVL_EPARSE,
+                   "<string>:2:8: repeat count must be >= 1, got 0");
+  /* A syntax error is found before a value error above it: parsing reads
+   * the whole text first. */
+  EXPECT_PARSE_ERR("b = assign(q)\nc = (\n", OVL_EPARSE,
+                   "<string>:2:5: expected an op name after '=', got '('");
+  ovl_schedule *s = (ovl_schedule *)&sentinel;
+  ck_assert_int_eq(ovl_schedule_parse("a\0", 2, "x.sched", &s, &last_err),
+                   OVL_EPARSE);
+  ck_assert_str_eq(last_err.msg, "x.sched:1:2: binary data (NUL byte)");
+  ck_assert_int_eq(ovl_schedule_parse(NULL, 1, NULL, &s, &last_err),
+                   OVL_EINVAL);
+  ck_assert_int_eq(ovl_schedule_parse("", 0, NULL, NULL, &last_err),
+                   OVL_EINVAL);
+  ck_assert_ptr_eq(s, (ovl_schedule *)&sentinel);
+  /* NULL text of length 0 is the empty schedule. */
+  ck_assert_int_eq(ovl_schedule_parse(NULL, 0, "e", &s, NULL), OVL_OK);
+  ck_assert_uint_eq(ovl_schedule_param_count(s), 0);
+  ovl_program *p = bind_ok(s, NULL);
+  ck_assert_uint_eq(p->nops, 0);
+  ovl_program_free(p);
+  ovl_schedule_free(s);
+  ovl_schedule_free(NULL);
+}
+END_TEST
+
+/* Errors that depend on values come from ovl_schedule_bind: the schedule
+ * parses, and may bind for other values. */
+START_TEST(test_schedule_bind_errors) {
+  ovl_bind_opts o2 = {.nranks = 2}, o3 = {.nranks = 3};
+  EXPECT_BIND_ERR(A10 "b = assign(q)\n", NULL, OVL_EPARSE,
+                  "<string>:2:12: undefined variable 'q'");
+  EXPECT_BIND_ERR(A10 "b = data(shape=[5])\nc = elementwise_add(a, b)\n",
+                  NULL, OVL_EPARSE,
+                  "<string>:3:5: shape mismatch: elementwise_add of 'a' [10] "
+                  "float32 and 'b' [5] float32");
+  EXPECT_BIND_ERR(A10 "r = c_reducescatter(a)\n", &o3, OVL_EPARSE,
+                  "<string>:2:5: c_reducescatter: dim 0 of 'a' (10) is not "
+                  "divisible by 3 ranks");
+  EXPECT_BIND_ERR("a = data(shape=[rows])\nparam rows = 4\n", NULL,
+                  OVL_EPARSE,
+                  "<string>:1:17: param 'rows' used before its declaration "
+                  "at 2:7");
+  EXPECT_BIND_ERR("param n = 1.5\nrepeat n {\n}\n", NULL, OVL_EPARSE,
+                  "<string>:2:8: repeat count must be an int or an int "
+                  "param, got 1.5");
+  EXPECT_BIND_ERR(A10 "c_wait_comm(a, ring_id=1)\n", NULL, OVL_EPARSE,
+                  "<string>:2:1: ring 1 has no collective: "
+                  "c_wait_comm(ring_id=1) has no comm stream to order");
+  /* The same schedule, bound for 4 ranks and for 2. */
+  ovl_schedule *s = sched_ok(A10 "c_broadcast(a, root=3)\n");
+  ovl_bind_opts o4 = {.nranks = 4};
+  ovl_program *p = bind_ok(s, &o4), *q = SENTINEL;
+  ck_assert_int_eq(p->ops[0].root, 3);
+  ovl_program_free(p);
+  ck_assert_int_eq(ovl_schedule_bind(s, &o2, &q, &last_err), OVL_EPARSE);
+  ck_assert_str_eq(last_err.msg, "<string>:2:21: root 3 out of range for 2 "
+                                 "ranks (0..1)");
+  ck_assert_ptr_eq(q, SENTINEL);
+  /* -D: malformed, naming no param, a NULL; nranks out of range. */
+  const char *bad[] = {"rows=1,2"}, *nosuch[] = {"x=1"}, *null[] = {NULL};
+  ovl_bind_opts ob = {.defines = bad, .ndefines = 1, .nranks = 2};
+  ck_assert_int_eq(ovl_schedule_bind(s, &ob, &q, &last_err), OVL_EPARSE);
+  ck_assert_str_eq(last_err.msg, "-D rows=1,2: the value must be one number, "
+                                 "bool or name (found ',' at column 2)");
+  ob.defines = nosuch;
+  ck_assert_int_eq(ovl_schedule_bind(s, &ob, &q, &last_err), OVL_EPARSE);
+  ck_assert_str_eq(last_err.msg,
+                   "-D x=1: no such param in <string> (it declares no "
+                   "params)");
+  ob.defines = null;
+  ck_assert_int_eq(ovl_schedule_bind(s, &ob, &q, &last_err), OVL_EINVAL);
+  ck_assert_str_eq(last_err.msg, "define 0 is NULL");
+  o4.nranks = 65;
+  ck_assert_int_eq(ovl_schedule_bind(s, &o4, &q, &last_err), OVL_EINVAL);
+  ck_assert_str_eq(last_err.msg, "nranks must be 1..64, got 65");
+  ck_assert_int_eq(ovl_schedule_bind(NULL, &o2, &q, &last_err), OVL_EINVAL);
+  ck_assert_int_eq(ovl_schedule_bind(s, &o2, NULL, &last_err), OVL_EINVAL);
+  ck_assert_ptr_eq(q, SENTINEL);
+  ovl_schedule_free(s);
+}
+END_TEST
+
+/* max_ops is checked at bind, before the expansion is allocated. */
+START_TEST(test_schedule_bind_max_ops) {
+  ovl_schedule *s = sched_ok(A10 "repeat 4096 {\n repeat 4095 {\n"
+                                 "  b = scale(a, scale=2)\n }\n}\n");
+  ovl_bind_opts o = {.nranks = 2, .max_ops = 1000};
+  ovl_program *p = SENTINEL;
+  double t0 = ovl__now();
+  ck_assert_int_eq(ovl_schedule_bind(s, &o, &p, &last_err), OVL_ENOMEM);
+  ck_assert_double_lt(ovl__now() - t0, 0.5);
+  ck_assert_str_eq(last_err.msg, "<string>: the program has 16773120 ops "
+                                 "after repeat expansion; the limit is 1000");
+  ck_assert_ptr_eq(p, SENTINEL);
+  ovl_schedule_free(s);
+}
+END_TEST
+
+START_TEST(test_schedule_params) {
+  ovl_schedule *s = sched_ok(seed_sched);
+  const char *name = "x", *plain = "x", *cpu = "x";
+  ck_assert_uint_eq(ovl_schedule_param_count(s), 2);
+  ovl_schedule_param(s, 0, &name, &plain, &cpu);
+  ck_assert_str_eq(name, "rows");
+  ck_assert_str_eq(plain, "1000");
+  ck_assert_ptr_null(cpu);
+  ovl_schedule_param(s, 1, &name, &plain, &cpu);
+  ck_assert_str_eq(name, "cols");
+  ck_assert_str_eq(plain, "10000");
+  ck_assert_str_eq(cpu, "100");
+  ovl_schedule_param(s, 2, &name, &plain, &cpu);
+  ck_assert_ptr_null(name);
+  ck_assert_ptr_null(plain);
+  ck_assert_ptr_null(cpu);
+  ovl_schedule_param(s, 1, NULL, NULL, &cpu);
+  ck_assert_str_eq(cpu, "100");
+  ovl_schedule_free(s);
+  /* As written: a float, a name, another param. */
+  s = sched_ok("param f = 2., cpu = 1e-3\nparam g = f, cpu = comm\n");
+  ovl_schedule_param(s, 0, &name, &plain, &cpu);
+  ck_assert_str_eq(plain, "2.");
+  ck_assert_str_eq(cpu, "1e-3");
+  ovl_schedule_param(s, 1, &name, &plain, &cpu);
+  ck_assert_str_eq(plain, "f");
+  ck_assert_str_eq(cpu, "comm");
+  ovl_schedule_free(s);
+}
+END_TEST
+
+/* ovl_program_parse is ovl_schedule_parse + ovl_schedule_bind. */
+START_TEST(test_schedule_wrapper_agrees) {
+  const char *defs[] = {"cols=50"};
+  ovl_parse_opts po = {.defines = defs, .ndefines = 1, .nranks = 3,
+                       .cpu_defaults = 1};
+  ovl_bind_opts bo = {.defines = defs, .ndefines = 1, .nranks = 3,
+                      .cpu_defaults = 1};
+  ovl_program *a = parse_with(seed_sched, &po);
+  ovl_schedule *s = sched_ok(seed_sched);
+  ovl_program *b = bind_ok(s, &bo);
+  ck_assert_uint_eq(a->nops, b->nops);
+  ck_assert_uint_eq(a->nvars, b->nvars);
+  ck_assert_uint_eq(a->nprims, b->nprims);
+  for (size_t i = 0; i < a->nvars; i++) {
+    ck_assert_str_eq(a->vars[i].name, b->vars[i].name);
+    ck_assert_int_eq(a->vars[i].numel, b->vars[i].numel);
+  }
+  for (size_t i = 0; i < a->nops; i++) {
+    ck_assert_ptr_eq(a->ops[i].def, b->ops[i].def);
+    ck_assert_int_eq(a->ops[i].line, b->ops[i].line);
+    ck_assert_int_eq(a->ops[i].stream, b->ops[i].stream);
+  }
+  ck_assert_int_eq(var(b, "a")->dims[1], 50);
+  ovl_program_free(a);
+  ovl_program_free(b);
+  ovl_schedule_free(s);
+  /* The wrapper reports a -D naming no param before a syntax error (a
+   * mistake in the command); the schedule API parses first. */
+  const char *nosuch[] = {"nosuch=1"};
+  ovl_parse_opts o = {.defines = nosuch, .ndefines = 1, .nranks = 2};
+  EXPECT_ERR_OPTS("param n = 1\nb = (\n", &o,
+                  "-D nosuch=1: no such param in <string> (params: n)", "");
+  EXPECT_PARSE_ERR("param n = 1\nb = (\n", OVL_EPARSE,
+                   "<string>:2:5: expected an op name after '=', got '('");
+}
+END_TEST
+
+START_TEST(test_schedule_load) {
+  ovl_schedule *s = (ovl_schedule *)&sentinel;
+  char want[128];
+  write_tmp(seed_sched, strlen(seed_sched));
+  ck_assert_int_eq(ovl_schedule_load(tmp_path, &s, &last_err), OVL_OK);
+  ck_assert_str_eq(ovl_schedule_filename(s), tmp_path);
+  ovl_program *p = bind_ok(s, NULL);
+  ck_assert_str_eq(ovl_program_filename(p), tmp_path);
+  ck_assert_uint_eq(p->nops, 775);
+  ovl_program_free(p);
+  ovl_schedule_free(s);
+  unlink(tmp_path);
+  s = (ovl_schedule *)&sentinel;
+  write_tmp("a = data(shape=[2])\nb = assign(\n", 32);
+  ck_assert_int_eq(ovl_schedule_load(tmp_path, &s, &last_err), OVL_EPARSE);
+  snprintf(want, sizeof want,
+           "%s:2:11: unterminated argument list: '(' has no matching ')'",
+           tmp_path);
+  ck_assert_str_eq(last_err.msg, want);
+  unlink(tmp_path);
+  ck_assert_int_eq(ovl_schedule_load("/nonexistent/x.sched", &s, &last_err),
+                   OVL_EIO);
+  ck_assert_str_eq(last_err.msg,
+                   "/nonexistent/x.sched: No such file or directory");
+  ck_assert_int_eq(ovl_schedule_load(NULL, &s, &last_err), OVL_EINVAL);
+  ck_assert_ptr_eq(s, (ovl_schedule *)&sentinel);
+}
+END_TEST
+
+/* A schedule is only read by binding: threads may bind it at once. */
+typedef struct bind_job {
+  const ovl_schedule *s;
+  int nranks;
+  ovl_status st;
+  int64_t dim0;
+} bind_job;
+
+static void *bind_thread(void *arg) {
+  bind_job *j = arg;
+  for (int it = 0; it < 50; it++) {
+    ovl_bind_opts o = {.nranks = j->nranks};
+    ovl_program *p = NULL;
+    j->st = ovl_schedule_bind(j->s, &o, &p, NULL);
+    if (j->st != OVL_OK)
+      return NULL;
+    j->dim0 = p->vars[1].dims[0];
+    ovl_program_free(p);
+  }
+  return NULL;
+}
+
+START_TEST(test_schedule_bind_threads) {
+  char src[sizeof seed_sched + 64];
+  snprintf(src, sizeof src, "%sg = c_allgather(out, ring_id=0)\n",
+           seed_sched);
+  ovl_schedule *s = sched_ok(src);
+  bind_job jobs[4];
+  pthread_t th[4];
+  for (int i = 0; i < 4; i++) {
+    jobs[i] = (bind_job){.s = s, .nranks = i + 1};
+    ck_assert_int_eq(pthread_create(&th[i], NULL, bind_thread, &jobs[i]), 0);
+  }
+  for (int i = 0; i < 4; i++) {
+    ck_assert_int_eq(pthread_join(th[i], NULL), 0);
+    ck_assert_int_eq(jobs[i].st, OVL_OK);
+  }
+  ovl_schedule_free(s);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 /* Robustness                                                          */
 /* ------------------------------------------------------------------ */
 
@@ -1715,6 +2114,18 @@ static Suite *parse_suite(void) {
   tcase_add_test(tc, test_load_missing_file);
   tcase_add_test(tc, test_load_binary);
   tcase_add_test(tc, test_load_too_large);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("schedule");
+  tcase_add_test(tc, test_schedule_binds_to_rank_counts);
+  tcase_add_test(tc, test_schedule_bind_defines);
+  tcase_add_test(tc, test_schedule_parse_errors);
+  tcase_add_test(tc, test_schedule_bind_errors);
+  tcase_add_test(tc, test_schedule_bind_max_ops);
+  tcase_add_test(tc, test_schedule_params);
+  tcase_add_test(tc, test_schedule_wrapper_agrees);
+  tcase_add_test(tc, test_schedule_load);
+  tcase_add_test(tc, test_schedule_bind_threads);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("robustness");

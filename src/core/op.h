@@ -121,7 +121,7 @@ typedef struct ovl__shape {
 typedef struct ovl__opdef ovl__opdef;
 
 /* A shape rule: the output's shape from the inputs' (in[0..nin)). Returns
- * NULL, or a message (without position: the parser adds file:line:col)
+ * NULL, or a message (without position: binding adds file:line:col)
  * written into msg[0..size). `names` are the inputs' variable names. */
 typedef const char *(*ovl__shape_fn)(const ovl__opdef *def,
                                      const ovl__shape *in,
@@ -259,7 +259,7 @@ struct ovl__op {
 
 /* The stream an op's work goes to, from its row and attributes: for an op
  * with use_calc_stream, calc or its ring's comm stream; for one with
- * stream=, the stream it names (kept in op->stream by the parser); for an
+ * stream=, the stream it names (kept in op->stream by binding); for an
  * op with neither, OVL_STREAM_HOST (host ops; the wait and sync ops of a
  * ring, whose lowering says which streams they touch). */
 int ovl__op_place(const ovl__op *op);
@@ -353,7 +353,7 @@ static inline int ovl__program_nevents(const ovl_program *prog) {
 const char *ovl__stream_name(int stream, char *buf, size_t size);
 
 /* Lower every op of `prog` (replacing any earlier lowering) and set
- * nstreams. The parser and the transforms call it on every program they
+ * nstreams. Binding and the transforms call it on every program they
  * make. */
 ovl_status ovl__program_lower(ovl_program *prog, ovl_error *err);
 

@@ -1,8 +1,9 @@
 /*
  * The op table: one row per op, and the spec of each (core/op.h says what
- * a row holds; docs/ARCHITECTURE.md how to add one). The parser, the
- * lowering, the transforms, the race checker, the reference and the
- * timeline all read it; none of them asks which op it has.
+ * a row holds; docs/ARCHITECTURE.md how to add one). Parsing (an op's
+ * name) and binding (what it takes), the lowering, the transforms, the race
+ * checker, the reference and the timeline all read it; none of them asks
+ * which op it has.
  *
  * Adding an elementwise op: a line in OVL_EW_LIST (core/elemfn.h) and an
  * EW row here. Adding a collective with a new reduction: a line in

@@ -10,8 +10,13 @@
  *   then     each define as one line of text (up to '\n'), e.g. "cols=7"
  *   rest     the schedule
  *
- * A program that parses is also freed, inspected through every getter,
- * and, when it is small, transformed into every mode and race-checked:
+ * The text is parsed and bound twice: by ovl_program_parse, and by
+ * ovl_schedule_parse then ovl_schedule_bind with the same options. Both
+ * must succeed or both fail, and make the same program (the target aborts
+ * otherwise). The schedule is then bound again for another rank count
+ * (byte 0 + 1) with a small op limit, to exercise binding one schedule
+ * many times. A program that binds is inspected through every getter and,
+ * when it is small, transformed into every mode and race-checked:
  * everything downstream of the parser that allocates no variable.
  */
 #include <stdint.h>
@@ -24,6 +29,8 @@
 /* Programs with more ops than this are only parsed: transforms and the
  * race check are linear in ops, and repeat blocks make millions. */
 #define MAX_CHECKED_OPS 4096
+/* The op limit of the second bind. */
+#define REBIND_MAX_OPS 65536
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -63,12 +70,80 @@ static void inspect(const ovl_program *prog) {
   }
 }
 
+/* What two programs bound from the same text and options must share
+ * (kept as numbers: the first is freed before the second is made, so that
+ * at most one program of millions of ops is alive). */
+typedef struct summary {
+  size_t ops, fetch, params;
+  int rings, ranks;
+  uint64_t bytes;
+} summary;
+
+static summary summarize(const ovl_program *p) {
+  summary s = {ovl_program_op_count(p), ovl_program_fetch_count(p),
+               ovl_program_param_count(p), ovl_program_ring_count(p),
+               ovl_program_nranks(p), ovl_program_bytes_per_rank(p)};
+  return s;
+}
+
+static int same(const summary *a, const summary *b) {
+  return a->ops == b->ops && a->fetch == b->fetch && a->params == b->params &&
+         a->rings == b->rings && a->ranks == b->ranks && a->bytes == b->bytes;
+}
+
+/* Parse and bind `text` both ways (see the top of the file). */
+static void parse_and_bind(const char *text, size_t len, const char *fname,
+                           const ovl_parse_opts *po) {
+  ovl_program *prog = NULL;
+  ovl_schedule *sched = NULL;
+  summary one = {0}, two;
+  ovl_error err;
+  ovl_status st1, st2;
+
+  st1 = ovl_program_parse(text, len, fname, po, &prog, &err);
+  if (st1 == OVL_OK) {
+    one = summarize(prog);
+    inspect(prog);
+    ovl_program_free(prog);
+  }
+  st2 = ovl_schedule_parse(text, len, fname, &sched, &err);
+  if (st2 == OVL_OK) {
+    const char *name, *plain, *cpu;
+    ovl_bind_opts bo = {0};
+    (void)ovl_schedule_filename(sched);
+    for (size_t i = 0; i <= ovl_schedule_param_count(sched); i++)
+      ovl_schedule_param(sched, i, &name, &plain, &cpu);
+    if (po != NULL)
+      bo = (ovl_bind_opts){.defines = po->defines, .ndefines = po->ndefines,
+                           .nranks = po->nranks,
+                           .cpu_defaults = po->cpu_defaults,
+                           .max_ops = po->max_ops};
+    st2 = ovl_schedule_bind(sched, po != NULL ? &bo : NULL, &prog, &err);
+    if (st2 == OVL_OK) {
+      two = summarize(prog);
+      ovl_program_free(prog);
+      if (st1 == OVL_OK && !same(&one, &two))
+        abort(); /* the one-call form made another program */
+    }
+  }
+  if ((st1 == OVL_OK) != (st2 == OVL_OK))
+    abort(); /* the one-call form and the two steps disagree */
+  if (sched != NULL) {
+    /* The same schedule again, for another rank count. */
+    ovl_bind_opts again = {.nranks = (po != NULL ? po->nranks : 2) + 1,
+                           .max_ops = REBIND_MAX_OPS};
+    if (ovl_schedule_bind(sched, &again, &prog, &err) == OVL_OK) {
+      inspect(prog);
+      ovl_program_free(prog);
+    }
+    ovl_schedule_free(sched);
+  }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *defs[MAX_DEFINES] = {NULL};
   const char *defines[MAX_DEFINES];
   ovl_parse_opts opts = {0};
-  ovl_program *prog = NULL;
-  ovl_error err;
   size_t ndefs, k = 2;
   int flags;
 
@@ -93,12 +168,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   opts.defines = defines;
   opts.ndefines = ndefs;
 
-  if (ovl_program_parse((const char *)data + k, size - k,
-                        flags & 8 ? NULL : "fuzz.sched",
-                        flags & 16 ? NULL : &opts, &prog, &err) == OVL_OK) {
-    inspect(prog);
-    ovl_program_free(prog);
-  }
+  parse_and_bind((const char *)data + k, size - k,
+                 flags & 8 ? NULL : "fuzz.sched", flags & 16 ? NULL : &opts);
 out:
   for (size_t i = 0; i < ndefs; i++)
     free(defs[i]);
