@@ -486,6 +486,10 @@ typedef struct ovl_race_info_s {
   ovl_race_access second; /* the later one, not ordered after `first` */
   /* The fix, e.g. "insert c_wait_compute(c, ring_id=0) after line 15". */
   const char *fix;
+  /* NULL, or why the second access is unordered where the schedule seems
+   * to order it: "line 7 waits on event 'e', which was never recorded, so
+   * it does not wait". */
+  const char *note;
   uint64_t occurrences;   /* times the pair occurs in the expanded program */
   int nranks;             /* the ranks the race is on */
   const int *ranks;

@@ -690,7 +690,7 @@ START_TEST(json_is_well_formed) {
          "\"second\":{\"line\":6,\"col\":1,\"op\":\"c_allreduce_sum\","
          "\"stream\":\"comm[0]\",\"access\":\"write\"},"
          "\"fix\":\"insert c_wait_compute(c, ring_id=0) after line 5\","
-         "\"occurrences\":1}],\"count\":1,\"more\":0}\n");
+         "\"note\":null,\"occurrences\":1}],\"count\":1,\"more\":0}\n");
   free(t);
   ovl_races_free(r);
   ovl_program_free(p);
@@ -785,6 +785,31 @@ START_TEST(wait_on_never_recorded_event_adds_nothing) {
   assert_access(&in.first, "scale", 2, 0, 1);
   assert_access(&in.second, "c_allreduce_sum", 4, 1, 1);
   ck_assert_str_eq(in.fix, "insert c_wait_compute(c, ring_id=0) after line 2");
+  /* The report says why the wait of line 3 did not order them. */
+  ck_assert_ptr_nonnull(in.note);
+  ck_assert_str_eq(in.note, "line 3 waits on event 'E', which was never "
+                            "recorded, so it does not wait");
+  ovl_races_free(r);
+}
+END_TEST
+
+/* A wait on a never-recorded event before the first access explains
+ * nothing about the pair: no note. Nor has a race without such a wait. */
+START_TEST(never_recorded_note_only_where_it_applies) {
+  const char *before =
+      "x = data(shape=[4], init=uniform)\n"                  /* 1 */
+      "stream_wait_event(event=E, stream=comm, ring_id=0)\n" /* 2 */
+      "c = scale(x, scale=3.0)\n"                            /* 3 */
+      "c_allreduce_sum(c, ring_id=0)\n"                      /* 4 */
+      "c_wait_comm(c, ring_id=0)\n"                          /* 5 */
+      "fetch(c)\n";                                          /* 6 */
+  ovl_races *r = races_of(before, 2);
+  ck_assert_uint_eq(ovl_races_count(r), 1);
+  ck_assert_ptr_null(info(r, 0).note);
+  ovl_races_free(r);
+  r = races_of(missing_wait_compute, 2);
+  ck_assert_uint_ge(ovl_races_count(r), 1);
+  ck_assert_ptr_null(info(r, 0).note);
   ovl_races_free(r);
 }
 END_TEST
@@ -1021,6 +1046,7 @@ static Suite *race_suite(void) {
   tcase_add_test(tc, json_is_well_formed);
   tcase_add_test(tc, event_ops_order_streams);
   tcase_add_test(tc, wait_on_never_recorded_event_adds_nothing);
+  tcase_add_test(tc, never_recorded_note_only_where_it_applies);
   tcase_add_test(tc, re_recorded_event_no_longer_covers_write);
   tcase_add_test(tc, compute_on_comm_stream_and_stream_sync);
   tcase_add_test(tc, event_ops_in_both_directions);

@@ -58,6 +58,7 @@ typedef struct race_rec {
   const ovl__opdef *def[2];
   uint64_t occurrences;
   char *fix;
+  char *note; /* NULL, or why the second access is unordered */
 } race_rec;
 
 struct ovl_races_s {
@@ -100,6 +101,11 @@ typedef struct checker {
   size_t nev;
   uint32_t *snap;     /* nev x np */
   bool *recorded;
+  /* Per participant: the last wait it made on an event never recorded
+   * (which did not wait, as in CUDA): its op, +1 (0: none), and event. */
+  uint32_t *blind_op;
+  size_t *blind_ev;
+  uint32_t cur_op;    /* the op being stepped */
   varstate *vs;
 } checker;
 
@@ -142,8 +148,12 @@ static void record(checker *c, size_t ev, int s) {
 
 static void wait_event(checker *c, int s, size_t ev) {
   host_enqueue(c, s);
-  if (c->recorded[ev])
+  if (c->recorded[ev]) {
     join_into(CLK(c, s), &c->snap[ev * (size_t)c->np], c->np);
+  } else {
+    c->blind_op[s] = c->cur_op + 1;
+    c->blind_ev[s] = ev;
+  }
 }
 
 /* ------------------------------------------------------------------ */
@@ -250,6 +260,33 @@ static void fill_access(const checker *c, ovl_race_access *a, uint32_t op,
   a->write = write;
 }
 
+/* Where the second access's participant waited, after the first access,
+ * on an event never recorded (a wait that did not wait, as in CUDA): the
+ * note that says so, in *note (NULL when there was none). False only when
+ * out of memory. */
+static bool blind_note(const checker *c, int part, uint32_t first_op,
+                       char **note) {
+  const ovl_program *prog = c->prog;
+  char buf[512];
+  size_t ev, named;
+  *note = NULL;
+  if (part == c->host || c->blind_op[part] == 0 ||
+      c->blind_op[part] - 1 <= first_op)
+    return true;
+  ev = c->blind_ev[part];
+  named = ev - (size_t)OVL_EVENT_NAMED(prog->nrings, 0);
+  snprintf(buf, sizeof buf,
+           "line %d waits on event '%s', which was never recorded, so it "
+           "does not wait",
+           prog->ops[c->blind_op[part] - 1].line,
+           ev >= (size_t)OVL_EVENT_NAMED(prog->nrings, 0) &&
+                   named < prog->nevents
+               ? prog->events[named]
+               : "?");
+  *note = ovl__strdup(buf);
+  return *note != NULL;
+}
+
 /* An unordered pair on `var`: `first` (already recorded) and the current
  * op. */
 static ovl_status report(checker *c, int var, const acc *first,
@@ -299,7 +336,8 @@ static ovl_status report(checker *c, int var, const acc *first,
   r->var_name = ovl__strdup(c->prog->vars[var].name);
   r->fix = r->var_name ? fix_text(r->var_name, a) : NULL;
   res->n++;
-  if (r->var_name == NULL || r->fix == NULL)
+  if (r->var_name == NULL || r->fix == NULL ||
+      !blind_note(c, part, first->op, &r->note))
     return ovl__err(err, OVL_ENOMEM, "race check: out of memory");
   res->table[j] = (uint32_t)res->n;
   if (2 * res->n > res->tcap)
@@ -402,6 +440,7 @@ static ovl_status step(checker *c, uint32_t i, ovl_error *err) {
   size_t n;
   const ovl__prim *p = ovl__op_prims(c->prog, i, &n);
   ovl_status st = OVL_OK;
+  c->cur_op = i;
   for (size_t k = 0; st == OVL_OK && k < n; k++)
     st = step_prim(c, &c->prog->ops[i], i, &p[k], err);
   return st;
@@ -439,6 +478,7 @@ void ovl_races_free(ovl_races *r) {
   for (size_t i = 0; i < r->n; i++) {
     free(r->races[i].var_name);
     free(r->races[i].fix);
+    free(r->races[i].note);
   }
   free(r->races);
   free(r->ranks);
@@ -459,6 +499,8 @@ static void checker_free(checker *c) {
   free(c->joined);
   free(c->snap);
   free(c->recorded);
+  free(c->blind_op);
+  free(c->blind_ev);
 }
 
 ovl_status ovl_race_check(const ovl_program *prog, ovl_races **out,
@@ -484,9 +526,12 @@ ovl_status ovl_race_check(const ovl_program *prog, ovl_races **out,
   c.joined = calloc((size_t)c.np, sizeof *c.joined);
   c.snap = calloc(c.nev * (size_t)c.np + 1, sizeof *c.snap);
   c.recorded = calloc(c.nev + 1, sizeof *c.recorded);
+  c.blind_op = calloc((size_t)c.np, sizeof *c.blind_op);
+  c.blind_ev = calloc((size_t)c.np, sizeof *c.blind_ev);
   c.vs = calloc(prog->nvars + 1, sizeof *c.vs);
   if (res == NULL || c.clk == NULL || c.joined == NULL || c.snap == NULL ||
-      c.recorded == NULL || c.vs == NULL) {
+      c.recorded == NULL || c.blind_op == NULL || c.blind_ev == NULL ||
+      c.vs == NULL) {
     checker_free(&c);
     ovl_races_free(res);
     return ovl__err(err, OVL_ENOMEM, "race check: out of memory");
@@ -539,6 +584,7 @@ int ovl_races_get(const ovl_races *r, size_t i, ovl_race_info *info) {
   info->first = rr->a[0];
   info->second = rr->a[1];
   info->fix = rr->fix;
+  info->note = rr->note;
   info->occurrences = rr->occurrences;
   info->nranks = r->nranks;
   info->ranks = r->ranks;
@@ -575,6 +621,8 @@ static void fmt_human(ovl__sbuf *b, const ovl_races *r, const char *file) {
                 a->op_name, file, a->line, w - (k ? w1 : w0), "",
                 stream_label(a->stream, k ? s2 : s1, sizeof s1));
     }
+    if (rr->note != NULL)
+      ovl__sb_printf(b, "  note: %s\n", rr->note);
     ovl__sb_printf(b, "  fix: %s\n", rr->fix);
   }
   if (r->more > 0)
@@ -617,6 +665,11 @@ static void fmt_json(ovl__sbuf *b, const ovl_races *r, const char *file) {
     fmt_json_access(b, &rr->a[1]);
     ovl__sb_printf(b, ",\"fix\":");
     ovl__sb_json_str(b, rr->fix);
+    ovl__sb_printf(b, ",\"note\":");
+    if (rr->note != NULL)
+      ovl__sb_json_str(b, rr->note);
+    else
+      ovl__sb_puts(b, "null");
     ovl__sb_printf(b, ",\"occurrences\":%llu}",
               (unsigned long long)rr->occurrences);
   }
