@@ -204,6 +204,12 @@ ovl_status ovl_program_transform(const ovl_program *prog, ovl_mode mode,
 const char *ovl_program_filename(const ovl_program *prog);
 size_t ovl_program_op_count(const ovl_program *prog);
 int ovl_program_ring_count(const ovl_program *prog);
+/* Streams of every rank: calc (0), a comm stream per ring named (1 + R),
+ * then the user streams (stream=NAME) in order of first use; and a
+ * stream's name ("calc", "comm[0]", "side"; "host" for -1 or a number out
+ * of range). */
+int ovl_program_stream_count(const ovl_program *prog);
+const char *ovl_program_stream_name(const ovl_program *prog, int stream);
 int ovl_program_nranks(const ovl_program *prog);
 /* Params as finally bound: name and value as text ("10000"), and whether the
  * value came from a -D define, the `cpu=` default or the plain default. */
@@ -477,6 +483,7 @@ typedef struct ovl_race_access_s {
   const char *op_name; /* "scale", "c_allreduce_sum", "fetch", ... */
   int line, col;       /* source position of the op */
   int stream;          /* as ovl_program_op: 0 calc, 1 + R comm[R], -1 host */
+  const char *stream_name; /* "calc", "comm[0]", "side" or "host" */
   int write;           /* 1: write, 0: read */
 } ovl_race_access;
 

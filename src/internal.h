@@ -89,9 +89,13 @@ typedef struct ovl__backend_ops {
   /* (main) Set up a world of nranks ranks. */
   ovl_status (*world_init)(int nranks, double timeout_s, ovl__bworld **out,
                            ovl_error *err);
-  /* (main) Make sure communicators exist for rings [0, nrings). Called
-   * before the rank threads of a run start. */
-  ovl_status (*world_rings)(ovl__bworld *bw, int nrings, ovl_error *err);
+  /* (main) Make sure rings [0, nrings) exist, and a communicator for each
+   * ring R whose bit is set in comm_mask (the rings that carry a
+   * collective; a ring without one only has comm streams). Called before
+   * the rank threads of a run start; never removes what an earlier call
+   * made. */
+  ovl_status (*world_rings)(ovl__bworld *bw, int nrings, uint32_t comm_mask,
+                            ovl_error *err);
   /* (main) "2 x NVIDIA H200" or similar. */
   const char *(*world_devices)(ovl__bworld *bw);
   /* (main) The device of one rank ("NVIDIA H200"); rank is in range. */
@@ -120,6 +124,12 @@ typedef struct ovl__backend_ops {
    * to give up on a stream (cuda: still busy after a long grace); the
    * caller must then not free the rank's memory. */
   bool (*rank_quiesce)(ovl__brank *br);
+  /* Make sure the rank has at least `nstreams` streams, numbered
+   * 0..nstreams-1: calc and the comm streams rank_init made, then user
+   * streams (non-blocking, default priority); names[s] is stream s's name
+   * for messages ("side"). Never shrinks. */
+  ovl_status (*streams_reserve)(ovl__brank *br, int nstreams,
+                                const char *const *names, ovl_error *err);
   /* Make sure the rank has at least `nevents` events (timing disabled),
    * numbered 0..nevents-1: the first 2 * nrings are the per-ring events
    * rank_init made, the rest are the schedule's named events

@@ -54,7 +54,7 @@ typedef struct env {
 
 static void env_open(env *v, int nrings, double timeout_s) {
   CK_OK(B->world_init(1, timeout_s, &v->bw, E));
-  CK_OK(B->world_rings(v->bw, nrings, E));
+  CK_OK(B->world_rings(v->bw, nrings, (1u << nrings) - 1, E));
   CK_OK(B->rank_init(v->bw, 0, nrings, &v->br, E));
 }
 
@@ -167,10 +167,10 @@ START_TEST(test_basics) {
   ck_assert_int_eq(B->world_init(OVL_MAX_RANKS + 1, 0, &bw, &err), OVL_EINVAL);
   CK_OK(B->world_init(3, 0, &bw, E));
   ck_assert_str_eq(B->world_devices(bw), "3 emulated (cpu)");
-  CK_OK(B->world_rings(bw, 1, E));
-  CK_OK(B->world_rings(bw, 2, E)); /* grows */
-  CK_OK(B->world_rings(bw, 1, E)); /* never shrinks */
-  ck_assert_int_eq(B->world_rings(bw, OVL_MAX_RINGS + 1, &err), OVL_EINVAL);
+  CK_OK(B->world_rings(bw, 1, 1u, E));
+  CK_OK(B->world_rings(bw, 2, 3u, E)); /* grows */
+  CK_OK(B->world_rings(bw, 1, 1u, E)); /* never shrinks */
+  ck_assert_int_eq(B->world_rings(bw, OVL_MAX_RINGS + 1, 0, &err), OVL_EINVAL);
   ck_assert_int_eq(B->rank_init(bw, 3, 1, &br, &err), OVL_EINVAL);
   CK_OK(B->rank_init(bw, 1, 2, &br, E));
   ck_assert_int_eq(B->stream_sync(br, OVL_STREAM_COMM(2), &err), OVL_EINVAL);
@@ -511,7 +511,7 @@ static double time_kernels(unsigned seed, int n) {
   CK_OK(B->world_init(1, 0, &bw, E));
   if (seed != 0)
     CK_OK(B->world_tune(bw, &o, E));
-  CK_OK(B->world_rings(bw, 1, E));
+  CK_OK(B->world_rings(bw, 1, 1u, E));
   CK_OK(B->rank_init(bw, 0, 1, &br, E));
   float *x[2] = {f32_buf(br, 4, 1.0f), f32_buf(br, 4, 1.0f)};
   double t0 = ovl__now();
@@ -839,7 +839,7 @@ static void collectives_for(int n) {
   for (int d = 0; d < 2; d++) {
     coll_ctx cx = {d ? OVL_DTYPE_FLOAT64 : OVL_DTYPE_FLOAT32};
     CK_OK(B->world_init(n, 5.0, &bw, E));
-    CK_OK(B->world_rings(bw, 1, E));
+    CK_OK(B->world_rings(bw, 1, 1u, E));
     run_ranks(bw, n, coll_rank, &cx, args);
     B->world_fini(bw);
   }
@@ -904,7 +904,7 @@ START_TEST(test_mismatch) {
   for (int variant = 0; variant < 2; variant++) {
     err_ctx cx = {variant};
     CK_OK(B->world_init(3, 5.0, &bw, E));
-    CK_OK(B->world_rings(bw, 1, E));
+    CK_OK(B->world_rings(bw, 1, 1u, E));
     run_ranks(bw, 3, mismatch_rank, &cx, args);
     for (int r = 0; r < 3; r++) {
       const char *m = args[r].msg[0];
@@ -960,7 +960,7 @@ START_TEST(test_timeout) {
   pthread_barrier_t bar;
   pthread_barrier_init(&bar, NULL, 3);
   CK_OK(B->world_init(3, 0.3, &bw, E));
-  CK_OK(B->world_rings(bw, 1, E));
+  CK_OK(B->world_rings(bw, 1, 1u, E));
   run_ranks(bw, 3, timeout_rank, &bar, args);
   for (int r = 0; r < 2; r++) {
     const char *m = args[r].msg[0];
@@ -1025,7 +1025,7 @@ START_TEST(test_abort_collective) {
   rank_arg args[2];
   pthread_t th;
   CK_OK(B->world_init(2, 10.0, &bw, E));
-  CK_OK(B->world_rings(bw, 1, E));
+  CK_OK(B->world_rings(bw, 1, 1u, E));
   abort_ctx cx = {bw, 0.1};
   pthread_create(&th, NULL, abort_later, &cx);
   run_ranks(bw, 2, abort_rank, NULL, args);
@@ -1143,7 +1143,7 @@ START_TEST(test_sticky_error) {
   ovl__bworld *bw;
   rank_arg args[2];
   CK_OK(B->world_init(2, 5.0, &bw, E));
-  CK_OK(B->world_rings(bw, 1, E));
+  CK_OK(B->world_rings(bw, 1, 1u, E));
   run_ranks(bw, 2, sticky_rank, NULL, args);
   for (int r = 0; r < 2; r++)
     for (int k = 0; k < 2; k++) {
@@ -1198,7 +1198,7 @@ START_TEST(test_many_collectives) {
   ovl__bworld *bw;
   rank_arg args[4];
   CK_OK(B->world_init(4, 5.0, &bw, E));
-  CK_OK(B->world_rings(bw, 2, E));
+  CK_OK(B->world_rings(bw, 2, 3u, E));
   run_ranks(bw, 4, many_rank, NULL, args);
   B->world_fini(bw);
 }
@@ -1242,7 +1242,7 @@ START_TEST(test_seq_by_enqueue) {
   ovl__bworld *bw;
   rank_arg args[2];
   CK_OK(B->world_init(2, 5.0, &bw, E));
-  CK_OK(B->world_rings(bw, 1, E));
+  CK_OK(B->world_rings(bw, 1, 1u, E));
   run_ranks(bw, 2, seq_rank, NULL, args);
   B->world_fini(bw);
 }

@@ -208,8 +208,8 @@ static void run_world(int nranks, int comm_rings, int stream_rings,
   pthread_cond_init(&w->cv, NULL);
   CK_OK(B->world_init(nranks, timeout_s, &w->bw, E));
   if (comm_rings > 1)
-    CK_OK(B->world_rings(w->bw, 1, E));
-  CK_OK(B->world_rings(w->bw, comm_rings, E));
+    CK_OK(B->world_rings(w->bw, 1, 1u, E));
+  CK_OK(B->world_rings(w->bw, comm_rings, (1u << comm_rings) - 1, E));
   for (int r = 0; r < nranks; r++) {
     args[r].w = w;
     args[r].rank = r;
@@ -1083,7 +1083,7 @@ START_TEST(test_invalid) {
   ck_assert_int_eq(B->rank_init(bw, 1, 0, &br, &err), OVL_EINVAL);
   ck_assert_int_eq(B->rank_init(bw, 0, OVL_MAX_RINGS + 1, &br, &err),
                    OVL_EINVAL);
-  ck_assert_int_eq(B->world_rings(bw, OVL_MAX_RINGS + 1, &err), OVL_EINVAL);
+  ck_assert_int_eq(B->world_rings(bw, OVL_MAX_RINGS + 1, 0, &err), OVL_EINVAL);
   B->world_fini(bw);
 }
 END_TEST

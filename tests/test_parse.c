@@ -997,8 +997,9 @@ START_TEST(test_err_attribute_type) {
              "attribute 'scale' of scale wants a number, got 'yes'");
   EXPECT_ERR(A10 "b = scale(a, bias=[1])\n", "<string>:2:19: ",
              "wants a number, got a list");
-  EXPECT_ERR(A10 "delay(us=1, stream=gpu)\n", "<string>:2:20: ",
-             "attribute 'stream' of delay wants calc or comm, got 'gpu'");
+  EXPECT_ERR(A10 "delay(us=1, stream=host)\n", "<string>:2:20: ",
+             "stream=host: the host is not a stream (it runs fetch and the "
+             "syncs)");
   EXPECT_ERR("param r = 1.5\n" A10 "c_allreduce_sum(a, ring_id=r)\n",
              "<string>:3:28: ", "wants an int, got 1.5");
 }
@@ -1048,10 +1049,12 @@ START_TEST(test_err_generic_ops) {
              "<string>:2:1: ", "stream_sync takes at most 16 inputs, got 17");
   EXPECT_ERR(A10 "event_record(q, event=e)\n", "<string>:2:14: ",
              "undefined variable 'q'");
-  EXPECT_ERR(A10 "b = assign(a, stream=gpu)\n", "<string>:2:22: ",
-             "attribute 'stream' of assign wants calc or comm, got 'gpu'");
+  EXPECT_ERR(A10 "b = assign(a, stream=2.5)\n", "<string>:2:22: ",
+             "attribute 'stream' of assign wants calc, comm or the name of a "
+             "stream, got 2.5");
   EXPECT_ERR(A10 "stream_sync(stream=1)\n", "<string>:2:20: ",
-             "attribute 'stream' of stream_sync wants calc or comm, got 1");
+             "attribute 'stream' of stream_sync wants calc, comm or the name "
+             "of a stream, got 1");
   EXPECT_ERR(A10 "b = scale(a, stream=comm, ring_id=16)\n", "<string>:2:35: ",
              "ring_id 16 out of range (0..15)");
   EXPECT_ERR(A10 "b = scale(a, stream=calc, stream=comm)\n",
@@ -1245,50 +1248,83 @@ END_TEST
 /* Rings                                                               */
 /* ------------------------------------------------------------------ */
 
-START_TEST(test_err_missing_ring) {
-  EXPECT_ERR(A10 "c_allreduce_sum(a, ring_id=0)\nc_wait_comm(a, ring_id=1)\n",
-             "<string>:3:1: ",
-             "ring 1 has no collective: c_wait_comm(ring_id=1) has no comm "
-             "stream to order");
-  EXPECT_ERR(A10 "c_wait_compute(a)\n", "<string>:2:1: ",
-             "ring 0 has no collective: c_wait_compute(ring_id=0)");
-  EXPECT_ERR(A10 "c_sync_comm_stream(a, ring_id=3)\n", "<string>:2:1: ",
-             "ring 3 has no collective");
-  EXPECT_ERR(A10 "delay(us=1, stream=comm, ring_id=2)\n", "<string>:2:1: ",
-             "ring 2 has no collective: delay(stream=comm, ring_id=2) has no "
-             "comm stream to run on");
-  /* stream=comm on a ring without a collective, for every op that takes
-   * stream=: the comm stream does not exist. */
-  EXPECT_ERR(A10 "b = scale(a, stream=comm)\n", "<string>:2:5: ",
-             "ring 0 has no collective: scale(stream=comm, ring_id=0) has no "
-             "comm stream to run on");
-  EXPECT_ERR(A10 "c_allreduce_sum(a, ring_id=0)\n"
-                 "b = assign(a, stream=comm, ring_id=1)\n",
-             "<string>:3:5: ",
-             "ring 1 has no collective: assign(stream=comm, ring_id=1)");
-  EXPECT_ERR(A10 "event_record(event=e, stream=comm, ring_id=3)\n",
-             "<string>:2:1: ",
-             "ring 3 has no collective: event_record(stream=comm, ring_id=3) "
-             "has no comm stream to record on");
-  EXPECT_ERR(A10 "stream_wait_event(event=e, stream=comm)\n",
-             "<string>:2:1: ",
-             "ring 0 has no collective: stream_wait_event(stream=comm, "
-             "ring_id=0) has no comm stream to wait on");
-  EXPECT_ERR(A10 "stream_sync(a, stream=comm, ring_id=1)\n", "<string>:2:1: ",
-             "ring 1 has no collective: stream_sync(stream=comm, ring_id=1) "
-             "has no comm stream to sync");
-  /* stream=calc with any ring is fine: it runs on calc. */
-  ovl_program *p = PARSE_OK(A10 "b = scale(a, stream=calc, ring_id=4)\n"
-                                "event_record(event=e, ring_id=4)\n"
-                                "stream_wait_event(event=e, ring_id=9)\n"
-                                "stream_sync(ring_id=9)\n");
+START_TEST(test_ring_without_collective) {
+  /* A ring that no collective uses still has its comm stream (DESIGN 2.1):
+   * every op that takes stream=comm, and the Paddle wait and sync ops,
+   * name it; only the rings with a collective need a communicator. */
+  ovl_program *p = PARSE_OK(A10 "c_allreduce_sum(a, ring_id=1)\n"
+                                "c_wait_comm(a, ring_id=3)\n"
+                                "c_wait_compute(a)\n"
+                                "c_sync_comm_stream(a, ring_id=2)\n"
+                                "delay(us=1, stream=comm, ring_id=5)\n"
+                                "b = scale(a, stream=comm)\n"
+                                "event_record(event=e, stream=comm, "
+                                "ring_id=6)\n"
+                                "stream_wait_event(event=e, stream=comm)\n"
+                                "stream_sync(a, stream=comm, ring_id=4)\n");
+  ck_assert_int_eq(p->nrings, 7);
+  ck_assert_uint_eq(p->ring_comm, 1u << 1);
+  ck_assert_int_eq(p->nstreams, 8);
+  ck_assert_str_eq(ovl_program_stream_name(p, 6), "comm[5]");
+  ck_assert_int_eq(p->ops[4].stream, OVL_STREAM_COMM(5));
+  ck_assert_int_eq(p->ops[5].stream, OVL_STREAM_COMM(0));
+  ovl_program_free(p);
+  /* stream=calc with any ring is fine: it runs on calc, and names no
+   * ring. */
+  p = PARSE_OK(A10 "b = scale(a, stream=calc, ring_id=4)\n"
+                   "event_record(event=e, ring_id=4)\n"
+                   "stream_wait_event(event=e, ring_id=9)\n"
+                   "stream_sync(ring_id=9)\n");
   ck_assert_int_eq(p->nrings, 0);
+  ck_assert_int_eq(p->nstreams, 1);
   for (size_t i = 0; i < p->nops; i++)
     ck_assert_int_eq(p->ops[i].stream, OVL_STREAM_CALC);
   ovl_program_free(p);
-  /* The first such op in the file is reported. */
-  EXPECT_ERR(A10 "c_wait_comm(ring_id=5)\nc_wait_comm(ring_id=4)\n",
-             "<string>:2:1: ", "ring 5 has no collective");
+}
+END_TEST
+
+START_TEST(test_user_streams) {
+  /* stream=NAME: a user stream per name, numbered after the comm streams in
+   * order of first use, whatever ring the schedule names later. */
+  ovl_program *p = PARSE_OK(A10 "b = scale(a, stream=copy)\n"
+                                "event_record(b, event=e, stream=copy)\n"
+                                "stream_wait_event(event=e, stream=side2)\n"
+                                "c = assign(b, stream=side2)\n"
+                                "c_allreduce_sum(c, ring_id=1)\n"
+                                "delay(us=3, stream=copy)\n"
+                                "stream_sync(c, stream=side2)\n");
+  ck_assert_int_eq(p->nrings, 2);
+  ck_assert_int_eq(ovl_program_stream_count(p), 5);
+  ck_assert_str_eq(ovl_program_stream_name(p, 0), "calc");
+  ck_assert_str_eq(ovl_program_stream_name(p, 2), "comm[1]");
+  ck_assert_str_eq(ovl_program_stream_name(p, 3), "copy");
+  ck_assert_str_eq(ovl_program_stream_name(p, 4), "side2");
+  ck_assert_str_eq(ovl_program_stream_name(p, -1), "host");
+  ck_assert_str_eq(ovl_program_stream_name(p, 5), "host");
+  ck_assert_int_eq(p->ops[0].stream, 3);
+  ck_assert_int_eq(p->ops[1].stream, 3);
+  ck_assert_int_eq(p->ops[2].stream, 4);
+  ck_assert_int_eq(p->ops[3].stream, 4);
+  ck_assert_int_eq(p->ops[5].stream, 3);
+  /* Lowered onto those streams. */
+  ck_assert_int_eq(p->prims[p->prim_first[0]].stream, 3);
+  ck_assert_int_eq(p->prims[p->prim_first[2]].stream, 4);
+  /* Transforms keep them (sync moves collectives, not user streams). */
+  ovl_program *q = NULL;
+  ck_assert_int_eq(ovl_program_transform(p, OVL_MODE_SYNC, &q, &last_err),
+                   OVL_OK);
+  ck_assert_int_eq(ovl_program_stream_count(q), 5);
+  ck_assert_str_eq(ovl_program_stream_name(q, 4), "side2");
+  ck_assert_int_eq(q->ops[0].stream, 3);
+  ovl_program_free(q);
+  ovl_program_free(p);
+  /* Too many: the 65th name is refused where it appears. */
+  char src[8192];
+  size_t n = (size_t)snprintf(src, sizeof src, "%s", A10);
+  for (int k = 0; k <= 64; k++)
+    n += (size_t)snprintf(src + n, sizeof src - n,
+                          "delay(us=1, stream=s%d)\n", k);
+  EXPECT_ERR(src, "<string>:66:20: ", "more than 64 user streams");
 }
 END_TEST
 
@@ -1710,9 +1746,6 @@ START_TEST(test_schedule_bind_errors) {
   EXPECT_BIND_ERR("param n = 1.5\nrepeat n {\n}\n", NULL, OVL_EPARSE,
                   "<string>:2:8: repeat count must be an int or an int "
                   "param, got 1.5");
-  EXPECT_BIND_ERR(A10 "c_wait_comm(a, ring_id=1)\n", NULL, OVL_EPARSE,
-                  "<string>:2:1: ring 1 has no collective: "
-                  "c_wait_comm(ring_id=1) has no comm stream to order");
   /* The same schedule, bound for 4 ranks and for 2. */
   ovl_schedule *s = sched_ok(A10 "c_broadcast(a, root=3)\n");
   ovl_bind_opts o4 = {.nranks = 4};
@@ -2100,7 +2133,8 @@ static Suite *parse_suite(void) {
   tcase_add_test(tc, test_err_data_shape);
   tcase_add_test(tc, test_err_data_attributes);
   tcase_add_test(tc, test_err_data_form);
-  tcase_add_test(tc, test_err_missing_ring);
+  tcase_add_test(tc, test_ring_without_collective);
+  tcase_add_test(tc, test_user_streams);
   tcase_add_test(tc, test_err_define_unknown);
   tcase_add_test(tc, test_err_define_malformed);
   tcase_add_test(tc, test_err_define_long);

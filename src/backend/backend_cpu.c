@@ -102,8 +102,11 @@ static ovl_status ensure_rings(ovl__bworld *bw, int nrings, ovl_error *err) {
   return OVL_OK;
 }
 
+/* Every ring gets its rendezvous, whether or not comm_mask says it carries
+ * collectives: it costs nothing until a collective meets there. */
 static ovl_status cpu_world_rings(ovl__bworld *bw, int nrings,
-                                  ovl_error *err) {
+                                  uint32_t comm_mask, ovl_error *err) {
+  (void)comm_mask;
   pthread_mutex_lock(&bw->mu);
   ovl_status st = ensure_rings(bw, nrings, err);
   pthread_mutex_unlock(&bw->mu);
@@ -160,9 +163,9 @@ static void cpu_world_abort(ovl__bworld *bw) {
     if (br == NULL)
       continue;
     for (int i = 0; i < br->nstreams; i++) {
-      pthread_mutex_lock(&br->streams[i].mu);
-      pthread_cond_broadcast(&br->streams[i].done_cv);
-      pthread_mutex_unlock(&br->streams[i].mu);
+      pthread_mutex_lock(&br->streams[i]->mu);
+      pthread_cond_broadcast(&br->streams[i]->done_cv);
+      pthread_mutex_unlock(&br->streams[i]->mu);
     }
   }
   pthread_mutex_unlock(&bw->mu);
@@ -173,30 +176,74 @@ static void cpu_world_abort(ovl__bworld *bw) {
 /* ------------------------------------------------------------------ */
 
 /* Tell every worker to exit once drained, join them, and free. */
-static void rank_destroy(ovl__brank *br, int ncreated) {
-  for (int i = 0; i < ncreated; i++) {
-    stream *s = &br->streams[i];
+static void rank_destroy(ovl__brank *br) {
+  for (int i = 0; i < br->nstreams; i++) {
+    stream *s = br->streams[i];
     pthread_mutex_lock(&s->mu);
     s->exit = true;
     pthread_cond_signal(&s->work_cv);
     pthread_mutex_unlock(&s->mu);
   }
-  for (int i = 0; i < ncreated; i++)
-    if (br->streams[i].started)
-      pthread_join(br->streams[i].thread, NULL);
-  for (int i = 0; i < ncreated; i++)
-    ovl__cpu_stream_destroy(&br->streams[i]);
+  for (int i = 0; i < br->nstreams; i++)
+    pthread_join(br->streams[i]->thread, NULL);
+  for (int i = 0; i < br->nstreams; i++) {
+    ovl__cpu_stream_destroy(br->streams[i]);
+    free(br->streams[i]);
+  }
   free(br->streams);
   free(br->events);
   free(br->marks);
   free(br);
 }
 
+/* Make streams [br->nstreams, upto), each with its worker; names[s] (or
+ * NULL: calc and comm[R]) for messages. The new array goes in under the
+ * world's lock, so that an abort sees either array whole. */
+static ovl_status add_streams(ovl__brank *br, int upto,
+                              const char *const *names, ovl_error *err) {
+  int have = br->nstreams, made = 0;
+  stream **arr;
+  ovl_status st = OVL_OK;
+  if (upto <= have)
+    return OVL_OK;
+  arr = malloc((size_t)upto * sizeof *arr);
+  if (arr == NULL)
+    return ovl__err(err, OVL_ENOMEM, "rank %d: out of memory", br->rank);
+  if (have > 0)
+    memcpy(arr, br->streams, (size_t)have * sizeof *arr);
+  for (int i = have; i < upto; i++, made++) {
+    stream *s = malloc(sizeof *s);
+    if (s == NULL) {
+      st = ovl__err(err, OVL_ENOMEM, "rank %d: out of memory", br->rank);
+      break;
+    }
+    st = ovl__cpu_stream_create(br, i, names != NULL ? names[i] : NULL, s,
+                                err);
+    if (st == OVL_OK &&
+        pthread_create(&s->thread, NULL, ovl__cpu_worker_main, s) != 0) {
+      st = ovl__err(err, OVL_EBACKEND,
+                    "rank %d: %s stream: cannot start its worker thread",
+                    br->rank, s->name);
+      ovl__cpu_stream_destroy(s);
+    }
+    if (st != OVL_OK) {
+      free(s);
+      break;
+    }
+    arr[i] = s;
+  }
+  pthread_mutex_lock(&br->bw->mu);
+  free(br->streams);
+  br->streams = arr;
+  br->nstreams = have + made;
+  pthread_mutex_unlock(&br->bw->mu);
+  return st;
+}
+
 static ovl_status cpu_rank_init(ovl__bworld *bw, int rank, int nrings,
                                 ovl__brank **out, ovl_error *err) {
   ovl__brank *br;
   ovl_status st = OVL_OK;
-  int created = 0;
 
   if (rank < 0 || rank >= bw->nranks)
     return ovl__err(err, OVL_EINVAL, "rank %d: not in a world of %d ranks",
@@ -210,29 +257,15 @@ static ovl_status cpu_rank_init(ovl__bworld *bw, int rank, int nrings,
   br->bw = bw;
   br->rank = rank;
   br->nrings = nrings;
-  br->nstreams = 1 + nrings;
-  br->streams = calloc((size_t)br->nstreams, sizeof *br->streams);
   br->events = calloc(2 * (size_t)nrings + 1, sizeof *br->events);
   br->nevents = 2 * nrings;
-  if (br->streams == NULL || br->events == NULL) {
-    st = ovl__err(err, OVL_ENOMEM, "rank %d: out of memory", rank);
+  if (br->events == NULL) {
+    free(br);
+    return ovl__err(err, OVL_ENOMEM, "rank %d: out of memory", rank);
+  }
+  st = add_streams(br, 1 + nrings, NULL, err);
+  if (st != OVL_OK)
     goto fail;
-  }
-  for (; created < br->nstreams; created++) {
-    st = ovl__cpu_stream_create(br, created, &br->streams[created], err);
-    if (st != OVL_OK)
-      goto fail;
-  }
-  for (int i = 0; i < br->nstreams; i++) {
-    stream *s = &br->streams[i];
-    if (pthread_create(&s->thread, NULL, ovl__cpu_worker_main, s) != 0) {
-      st = ovl__err(err, OVL_EBACKEND,
-                    "rank %d: %s stream: cannot start its worker thread",
-                    rank, s->name);
-      goto fail;
-    }
-    s->started = true;
-  }
 
   pthread_mutex_lock(&bw->mu);
   if (bw->ranks[rank] != NULL)
@@ -251,13 +284,17 @@ static ovl_status cpu_rank_init(ovl__bworld *bw, int rank, int nrings,
   return OVL_OK;
 
 fail:
-  if (br->streams != NULL)
-    rank_destroy(br, created);
-  else {
-    free(br->events);
-    free(br);
-  }
+  rank_destroy(br);
   return st;
+}
+
+static ovl_status cpu_streams_reserve(ovl__brank *br, int nstreams,
+                                      const char *const *names,
+                                      ovl_error *err) {
+  if (nstreams < 0 || nstreams > OVL_MAX_STREAMS)
+    return ovl__err(err, OVL_EINVAL, "rank %d: %d streams, at most %d",
+                    br->rank, nstreams, OVL_MAX_STREAMS);
+  return add_streams(br, nstreams, names, err);
 }
 
 static ovl_status cpu_events_reserve(ovl__brank *br, int nevents,
@@ -288,7 +325,7 @@ static void cpu_rank_fini(ovl__brank *br) {
   if (bw->ranks[br->rank] == br)
     bw->ranks[br->rank] = NULL;
   pthread_mutex_unlock(&bw->mu);
-  rank_destroy(br, br->nstreams);
+  rank_destroy(br);
 }
 
 /* ------------------------------------------------------------------ */
@@ -482,6 +519,7 @@ const ovl__backend_ops ovl__backend_cpu = {
     .world_fini = cpu_world_fini,
     .world_abort = cpu_world_abort,
     .rank_init = cpu_rank_init,
+    .streams_reserve = cpu_streams_reserve,
     .rank_fini = cpu_rank_fini,
     .rank_quiesce = ovl__cpu_rank_quiesce,
     .events_reserve = cpu_events_reserve,

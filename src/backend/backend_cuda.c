@@ -45,10 +45,41 @@ static void rank_release(ovl__brank *br) {
     (void)cudaEventDestroy(br->events[i]);
   free(br->events);
   free(br->recorded);
-  for (int i = 0; i < br->nstreams; i++)
+  for (int i = 0; i < br->nstreams; i++) {
     (void)cudaStreamDestroy(br->streams[i]);
+    free(br->names[i]);
+  }
   (void)cudaGetLastError();
   free(br);
+}
+
+/* User streams [nstreams, upto): non-blocking, the least priority (as
+ * calc), named for messages. On the rank's thread, its device current. */
+static ovl_status cuda_streams_reserve(ovl__brank *br, int upto,
+                                       const char *const *names,
+                                       ovl_error *err) {
+  char where[96];
+  int least = 0, greatest = 0;
+  if (upto < 0 || upto > OVL_MAX_STREAMS)
+    return ovl__err(err, OVL_EINVAL, "rank %d: %d streams, at most %d",
+                    br->rank, upto, OVL_MAX_STREAMS);
+  if (upto <= br->nstreams)
+    return OVL_OK;
+  OVL__CUDACHECK(err, br->rank, NULL, cudaDeviceGetStreamPriorityRange,
+                 (&least, &greatest));
+  while (br->nstreams < upto) {
+    int s = br->nstreams;
+    br->names[s] = ovl__strdup(names != NULL && names[s] != NULL ? names[s]
+                                                                  : "?");
+    if (br->names[s] == NULL)
+      return ovl__err(err, OVL_ENOMEM, "rank %d: out of memory", br->rank);
+    OVL__CUDACHECK(err, br->rank,
+                   ovl__cuda_stream_name(br, where, sizeof where, s),
+                   cudaStreamCreateWithPriority,
+                   (&br->streams[s], cudaStreamNonBlocking, least));
+    br->nstreams++;
+  }
+  return OVL_OK;
 }
 
 /* Grow the event arrays and create events up to `nevents` (timing
@@ -121,7 +152,7 @@ static ovl_status cuda_rank_init(ovl__bworld *bw, int rank, int nrings,
     for (int s = 0; s < 1 + nrings; s++) {
       int prio = s != OVL_STREAM_CALC && bw->comm_priority_high ? greatest
                                                                 : least;
-      OVL__CUDACHECK_GOTO(err, rank, ovl__cuda_stream_name(where, sizeof where, s),
+      OVL__CUDACHECK_GOTO(err, rank, ovl__cuda_stream_name(br, where, sizeof where, s),
                           cudaStreamCreateWithPriority,
                           (&br->streams[s], cudaStreamNonBlocking, prio), st,
                           fail);
@@ -294,7 +325,7 @@ static ovl_status cuda_event_record(ovl__brank *br, int event, int stream,
   OVL__CUDACHECK(err, br->rank,
                  (snprintf(where, sizeof where, "%s, %s",
                            ovl__cuda_event_name(ename, sizeof ename, br->nrings, event),
-                           ovl__cuda_stream_name(sname, sizeof sname, stream)),
+                           ovl__cuda_stream_name(br, sname, sizeof sname, stream)),
                   where),
                  cudaEventRecord, (br->events[event], br->streams[stream]));
   br->recorded[event] = true;
@@ -321,7 +352,7 @@ static ovl_status cuda_stream_wait_event(ovl__brank *br, int stream,
     return OVL_OK;
   OVL__CUDACHECK(err, br->rank,
                  (snprintf(where, sizeof where, "%s, %s",
-                           ovl__cuda_stream_name(sname, sizeof sname, stream),
+                           ovl__cuda_stream_name(br, sname, sizeof sname, stream),
                            ovl__cuda_event_name(ename, sizeof ename, br->nrings, event)),
                   where),
                  cudaStreamWaitEvent,
@@ -343,6 +374,8 @@ static ovl_status comms_check(ovl__brank *br, const char *what,
     return aborted_err(br, what, err);
   for (int ring = 0; ring < nrings && st == OVL_OK; ring++) {
     ncclComm_t comm = bw->comms[ring][br->rank];
+    if (comm == NULL)
+      continue; /* a ring without collectives */
     ncclResult_t async = ncclSuccess;
     ncclResult_t r = ncclCommGetAsyncError(comm, &async);
     char where[128];
@@ -377,7 +410,7 @@ static ovl_status cuda_stream_sync(ovl__brank *br, int stream,
   if (!stream_valid(br, stream))
     return bad_stream(br, stream, err);
   snprintf(what, sizeof what, "sync of %s",
-           ovl__cuda_stream_name(sname, sizeof sname, stream));
+           ovl__cuda_stream_name(br, sname, sizeof sname, stream));
   start = ovl__now();
   next_check = start + SYNC_NCCL_CHECK_S;
   for (;;) {
@@ -445,8 +478,8 @@ static ovl_status cuda_elementwise(ovl__brank *br, int stream, ovl__ew fn,
   if (out == NULL || x == NULL || (binary && y == NULL))
     return ovl__err(err, OVL_EINVAL,
                     "rank %d: elementwise on %s: NULL buffer", br->rank,
-                    ovl__cuda_stream_name(where, sizeof where, stream));
-  OVL__CUDACHECK(err, br->rank, ovl__cuda_stream_name(where, sizeof where, stream),
+                    ovl__cuda_stream_name(br, where, sizeof where, stream));
+  OVL__CUDACHECK(err, br->rank, ovl__cuda_stream_name(br, where, sizeof where, stream),
                  ovl__kernel_elementwise_launch,
                  (br->streams[stream], br->sm_count, (int)fn, kdtype, out, x, y,
                   scale, bias, n));
@@ -517,11 +550,18 @@ static ovl_status cuda_collective(ovl__brank *br, int stream, int ring,
     return ovl__err(err, OVL_EINVAL, "rank %d: collective: NULL buffer",
                     br->rank);
   snprintf(where, sizeof where, "ring %d, %s", ring,
-           ovl__cuda_stream_name(sname, sizeof sname, stream));
+           ovl__cuda_stream_name(br, sname, sizeof sname, stream));
 
   if (!ovl__cuda_nccl_enter(br))
     return aborted_err(br, where, err);
   comm = bw->comms[ring][br->rank];
+  if (comm == NULL) {
+    ovl__cuda_nccl_leave(br);
+    return ovl__err(err, OVL_EINVAL,
+                    "rank %d: ring %d has no communicator (no collective "
+                    "was declared on it)",
+                    br->rank, ring);
+  }
   cudaStream_t s = br->streams[stream];
   switch (coll) {
   case OVL_COLL_ALLREDUCE:
@@ -562,7 +602,7 @@ static ovl_status cuda_delay(ovl__brank *br, int stream, double us,
     return ovl__err(err, OVL_EINVAL,
                     "rank %d: delay of %g us: must be between 0 and 1e12",
                     br->rank, us);
-  OVL__CUDACHECK(err, br->rank, ovl__cuda_stream_name(where, sizeof where, stream),
+  OVL__CUDACHECK(err, br->rank, ovl__cuda_stream_name(br, where, sizeof where, stream),
                  ovl__kernel_delay_launch,
                  (br->streams[stream], (unsigned long long)(us * 1e3 + 0.5),
                   br->abort_flag_dev));
@@ -599,7 +639,7 @@ static ovl_status cuda_timer_mark(ovl__brank *br, size_t i, int stream,
   if (i >= br->ntimers)
     return ovl__err(err, OVL_EINVAL, "rank %d: timer %zu of %zu", br->rank,
                     i, br->ntimers);
-  OVL__CUDACHECK(err, br->rank, ovl__cuda_stream_name(where, sizeof where, stream),
+  OVL__CUDACHECK(err, br->rank, ovl__cuda_stream_name(br, where, sizeof where, stream),
                  cudaEventRecord, (br->timers[i], br->streams[stream]));
   return OVL_OK;
 }
@@ -628,6 +668,7 @@ const ovl__backend_ops ovl__backend_cuda = {
     .world_fini = ovl__cuda_world_fini,
     .world_abort = ovl__cuda_world_abort,
     .rank_init = cuda_rank_init,
+    .streams_reserve = cuda_streams_reserve,
     .rank_fini = cuda_rank_fini,
     .rank_quiesce = cuda_rank_quiesce,
     .events_reserve = cuda_events_reserve,

@@ -99,7 +99,7 @@ typedef struct cmd {
 struct stream {
   ovl__brank *br;
   int index;
-  char name[24]; /* "calc" or "comm[R]" */
+  char name[72]; /* "calc", "comm[R]", or a user stream's name */
   pthread_mutex_t mu;
   pthread_cond_t work_cv; /* the worker waits for commands */
   pthread_cond_t done_cv; /* `done` moved, or the world was aborted */
@@ -170,7 +170,10 @@ struct ovl__brank {
   int rank;
   int nrings;
   int nstreams;
-  stream *streams; /* 1 + nrings */
+  /* calc, nrings comm streams, then user streams (streams_reserve); each
+   * allocated on its own (its worker holds its address). The array
+   * changes only under the world's lock, which world_abort takes too. */
+  stream **streams;
   event *events;   /* nevents (2 * nrings, then named); host thread only */
   int nevents;
   ring *rings[OVL_MAX_RINGS];
@@ -246,7 +249,8 @@ ovl_status ovl__cpu_rendezvous(ovl__bworld *bw, ring *rg, uint64_t seq,
                                int rank, const arrival *a, ovl_error *err);
 
 /* cpu_stream.c. */
-ovl_status ovl__cpu_stream_create(ovl__brank *br, int index, stream *s,
+ovl_status ovl__cpu_stream_create(ovl__brank *br, int index,
+                                  const char *name, stream *s,
                                   ovl_error *err);
 void ovl__cpu_stream_destroy(stream *s);
 void *ovl__cpu_worker_main(void *arg);
@@ -259,5 +263,8 @@ ovl_status ovl__cpu_stream_wait_event(ovl__brank *br, int stream_idx,
 ovl_status ovl__cpu_stream_sync(ovl__brank *br, int stream_idx,
                                 ovl_error *err);
 bool ovl__cpu_rank_quiesce(ovl__brank *br);
+ovl_status ovl__cpu_streams_reserve(ovl__brank *br, int nstreams,
+                                    const char *const *names,
+                                    ovl_error *err);
 
 #endif /* OVL_CPU_H */

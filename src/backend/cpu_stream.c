@@ -200,12 +200,15 @@ void ovl__cpu_stream_destroy(stream *s) {
   pthread_mutex_destroy(&s->mu);
 }
 
-ovl_status ovl__cpu_stream_create(ovl__brank *br, int index, stream *s,
-                                ovl_error *err) {
+ovl_status ovl__cpu_stream_create(ovl__brank *br, int index,
+                                  const char *name, stream *s,
+                                  ovl_error *err) {
   memset(s, 0, sizeof *s);
   s->br = br;
   s->index = index;
-  if (index == OVL_STREAM_CALC)
+  if (name != NULL)
+    snprintf(s->name, sizeof s->name, "%s", name);
+  else if (index == OVL_STREAM_CALC)
     snprintf(s->name, sizeof s->name, "calc");
   else
     snprintf(s->name, sizeof s->name, "comm[%d]", index - 1);
@@ -236,7 +239,7 @@ fail:
  * to its end. So this waits for no deadline. */
 bool ovl__cpu_rank_quiesce(ovl__brank *br) {
   for (int i = 0; i < br->nstreams; i++) {
-    stream *s = &br->streams[i];
+    stream *s = br->streams[i];
     pthread_mutex_lock(&s->mu);
     while (s->done < s->enq)
       pthread_cond_wait(&s->done_cv, &s->mu);
@@ -253,11 +256,12 @@ bool ovl__cpu_rank_quiesce(ovl__brank *br) {
 stream *ovl__cpu_get_stream(ovl__brank *br, int index, ovl_error *err) {
   if (index < 0 || index >= br->nstreams) {
     ovl__err(err, OVL_EINVAL,
-             "rank %d: no stream %d (it has calc and %d comm streams)",
-             br->rank, index, br->nrings);
+             "rank %d: no stream %d (it has calc, %d comm streams and %d "
+             "more)",
+             br->rank, index, br->nrings, br->nstreams - 1 - br->nrings);
     return NULL;
   }
-  return &br->streams[index];
+  return br->streams[index];
 }
 
 /* Queue a copy of *tmpl on s. */

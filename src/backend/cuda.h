@@ -77,9 +77,11 @@ struct ovl__brank {
   int device;
   int nrings;
   int sm_count;
-  /* streams[OVL_STREAM_CALC], streams[OVL_STREAM_COMM(ring)]. */
+  /* streams[OVL_STREAM_CALC], streams[OVL_STREAM_COMM(ring)], then the
+   * user streams (streams_reserve), named in names[] for messages. */
   int nstreams;
-  cudaStream_t streams[1 + OVL_MAX_RINGS];
+  cudaStream_t streams[OVL_MAX_STREAMS];
+  char *names[OVL_MAX_STREAMS];
   /* events[OVL_EVENT_COMPUTE(ring)], events[OVL_EVENT_COMM(ring)], then
    * the named events, events[OVL_EVENT_NAMED(nrings, k)]; `capevents`
    * entries allocated, the first `nevents` created. */
@@ -130,8 +132,9 @@ ovl_status ovl__cuda_nccl_fail(ovl_error *err, int rank, const char *where,
     }                                                                         \
   } while (0)
 
-/* "calc stream", "comm stream of ring 2". */
-const char *ovl__cuda_stream_name(char *buf, size_t size, int stream);
+/* "calc stream", "comm stream of ring 2", "stream side". */
+const char *ovl__cuda_stream_name(const ovl__brank *br, char *buf,
+                                  size_t size, int stream);
 /* "compute_event[ring 0]", "comm_event[ring 1]", "named event 3". */
 const char *ovl__cuda_event_name(char *buf, size_t size, int nrings,
                                  int event);
@@ -174,7 +177,7 @@ int ovl__cuda_default_ranks(void);
 ovl_status ovl__cuda_world_init(int nranks, double timeout_s,
                                 ovl__bworld **out, ovl_error *err);
 ovl_status ovl__cuda_world_rings(ovl__bworld *bw, int nrings,
-                                 ovl_error *err);
+                                 uint32_t comm_mask, ovl_error *err);
 const char *ovl__cuda_world_devices(ovl__bworld *bw);
 const char *ovl__cuda_device_name(ovl__bworld *bw, int rank);
 void ovl__cuda_world_info(ovl__bworld *bw, ovl_world_info *info);

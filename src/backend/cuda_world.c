@@ -65,12 +65,15 @@ ovl_status ovl__cuda_nccl_fail(ovl_error *err, int rank, const char *where,
                   has_last ? last : "", base_name(file), line);
 }
 
-/* "calc stream", "comm stream of ring 2". */
-const char *ovl__cuda_stream_name(char *buf, size_t size, int stream) {
+const char *ovl__cuda_stream_name(const ovl__brank *br, char *buf,
+                                  size_t size, int stream) {
   if (stream == OVL_STREAM_CALC)
     snprintf(buf, size, "calc stream");
-  else
+  else if (stream <= br->nrings)
     snprintf(buf, size, "comm stream of ring %d", stream - 1);
+  else
+    snprintf(buf, size, "stream %s",
+             br->names[stream] != NULL ? br->names[stream] : "?");
   return buf;
 }
 
@@ -273,7 +276,7 @@ static ovl_status comms_create(ovl__bworld *bw, int ring, ovl_error *err) {
 }
 
 ovl_status ovl__cuda_world_rings(ovl__bworld *bw, int nrings,
-                                   ovl_error *err) {
+                                 uint32_t comm_mask, ovl_error *err) {
   ovl_status st = OVL_OK;
   int device = -1;
 
@@ -285,8 +288,16 @@ ovl_status ovl__cuda_world_rings(ovl__bworld *bw, int nrings,
     return ovl__err(err, OVL_EABORTED,
                     "cuda backend: cannot create rings: the world was "
                     "aborted");
-  if (nrings <= bw->nrings)
+  /* A ring without collectives needs no communicator; one that an
+   * earlier program needed is kept. */
+  bool missing = false;
+  for (int ring = 0; ring < nrings; ring++)
+    missing |= ((comm_mask >> ring) & 1) && bw->comms[ring][0] == NULL;
+  if (!missing) {
+    if (nrings > bw->nrings)
+      bw->nrings = nrings;
     return OVL_OK;
+  }
   /*
    * Connect every peer when the communicator is made, not at its first
    * collective (NCCL_RUNTIME_CONNECT=1 is NCCL's default since 2.22).
@@ -302,12 +313,15 @@ ovl_status ovl__cuda_world_rings(ovl__bworld *bw, int nrings,
   setenv("NCCL_RUNTIME_CONNECT", "0", 0);
   /* NCCL switches devices while it builds the communicators. */
   OVL__CUDACHECK(err, -1, NULL, cudaGetDevice, (&device));
-  for (int ring = bw->nrings; ring < nrings; ring++) {
+  for (int ring = 0; ring < nrings; ring++) {
+    if (!((comm_mask >> ring) & 1) || bw->comms[ring][0] != NULL)
+      continue;
     st = comms_create(bw, ring, err);
     if (st != OVL_OK)
       break;
-    bw->nrings = ring + 1;
   }
+  if (st == OVL_OK && nrings > bw->nrings)
+    bw->nrings = nrings;
   (void)cudaSetDevice(device);
   return st;
 }

@@ -68,6 +68,9 @@ struct ovl_races_s {
   size_t nops;
   int nranks;
   int *ranks; /* 0..nranks-1 */
+  /* The program's stream names (the result does not refer to it). */
+  int nstreams;
+  char **stream_names;
   /* Dedup table: open addressing, values are race index + 1. */
   uint32_t *table;
   size_t tcap;
@@ -210,17 +213,38 @@ static ovl_status table_grow(ovl_races *res, ovl_error *err) {
   return OVL_OK;
 }
 
-static const char *stream_label(int stream, char *buf, size_t n) {
-  return ovl__stream_name(stream, buf, n);
+/* `stream=calc`, `stream=comm, ring_id=R` or `stream=NAME` (one of two
+ * static buffers, by `slot`). */
+static const char *stream_attrs(const ovl_program *prog, int s, int slot) {
+  static _Thread_local char buf[2][96];
+  if (s >= OVL_STREAM_COMM(0) && s < OVL_STREAM_COMM(prog->nrings))
+    snprintf(buf[slot], sizeof buf[slot], "stream=comm, ring_id=%d", s - 1);
+  else
+    snprintf(buf[slot], sizeof buf[slot], "stream=%s",
+             ovl__stream_name(prog, s));
+  return buf[slot];
 }
 
 /* The wait ops that order the first access before the second, derived from
  * their streams (Paddle's ops order calc and comm streams in any
  * schedule). */
-static char *fix_text(const char *var, const ovl_race_access *a) {
+static char *fix_text(const ovl_program *prog, const char *var,
+                      const ovl_race_access *a) {
   char buf[512];
   int s1 = a[0].stream, s2 = a[1].stream, l1 = a[0].line, l2 = a[1].line;
-  if (s1 == OVL_STREAM_CALC && s2 > OVL_STREAM_CALC)
+  int user = 1 + prog->nrings; /* the first user stream */
+  if ((s1 >= user || s2 >= user) && s1 >= 0 && s2 >= 0)
+    /* A user stream has no Paddle wait op: an event orders it. */
+    snprintf(buf, sizeof buf,
+             "insert event_record(%s, event=%s_ready, %s) after line %d and "
+             "stream_wait_event(%s, event=%s_ready, %s) before line %d",
+             var, var, stream_attrs(prog, s1, 0), l1, var, var,
+             stream_attrs(prog, s2, 1), l2);
+  else if (s1 >= user && s2 < 0)
+    snprintf(buf, sizeof buf,
+             "insert stream_sync(%s, stream=%s) before line %d", var,
+             ovl__stream_name(prog, s1), l2);
+  else if (s1 == OVL_STREAM_CALC && s2 > OVL_STREAM_CALC)
     snprintf(buf, sizeof buf,
              "insert c_wait_compute(%s, ring_id=%d) after line %d", var,
              s2 - 1, l1);
@@ -257,6 +281,7 @@ static void fill_access(const checker *c, ovl_race_access *a, uint32_t op,
   a->line = o->line;
   a->col = o->col;
   a->stream = part_stream(c, part);
+  a->stream_name = a->stream < 0 ? "host" : c->res->stream_names[a->stream];
   a->write = write;
 }
 
@@ -334,7 +359,7 @@ static ovl_status report(checker *c, int var, const acc *first,
   r->def[1] = def[1];
   r->occurrences = 1;
   r->var_name = ovl__strdup(c->prog->vars[var].name);
-  r->fix = r->var_name ? fix_text(r->var_name, a) : NULL;
+  r->fix = r->var_name ? fix_text(c->prog, r->var_name, a) : NULL;
   res->n++;
   if (r->var_name == NULL || r->fix == NULL ||
       !blind_note(c, part, first->op, &r->note))
@@ -482,6 +507,9 @@ void ovl_races_free(ovl_races *r) {
   }
   free(r->races);
   free(r->ranks);
+  for (int s = 0; r->stream_names != NULL && s < r->nstreams; s++)
+    free(r->stream_names[s]);
+  free(r->stream_names);
   free(r->table);
   free(r);
 }
@@ -539,7 +567,15 @@ ovl_status ovl_race_check(const ovl_program *prog, ovl_races **out,
   res->nops = prog->nops;
   res->nranks = prog->nranks > 0 ? prog->nranks : 1;
   res->ranks = malloc((size_t)res->nranks * sizeof *res->ranks);
-  if (res->ranks == NULL) {
+  res->stream_names = calloc((size_t)prog->nstreams + 1,
+                             sizeof *res->stream_names);
+  bool names_ok = res->stream_names != NULL;
+  for (int s = 0; names_ok && s < prog->nstreams; s++) {
+    res->stream_names[s] = ovl__strdup(ovl__stream_name(prog, s));
+    res->nstreams = s + 1;
+    names_ok = res->stream_names[s] != NULL;
+  }
+  if (res->ranks == NULL || !names_ok) {
     checker_free(&c);
     ovl_races_free(res);
     return ovl__err(err, OVL_ENOMEM, "race check: out of memory");
@@ -603,7 +639,6 @@ static void fmt_ranks(ovl__sbuf *b, const ovl_races *r) {
 }
 
 static void fmt_human(ovl__sbuf *b, const ovl_races *r, const char *file) {
-  char s1[32], s2[32];
   for (size_t i = 0; i < r->n; i++) {
     const race_rec *rr = &r->races[i];
     int w0 = snprintf(NULL, 0, "%s:%d", file, rr->a[0].line);
@@ -619,7 +654,7 @@ static void fmt_human(ovl__sbuf *b, const ovl_races *r, const char *file) {
       const ovl_race_access *a = &rr->a[k];
       ovl__sb_printf(b, "  %-6s %-16s %s:%d%*s  %s\n", a->write ? "write" : "read",
                 a->op_name, file, a->line, w - (k ? w1 : w0), "",
-                stream_label(a->stream, k ? s2 : s1, sizeof s1));
+                a->stream_name);
     }
     if (rr->note != NULL)
       ovl__sb_printf(b, "  note: %s\n", rr->note);
@@ -640,11 +675,10 @@ static void fmt_human(ovl__sbuf *b, const ovl_races *r, const char *file) {
 }
 
 static void fmt_json_access(ovl__sbuf *b, const ovl_race_access *a) {
-  char s[32];
   ovl__sb_printf(b, "{\"line\":%d,\"col\":%d,\"op\":", a->line, a->col);
   ovl__sb_json_str(b, a->op_name);
   ovl__sb_printf(b, ",\"stream\":");
-  ovl__sb_json_str(b, stream_label(a->stream, s, sizeof s));
+  ovl__sb_json_str(b, a->stream_name);
   ovl__sb_printf(b, ",\"access\":\"%s\"}", a->write ? "write" : "read");
 }
 

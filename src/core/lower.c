@@ -136,7 +136,6 @@ ovl_status ovl__program_lower(ovl_program *prog, ovl_error *err) {
   uint32_t *first = malloc((prog->nops + 1) * sizeof *first);
   int nevents = ovl__program_nevents(prog);
 
-  prog->nstreams = 1 + prog->nrings;
   if (prims == NULL || first == NULL) {
     free(prims);
     free(first);
@@ -200,12 +199,8 @@ int ovl__op_work_stream(const ovl_program *prog, size_t i) {
   return OVL_STREAM_HOST;
 }
 
-const char *ovl__stream_name(int stream, char *buf, size_t size) {
-  if (stream == OVL_STREAM_HOST)
-    snprintf(buf, size, "host");
-  else if (stream == OVL_STREAM_CALC)
-    snprintf(buf, size, "calc");
-  else
-    snprintf(buf, size, "comm[%d]", stream - 1);
-  return buf;
+const char *ovl__stream_name(const ovl_program *prog, int stream) {
+  if (stream < 0 || stream >= prog->nstreams || prog->stream_names == NULL)
+    return "host";
+  return prog->stream_names[stream];
 }

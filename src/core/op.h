@@ -27,6 +27,9 @@
 
 #define OVL_MAX_DIMS 8
 #define OVL_MAX_RINGS 16
+/* Streams of a rank: calc, a comm stream per ring, and the user streams
+ * (at most 64). */
+#define OVL_MAX_STREAMS (1 + OVL_MAX_RINGS + 64)
 #define OVL_MAX_RANKS 64
 #define OVL_MAX_OP_INPUTS 16
 /* Largest program after repeat expansion (ops). */
@@ -228,8 +231,8 @@ typedef struct ovl__var {
 } ovl__var;
 
 /* Streams, as the lowering, the executor and the backends number them:
- * calc, then one comm stream per ring. OVL_STREAM_HOST marks a primitive
- * the host performs. */
+ * calc, one comm stream per ring named, then the user streams. OVL_STREAM_HOST
+ * marks a primitive the host performs. */
 #define OVL_STREAM_HOST (-1)
 #define OVL_STREAM_CALC 0
 #define OVL_STREAM_COMM(ring) (1 + (ring))
@@ -307,8 +310,13 @@ typedef struct ovl__param {
 struct ovl_program_s {
   char *filename;
   int nranks;
-  int nrings;          /* 1 + highest ring id used by any collective, or 0 */
-  int nstreams;        /* calc + one comm stream per ring */
+  int nrings;          /* 1 + the highest ring id an op names, or 0 */
+  /* Rings that carry a collective (bit R): they need a communicator. */
+  uint32_t ring_comm;
+  /* calc, a comm stream per ring, then the user streams (stream=NAME);
+   * each one's name ("calc", "comm[0]", "side"). */
+  int nstreams;
+  char **stream_names;
   size_t nvars;
   ovl__var *vars;
   size_t nops;
@@ -349,12 +357,13 @@ static inline int ovl__program_nevents(const ovl_program *prog) {
   return OVL_EVENT_NAMED(prog->nrings, (int)prog->nevents);
 }
 
-/* "calc", "comm[2]", "host" (buf of 16 bytes or more). */
-const char *ovl__stream_name(int stream, char *buf, size_t size);
+/* A stream's name in `prog` ("calc", "comm[2]", "side"), or "host" for
+ * OVL_STREAM_HOST. */
+const char *ovl__stream_name(const ovl_program *prog, int stream);
 
-/* Lower every op of `prog` (replacing any earlier lowering) and set
- * nstreams. Binding and the transforms call it on every program they
- * make. */
+/* Lower every op of `prog` (replacing any earlier lowering); its streams
+ * (nstreams) are numbered already. Binding and the transforms call it on
+ * every program they make. */
 ovl_status ovl__program_lower(ovl_program *prog, ovl_error *err);
 
 /* Deep copy (used by transforms). */

@@ -187,34 +187,6 @@ static ovl_status bind_statements(binder *B) {
   return st;
 }
 
-/* A ring op without a collective on its ring orders nothing: report the
- * first one in the file. */
-static ovl_status check_rings(binder *B) {
-  const ring_need *first = NULL;
-  int ring = 0;
-  for (int r = 0; r < OVL_MAX_RINGS; r++) {
-    const ring_need *n = &B->ring_need[r];
-    if (!n->set || B->ring_coll[r])
-      continue;
-    if (first == NULL || n->line < first->line ||
-        (n->line == first->line && n->col < first->col)) {
-      first = n;
-      ring = r;
-    }
-  }
-  if (first == NULL)
-    return OVL_OK;
-  if (first->on_stream)
-    return perr(B, first->line, first->col,
-                "ring %d has no collective: %s(stream=comm, ring_id=%d) "
-                "has no comm stream to %s",
-                ring, first->op, ring, first->def->stream_verb);
-  return perr(B, first->line, first->col,
-              "ring %d has no collective: %s(ring_id=%d) has no comm stream "
-              "to order",
-              ring, first->op, ring);
-}
-
 /* The caller's limit on the expanded program (ovl_bind_opts.max_ops),
  * checked once every statement is bound and before anything is allocated
  * for the expansion: its length is known from the template. */
@@ -252,6 +224,38 @@ static size_t emit(const binder *B, size_t lo, size_t hi, size_t *b,
     }
   }
   return k;
+}
+
+/* The program's streams: calc, a comm stream per ring named, then the
+ * user streams in order of first use, each with its name; ops on user
+ * streams get their numbers; the rings that need a communicator. False
+ * when out of memory. */
+static bool number_streams(binder *B, ovl_program *prog) {
+  int first_user = 1 + B->nrings;
+  prog->nstreams = first_user + (int)B->nustreams;
+  prog->stream_names = calloc((size_t)prog->nstreams,
+                              sizeof *prog->stream_names);
+  if (prog->stream_names == NULL)
+    return false;
+  for (int s = 0; s < prog->nstreams; s++) {
+    char buf[32];
+    const char *name = buf;
+    if (s == OVL_STREAM_CALC)
+      name = "calc";
+    else if (s < first_user)
+      snprintf(buf, sizeof buf, "comm[%d]", s - 1);
+    else
+      name = B->ustreams[s - first_user];
+    if ((prog->stream_names[s] = ovl__strdup(name)) == NULL)
+      return false;
+  }
+  for (size_t i = 0; i < prog->nops; i++)
+    if (prog->ops[i].stream < OVL_STREAM_HOST)
+      prog->ops[i].stream = first_user + (-2 - prog->ops[i].stream);
+  for (int r = 0; r < B->nrings; r++)
+    if (B->ring_coll[r])
+      prog->ring_comm |= 1u << r;
+  return true;
 }
 
 static ovl_status assemble(binder *B, ovl_program **out) {
@@ -301,6 +305,8 @@ static ovl_status assemble(binder *B, ovl_program **out) {
   prog->nevents = B->nevents;
   B->events = NULL;
   B->nevents = 0;
+  if (!number_streams(B, prog))
+    goto nomem;
   {
     ovl_status st = ovl__program_lower(prog, B->err);
     if (st != OVL_OK) {
@@ -329,6 +335,10 @@ static void binder_free(binder *B) {
     free(B->events[i]);
   free(B->events);
   free(B->eventmap.e);
+  for (size_t i = 0; i < B->nustreams; i++)
+    free(B->ustreams[i]);
+  free(B->ustreams);
+  free(B->ustreammap.e);
   free(B);
 }
 
@@ -352,8 +362,6 @@ ovl_status ovl__schedule_bind(const ovl_schedule *S, int nranks,
     st = nomem(B);
   if (st == OVL_OK)
     st = bind_statements(B);
-  if (st == OVL_OK)
-    st = check_rings(B);
   if (st == OVL_OK)
     st = check_max_ops(B, max_ops);
   if (st == OVL_OK)

@@ -234,42 +234,76 @@ static const char *attr_list(unsigned mask, char *buf, size_t size) {
   return buf;
 }
 
-/* The index of the named event `v`, added at the end if it is new. */
-static ovl_status event_index(binder *B, const scalar *v, int *idx) {
-  const int64_t *have = ovl__map_find(&B->eventmap, v->s, v->n);
+/* The index of name `v` in a table of names (the named events, the user
+ * streams), added at the end if it is new; at most `max` of them. */
+static ovl_status name_index(binder *B, const scalar *v, char ***names,
+                             size_t *n, size_t *cap, map *index, size_t max,
+                             const char *what, int *idx) {
+  const int64_t *have = ovl__map_find(index, v->s, v->n);
   char *name;
   void *p;
   if (have != NULL) {
     *idx = (int)*have;
     return OVL_OK;
   }
-  if (B->nevents == MAX_EVENTS)
-    return perr(B, v->line, v->col, "more than %d named events", MAX_EVENTS);
-  if ((p = ovl__grow(B->events, &B->capevents, B->nevents + 1,
-                sizeof *B->events)) == NULL)
+  if (*n == max)
+    return perr(B, v->line, v->col, "more than %zu %s", max, what);
+  if ((p = ovl__grow(*names, cap, *n + 1, sizeof **names)) == NULL)
     return nomem(B);
-  B->events = p;
+  *names = p;
   if ((name = ovl__strndup(v->s, v->n)) == NULL)
     return nomem(B);
-  if (!ovl__map_put(&B->eventmap, name, v->n, (int64_t)B->nevents)) {
+  if (!ovl__map_put(index, name, v->n, (int64_t)*n)) {
     free(name);
     return nomem(B);
   }
-  B->events[B->nevents] = name;
-  *idx = (int)B->nevents++;
+  (*names)[*n] = name;
+  *idx = (int)(*n)++;
   return OVL_OK;
+}
+
+static ovl_status event_index(binder *B, const scalar *v, int *idx) {
+  return name_index(B, v, &B->events, &B->nevents, &B->capevents,
+                    &B->eventmap, MAX_EVENTS, "named events", idx);
+}
+
+/* stream=NAME: calc, comm (the comm stream of the op's ring), or a user
+ * stream of that name. */
+static ovl_status stream_attr(binder *B, ovl__op *op, const kwarg *kw,
+                              bool *stream_comm) {
+  const scalar *v = &kw->val.v;
+  int k;
+  ovl_status st;
+  if (v->kind != V_NAME)
+    return wrong_type(B, op->def->name, kw,
+                      "calc, comm or the name of a stream");
+  if (ovl__name_eq(v->s, v->n, "calc")) {
+    op->stream = OVL_STREAM_CALC;
+    return OVL_OK;
+  }
+  if (ovl__name_eq(v->s, v->n, "comm")) {
+    *stream_comm = true;
+    return OVL_OK;
+  }
+  if (ovl__name_eq(v->s, v->n, "host"))
+    return perr(B, v->line, v->col,
+                "stream=host: the host is not a stream (it runs fetch and "
+                "the syncs)");
+  st = name_index(B, v, &B->ustreams, &B->nustreams, &B->capustreams,
+                  &B->ustreammap, MAX_USER_STREAMS, "user streams", &k);
+  if (st == OVL_OK)
+    op->stream = OVL__STREAM_USER_TAG(k);
+  return st;
 }
 
 /* Apply one key=value to op; *stream_comm is set by stream=comm. */
 static ovl_status apply_attr(binder *B, ovl__op *op, const kwarg *kw,
                              kw_seen *seen, bool *stream_comm) {
-  static const char *const streams[] = {"calc", "comm", NULL};
   const char *opname = op->def->name;
   char buf[160];
   size_t a;
   int64_t i = 0;
   double f = 0.0;
-  int which;
   ovl_status st;
   for (a = 0; a < NATTR; a++)
     if (ovl__name_eq(kw->key.s, kw->key.n, attr_defs[a].name))
@@ -320,10 +354,7 @@ static ovl_status apply_attr(binder *B, ovl__op *op, const kwarg *kw,
     op->us = f;
     return OVL_OK;
   case OVL_ATTR_STREAM:
-    if ((which = pick(&kw->val.v, streams)) < 0)
-      return wrong_type(B, opname, kw, "calc or comm");
-    *stream_comm = which == 1;
-    return OVL_OK;
+    return stream_attr(B, op, kw, stream_comm);
   case OVL_ATTR_EVENT:
     if (kw->val.v.kind != V_NAME)
       return wrong_type(B, opname, kw, "an event name");
@@ -366,16 +397,11 @@ static ovl_status add_fetch(binder *B, int var) {
   return OVL_OK;
 }
 
-static void need_ring(binder *B, const ovl__op *op, bool on_stream) {
-  ring_need *r = &B->ring_need[op->ring_id];
-  if (r->set)
-    return;
-  r->set = true;
-  r->line = op->line;
-  r->col = op->col;
-  r->op = op->def->name;
-  r->on_stream = on_stream;
-  r->def = op->def;
+/* Ring R is named: it has a comm stream (the communicator is made only
+ * where a collective runs on it). */
+static void name_ring(binder *B, int ring) {
+  if (ring + 1 > B->nrings)
+    B->nrings = ring + 1;
 }
 
 /* Attributes the row requires, each with how to write it. */
@@ -460,10 +486,10 @@ ovl_status ovl__build_call(binder *B, const ovl__opdef *def, const call *c) {
   if ((st = check_required(B, &op, &seen)) != OVL_OK)
     return st;
   /* stream=comm puts the op on the comm stream of its ring, which exists
-   * only where a collective runs on that ring. */
+   * for every ring a schedule names. */
   if ((def->attrs & OVL_ATTR_STREAM) && stream_comm) {
     op.stream = OVL_STREAM_COMM(op.ring_id);
-    need_ring(B, &op, true);
+    name_ring(B, op.ring_id);
   }
   op.stream = ovl__op_place(&op);
 
@@ -486,13 +512,10 @@ ovl_status ovl__build_call(binder *B, const ovl__opdef *def, const call *c) {
       op.out = op.in[0];
     }
   }
-  if (def->ring_use & OVL_RING_COLLECTIVE) {
+  if (def->ring_use & OVL_RING_COLLECTIVE)
     B->ring_coll[op.ring_id] = true;
-    if (op.ring_id + 1 > B->nrings)
-      B->nrings = op.ring_id + 1;
-  }
-  if (def->ring_use & OVL_RING_ORDERS)
-    need_ring(B, &op, false);
+  if (def->ring_use & (OVL_RING_COLLECTIVE | OVL_RING_ORDERS))
+    name_ring(B, op.ring_id);
   /* What the host reads is fetched: it comes back in the result. */
   if (def->reads && op.stream == OVL_STREAM_HOST)
     for (int i = 0; i < op.nin; i++)

@@ -288,15 +288,11 @@ typedef struct block {
 } block;
 
 /* The first op that needs a ring's comm stream. */
-typedef struct ring_need {
-  bool set;
-  int line, col;
-  const char *op;
-  /* It runs on the comm stream (stream=comm: delay, compute ops, the
-   * generic stream ops) rather than ordering it (the Paddle wait ops). */
-  bool on_stream;
-  const ovl__opdef *def;
-} ring_need;
+
+/* Most user streams a schedule may name. */
+#define MAX_USER_STREAMS (OVL_MAX_STREAMS - 1 - OVL_MAX_RINGS)
+/* op->stream of user stream k while binding (below OVL_STREAM_HOST). */
+#define OVL__STREAM_USER_TAG(k) (-2 - (int)(k))
 
 typedef struct binder {
   const ovl_schedule *S;
@@ -326,9 +322,17 @@ typedef struct binder {
   int *fetch;
   size_t nfetch, capfetch;
 
+  /* Rings named (1 + the highest; each has a comm stream), and those that
+   * carry a collective (they need a communicator). */
   int nrings;
   bool ring_coll[OVL_MAX_RINGS];
-  ring_need ring_need[OVL_MAX_RINGS];
+
+  /* User streams (stream=NAME), in order of first use; an op on user
+   * stream k has op->stream OVL__STREAM_USER_TAG(k) until assembly
+   * numbers it after the comm streams. */
+  char **ustreams;
+  size_t nustreams, capustreams;
+  map ustreammap; /* name -> index in ustreams */
 
   char **events; /* named events, in order of first use */
   size_t nevents, capevents;

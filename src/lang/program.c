@@ -23,6 +23,9 @@ void ovl_program_free(ovl_program *prog) {
   free(prog->fetch);
   free(prog->prims);
   free(prog->prim_first);
+  for (int i = 0; prog->stream_names != NULL && i < prog->nstreams; i++)
+    free(prog->stream_names[i]);
+  free(prog->stream_names);
   free(prog->filename);
   free(prog);
 }
@@ -63,6 +66,8 @@ ovl_status ovl__program_clone(const ovl_program *prog, ovl_program **out,
   p->fetch = dup_array(prog->fetch, prog->nfetch, sizeof *p->fetch, &fail);
   p->events = dup_array(prog->events, prog->nevents, sizeof *p->events, &fail);
   p->prims = dup_array(prog->prims, prog->nprims, sizeof *p->prims, &fail);
+  p->stream_names = dup_array(prog->stream_names, (size_t)prog->nstreams,
+                              sizeof *p->stream_names, &fail);
   p->prim_first = prog->prim_first == NULL
                       ? NULL
                       : dup_array(prog->prim_first, prog->nops + 1,
@@ -84,6 +89,10 @@ ovl_status ovl__program_clone(const ovl_program *prog, ovl_program **out,
   }
   for (size_t i = 0; i < p->nevents; i++)
     p->events[i] = dup_str(prog->events[i], &fail);
+  if (p->stream_names == NULL)
+    p->nstreams = 0;
+  for (int i = 0; i < p->nstreams; i++)
+    p->stream_names[i] = dup_str(prog->stream_names[i], &fail);
   if (fail) {
     ovl_program_free(p);
     return ovl__err(err, OVL_ENOMEM, "out of memory copying a program");
@@ -97,6 +106,12 @@ const char *ovl_program_filename(const ovl_program *prog) {
 }
 size_t ovl_program_op_count(const ovl_program *prog) { return prog->nops; }
 int ovl_program_ring_count(const ovl_program *prog) { return prog->nrings; }
+int ovl_program_stream_count(const ovl_program *prog) {
+  return prog->nstreams;
+}
+const char *ovl_program_stream_name(const ovl_program *prog, int stream) {
+  return ovl__stream_name(prog, stream);
+}
 int ovl_program_nranks(const ovl_program *prog) { return prog->nranks; }
 size_t ovl_program_param_count(const ovl_program *prog) {
   return prog->nparams;

@@ -124,8 +124,9 @@ void ovl__tl_free_all(rank_slices *all, size_t n) {
   free(all);
 }
 
-const char *ovl__tl_lane_name(int lane, int nstreams, char *buf, size_t len) {
-  return ovl__stream_name(lane == nstreams ? OVL_STREAM_HOST : lane, buf, len);
+const char *ovl__tl_lane_name(const ovl_program *prog, int lane) {
+  return ovl__stream_name(prog, lane == prog->nstreams ? OVL_STREAM_HOST
+                                                       : lane);
 }
 
 uint64_t ovl__tl_var_bytes(const ovl_program *prog, int v) {

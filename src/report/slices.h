@@ -57,8 +57,8 @@ cat_t ovl__tl_prim_cat(const ovl__prim *p);
 rank_slices *ovl__tl_build_all(const ovl_timeline_run *runs, size_t nruns,
                                int nranks);
 void ovl__tl_free_all(rank_slices *all, size_t n);
-/* "calc", "comm[0]", or "host" for lane nstreams. */
-const char *ovl__tl_lane_name(int lane, int nstreams, char *buf, size_t len);
+/* "calc", "comm[0]", "side", or "host" for lane nstreams. */
+const char *ovl__tl_lane_name(const ovl_program *prog, int lane);
 /* Bytes op moves, as its row says (inputs read, output written). */
 uint64_t ovl__tl_op_bytes(const ovl_program *prog, const ovl__op *op);
 /* Per op, its collective's number on its ring (from 0), or -1; malloc'd. */

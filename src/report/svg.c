@@ -429,7 +429,6 @@ ovl_status ovl_timeline_svg(const ovl_world *world,
     for (int r = 0; r < nranks && !b.fail; r++) {
       const rank_slices *rs = &all[k * (size_t)nranks + (size_t)r];
       int top = y;
-      char lname[32];
       if (!overlap_of(rs, &ov, &coll)) {
         b.fail = true;
         break;
@@ -440,7 +439,7 @@ ovl_status ovl_timeline_svg(const ovl_world *world,
       for (int lane = 0; lane <= nstreams; lane++) {
         ovl__sb_printf(&b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">r%d ",
                   SVG_LEFT - 6, y + LANE_H - 2, r);
-        ovl__sb_puts(&b, ovl__tl_lane_name(lane, nstreams, lname, sizeof lname));
+        ovl__sb_puts(&b, ovl__tl_lane_name(prog, lane));
         ovl__sb_puts(&b, "</text>\n");
         ovl__sb_printf(&b, "<g transform=\"translate(0,%d)\">\n", y);
         draw_lane(&lc, rs, lane);

@@ -46,7 +46,6 @@ static void trace_slice(ovl__sbuf *b, const ovl_timeline_run *run, int pid,
                         int nstreams, const slice *sl, const int *seq) {
   const ovl_program *prog = run->prog;
   const ovl__op *op = &prog->ops[sl->op];
-  char lname[32];
   ovl__sb_printf(b, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", pid,
             lane_tid(sl->lane, nstreams));
   sb_us(b, sl->t0);
@@ -80,7 +79,7 @@ static void trace_slice(ovl__sbuf *b, const ovl_timeline_run *run, int pid,
   }
   ovl__sb_printf(b, ",\"mode\":\"%s\",\"stream\":\"%s\",\"bytes\":%llu",
             ovl_mode_name(run->mode),
-            ovl__tl_lane_name(sl->lane, nstreams, lname, sizeof lname),
+            ovl__tl_lane_name(prog, sl->lane),
             (unsigned long long)(sl->record ? 0 : ovl__tl_op_bytes(prog, op)));
   ovl__sb_puts(b, ",\"in\":[");
   for (int k = 0; k < op->nin; k++) {
@@ -187,7 +186,7 @@ ovl_status ovl_timeline_trace(const ovl_world *world,
     for (int r = 0; r < nranks; r++) {
       int pid = 1 + (int)k * nranks + r;
       const rank_slices *rs = &all[k * (size_t)nranks + (size_t)r];
-      char pname[256], lname[32];
+      char pname[256];
       if (nruns > 1)
         snprintf(pname, sizeof pname, "%s: rank %d (%s)",
                  ovl_mode_name(runs[k].mode), r,
@@ -200,7 +199,7 @@ ovl_status ovl_timeline_trace(const ovl_world *world,
       for (int lane = 0; lane <= nstreams; lane++) {
         int tid = lane_tid(lane, nstreams);
         trace_meta(&b, pid, tid, "thread_name", "name",
-                   ovl__tl_lane_name(lane, nstreams, lname, sizeof lname), 0);
+                   ovl__tl_lane_name(prog, lane), 0);
         trace_meta(&b, pid, tid, "thread_sort_index", "sort_index", NULL,
                    lane);
       }

@@ -428,6 +428,11 @@ static ovl_status rank_setup(rank_t *rk, ovl_error *err) {
     rk->fetch_slot[v] = -1;
   for (size_t i = 0; i < prog->nfetch; i++)
     rk->fetch_slot[prog->fetch[i]] = (int)i;
+  /* calc and the comm streams rank_init made, then the user streams. */
+  st = be->streams_reserve(rk->br, prog->nstreams,
+                           (const char *const *)prog->stream_names, err);
+  if (st != OVL_OK)
+    return st;
   /* The per-ring events rank_init made, then the schedule's named ones. */
   st = be->events_reserve(rk->br, ovl__program_nevents(prog), err);
   if (st != OVL_OK)
@@ -519,12 +524,11 @@ static ovl_status keep_fetched(rank_t *rk, ovl_error *err) {
 static const char *op_where(const ovl_program *prog, size_t i, char *buf,
                             size_t size) {
   int s = ovl__op_work_stream(prog, i);
-  char name[32];
   if (s == OVL_STREAM_HOST)
     s = prog->prims[ovl__op_main_prim(prog, i)].stream;
   if (s == OVL_STREAM_HOST)
     s = OVL_STREAM_CALC;
-  snprintf(buf, size, "%s stream", ovl__stream_name(s, name, sizeof name));
+  snprintf(buf, size, "%s stream", ovl__stream_name(prog, s));
   return buf;
 }
 
@@ -676,7 +680,7 @@ ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
                     prog->filename, prog->nranks, world->nranks);
   /* Communicators are created here, on the main thread, before any rank
    * thread starts (ncclCommInitAll must see every device at once). */
-  st = world->be->world_rings(world->bw, prog->nrings, err);
+  st = world->be->world_rings(world->bw, prog->nrings, prog->ring_comm, err);
   if (st != OVL_OK)
     return st;
 
