@@ -271,6 +271,15 @@ const double *ovl_result_times(const ovl_result *res);
  * double; NULL if it was never fetched. numel as in ovl_program_fetch_info. */
 const double *ovl_result_fetched(const ovl_result *res, int rank, size_t i);
 
+/* The machine the run ran on, copied from its world when it ran: its rank
+ * count, the backend's name ("cpu"), the line describing the devices ("2
+ * emulated (cpu)", as ovl_world_devices) and the device of each rank (NULL
+ * for a rank out of range). The strings live as long as `res`. */
+int ovl_result_nranks(const ovl_result *res);
+const char *ovl_result_backend(const ovl_result *res);
+const char *ovl_result_devices(const ovl_result *res);
+const char *ovl_result_device_name(const ovl_result *res, int rank);
+
 /* With op_times: the seconds op `i` of the run's program took on its
  * stream on `rank`, summed over the timed iterations (0 for host ops);
  * NULL when the run did not time its ops. */
@@ -451,17 +460,16 @@ typedef struct ovl_timeline_run_s {
  * 0)", seq counted per ring from 0); the record of c_wait_compute /
  * c_wait_comm is a slice "NAME [record]" on the recording stream; a flow
  * arrow goes from every event record to each wait that consumes it.
- * *text is malloc'd (free() it), *len its length. `world` is the one the
- * runs ran on. */
-ovl_status ovl_timeline_trace(const ovl_world *world,
-                              const ovl_timeline_run *runs, size_t nruns,
+ * The backend and the device names are the results' (ovl_result_backend,
+ * ovl_result_device_name); every run must have the same rank count.
+ * *text is malloc'd (free() it), *len its length. */
+ovl_status ovl_timeline_trace(const ovl_timeline_run *runs, size_t nruns,
                               char **text, size_t *len, ovl_error *err);
 /* A self-contained SVG picture of the same: a title line, a legend, one
  * panel per run on a common time axis (ms), one lane per (rank, stream) and
  * the host, ops coloured by kind, and per rank an "overlap" lane (and a
  * translucent band) where a collective and a compute op ran at once. */
-ovl_status ovl_timeline_svg(const ovl_world *world,
-                            const ovl_timeline_run *runs, size_t nruns,
+ovl_status ovl_timeline_svg(const ovl_timeline_run *runs, size_t nruns,
                             char **text, size_t *len, ovl_error *err);
 
 #ifdef __cplusplus

@@ -810,6 +810,30 @@ START_TEST(chaos_keeps_missing_wait_wrong) {
 }
 END_TEST
 
+/* A result says where it ran, and still does once the world is gone. */
+START_TEST(result_keeps_the_machine) {
+  ovl_world *w = make_world(3);
+  ovl_program *p = load("schedules/good/missing_wait_compute.sched", 3, NULL,
+                        0);
+  ovl_run_opts ro = {.iters = 1, .warmup = 0};
+  ovl_result *res = NULL;
+  ovl_error err = {0};
+  char devices[256];
+  ck_assert_msg(ovl_world_run(w, p, &ro, &res, &err) == OVL_OK, "%s",
+                err.msg);
+  snprintf(devices, sizeof devices, "%s", ovl_world_devices(w));
+  ovl_world_free(w);
+  ck_assert_int_eq(ovl_result_nranks(res), 3);
+  ck_assert_str_eq(ovl_result_backend(res), "cpu");
+  ck_assert_str_eq(ovl_result_devices(res), devices);
+  ck_assert_str_eq(ovl_result_device_name(res, 2), "emulated (cpu)");
+  ck_assert_ptr_null(ovl_result_device_name(res, 3));
+  ck_assert_ptr_null(ovl_result_device_name(res, -1));
+  ovl_result_free(res);
+  ovl_program_free(p);
+}
+END_TEST
+
 START_TEST(cpu_backend_refuses_cuda_tuning) {
   ovl_world *w = NULL;
   ovl_error err = {0};
@@ -864,6 +888,7 @@ static Suite *world_suite(void) {
   tcase_add_test(tc, failure_says_where_the_ranks_were);
   tcase_add_test(tc, trace_spans_order_and_durations);
   tcase_add_test(tc, world_info_and_device_names);
+  tcase_add_test(tc, result_keeps_the_machine);
   tcase_add_test(tc, cpu_backend_refuses_cuda_tuning);
   suite_add_tcase(s, tc);
 

@@ -1320,7 +1320,7 @@ static int write_run_outputs(const options *o,
     ntl++;
   }
   if (o->trace != NULL) {
-    if (ovl_timeline_trace(world, tl, ntl, &text, &len, &err) != OVL_OK) {
+    if (ovl_timeline_trace(tl, ntl, &text, &len, &err) != OVL_OK) {
       fprintf(stderr, "%s: --trace=%s: %s\n", progname, o->trace, err.msg);
       return EXIT_RUNTIME;
     }
@@ -1330,7 +1330,7 @@ static int write_run_outputs(const options *o,
       return EXIT_RUNTIME;
   }
   if (o->svg != NULL) {
-    if (ovl_timeline_svg(world, tl, ntl, &text, &len, &err) != OVL_OK) {
+    if (ovl_timeline_svg(tl, ntl, &text, &len, &err) != OVL_OK) {
       fprintf(stderr, "%s: --svg=%s: %s\n", progname, o->svg, err.msg);
       return EXIT_RUNTIME;
     }

@@ -699,8 +699,12 @@ ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
   st = ovl__result_new(prog, world->nranks, opts->iters, opts->op_times != 0,
                        run.traced >= 0 ? run.traced - opts->warmup : -1,
                        &run.res, err);
-  if (st != OVL_OK)
+  if (st == OVL_OK)
+    st = ovl__result_set_machine(run.res, world, err);
+  if (st != OVL_OK) {
+    ovl_result_free(run.res);
     return st;
+  }
   ranks = calloc((size_t)world->nranks, sizeof *ranks);
   threads = calloc((size_t)world->nranks, sizeof *threads);
   run.pos = calloc((size_t)world->nranks, sizeof *run.pos);
