@@ -197,25 +197,34 @@ typedef struct ovl_world_opts_s {
   /* Seconds a collective or a stream may stay stuck before it is an error;
    * 0 means 60. */
   double timeout_s;
-  /* Tuning of the cuda backend (an error on backends without it):
-   * comm streams at the highest stream priority, so their NCCL kernels are
-   * scheduled before queued compute blocks; */
-  int comm_priority_high;
-  /* NCCL's CTA limits (ncclConfig_t minCTAs / maxCTAs); 0 = NCCL's choice.
-   * Either one makes the communicators with ncclCommInitRankConfig in one
-   * group instead of ncclCommInitAll. */
-  int nccl_min_ctas, nccl_max_ctas;
-  /* Chaos, for the cpu backend only (an error on the cuda backend); 0 = off.
-   * Every stream worker sleeps a pseudo-random 0..2 ms (mostly short, now
-   * and then long) before each command it runs, so that streams interleave
-   * in ways a plain run never shows and a missing wait gives wrong numbers.
-   * The delays of each (rank, stream) are one fixed sequence per seed. */
-  unsigned chaos_seed;
 } ovl_world_opts;
 
 ovl_status ovl_world_create(const ovl_world_opts *opts, ovl_world **out,
                             ovl_error *err);
 void ovl_world_free(ovl_world *world);
+
+/*
+ * Tune the world's backend: one key, its value as text. Only before the
+ * world's first run (OVL_EINVAL after it); a key the backend does not have
+ * is refused with OVL_EINVAL and a message that says which backend has it.
+ *   "comm_priority"  "high" | "default"  cuda: comm streams at the highest
+ *                    stream priority, so that their NCCL kernels are
+ *                    scheduled before queued compute blocks
+ *   "nccl_min_ctas", "nccl_max_ctas"  N >= 0  cuda: NCCL's CTA limits
+ *                    (ncclConfig_t minCTAs / maxCTAs; 0 = NCCL's choice).
+ *                    Either one makes the communicators with
+ *                    ncclCommInitRankConfig in one group instead of
+ *                    ncclCommInitAll. Both set: min <= max.
+ *   "chaos_seed"     N >= 0  cpu: 0 = off; otherwise every stream worker
+ *                    sleeps a pseudo-random 0..2 ms (mostly short, now and
+ *                    then long) before each command it runs, so that
+ *                    streams interleave in ways a plain run never shows and
+ *                    a missing wait gives wrong numbers. The delays of each
+ *                    (rank, stream) are one fixed sequence per seed.
+ * Call from the thread that made the world. */
+ovl_status ovl_world_set(ovl_world *world, const char *key,
+                         const char *value, ovl_error *err);
+
 const char *ovl_world_backend_name(const ovl_world *world);
 int ovl_world_nranks(const ovl_world *world);
 /* One line describing the devices ("2 x NVIDIA H200", "2 emulated"). */

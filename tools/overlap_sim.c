@@ -1427,11 +1427,10 @@ static int overlap_sim(int argc, char **argv) {
   wopts.backend = o.backend;
   wopts.nranks = o.ranks;
   wopts.timeout_s = o.timeout_s;
-  wopts.comm_priority_high = o.comm_priority_high;
-  wopts.nccl_min_ctas = o.nccl_min_ctas;
-  wopts.nccl_max_ctas = o.nccl_max_ctas;
-  wopts.chaos_seed = o.chaos_seed;
   st = ovl_world_create(&wopts, &world, &err);
+  if (st == OVL_OK)
+    st = tool_tune_world(world, o.chaos_seed, o.comm_priority_high,
+                         o.nccl_min_ctas, o.nccl_max_ctas, &err);
   if (st != OVL_OK) {
     fprintf(stderr, "%s: %s\n", progname, err.msg);
     rc = st == OVL_ENODEV || st == OVL_EINVAL ? EXIT_USAGE : EXIT_RUNTIME;

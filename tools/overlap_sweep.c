@@ -795,12 +795,13 @@ static int overlap_sweep(int argc, char **argv) {
   wopts.backend = o.backend;
   wopts.nranks = o.ranks;
   wopts.timeout_s = o.timeout_s;
-  wopts.comm_priority_high = o.comm_priority_high;
-  wopts.nccl_min_ctas = o.nccl_min_ctas;
-  wopts.nccl_max_ctas = o.nccl_max_ctas;
   st = ovl_world_create(&wopts, &world, &err);
+  if (st == OVL_OK)
+    st = tool_tune_world(world, 0, o.comm_priority_high, o.nccl_min_ctas,
+                         o.nccl_max_ctas, &err);
   if (st != OVL_OK) {
     fprintf(stderr, "%s: %s\n", progname, err.msg);
+    ovl_world_free(world);
     return st == OVL_ENODEV || st == OVL_EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
   }
   cpu = strcmp(ovl_world_backend_name(world), "cpu") == 0;

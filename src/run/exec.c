@@ -674,6 +674,8 @@ ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
     return ovl__err(err, OVL_EINVAL,
                     "%s was parsed for %d ranks but the world has %d",
                     prog->filename, prog->nranks, world->nranks);
+  /* No more tuning (ovl_world_set) from here on. */
+  world->ran = true;
   /* Communicators are created here, on the main thread, before any rank
    * thread starts (ncclCommInitAll must see every device at once). */
   st = world->be->world_rings(world->bw, prog->nrings, err);

@@ -15,6 +15,7 @@ struct ovl_world_s {
   ovl__bworld *bw;
   int nranks;
   double timeout_s;
+  bool ran; /* ovl_world_run was called: no more tuning */
 };
 
 struct ovl_result_s {
