@@ -481,6 +481,168 @@ ovl_status ovl_timeline_trace(const ovl_timeline_run *runs, size_t nruns,
 ovl_status ovl_timeline_svg(const ovl_timeline_run *runs, size_t nruns,
                             char **text, size_t *len, ovl_error *err);
 
+/* ------------------------------------------------------------------ */
+/* The pipeline: every stage, for the modes asked, as one report.      */
+/* ------------------------------------------------------------------ */
+
+/*
+ * For each mode asked, in the order sync, async, comp, comm:
+ *   1. its form of the program (ovl_program_transform) and, with `races`,
+ *      its race check (ovl_race_check): every form is checked before
+ *      anything runs;
+ *   2. with `run`: the float64 reference (ovl_reference_compute), once,
+ *      only where a checked mode fetches something (sync and async are
+ *      checked; comp and comm numbers are not), unless the caller gives
+ *      one;
+ *   3. with `run`, each form in turn: the run (ovl_world_run) and the
+ *      comparison with the reference (ovl_check_result);
+ * then the summary figures (ovl_report_summary_get).
+ *
+ * The first error stops the pipeline: nothing is reported (*out is NULL)
+ * and the message names the stage: "race check (sync): ...",
+ * "reference: ...", "sync run failed: ..." (also when making the form
+ * fails, without `races`), "check: ...".
+ */
+
+/* The bit of a mode in ovl_pipeline_opts.modes. */
+#define OVL_MODE_BIT(mode) (1u << (unsigned)(mode))
+
+typedef struct ovl_report_s ovl_report;
+
+/* What ovl_pipeline_opts.progress is told, as it happens. */
+typedef enum {
+  /* Every race check is done (with `races`; the forms are made); nothing
+   * has run. The only event without `run`. */
+  OVL_PIPELINE_CHECKED = 0,
+  /* The reference is ready (where needed); the runs start. */
+  OVL_PIPELINE_READY,
+  /* Mode `i` of the report has run and been compared: its
+   * ovl_report_mode_get is complete. */
+  OVL_PIPELINE_RAN
+} ovl_pipeline_event;
+
+typedef struct ovl_pipeline_opts_s {
+  /* OVL_MODE_BIT of each mode asked (run in the order sync, async, comp,
+   * comm, whatever the bits' order). */
+  unsigned modes;
+  /* Non-zero: race-check each mode's form before anything runs. */
+  int races;
+  /* Non-zero: run each form on the world and compare; 0: check only (the
+   * world may be NULL; nothing is run, no reference computed). */
+  int run;
+  ovl_run_opts run_opts;
+  /* Tolerances of the comparison: |got - ref| <= atol + rtol * |ref|. */
+  double rtol, atol;
+  /* A reference the caller computed for a program with the same fetched
+   * variables (the same values expected), used instead of computing one;
+   * NULL: the pipeline computes one where it is needed. */
+  const ovl_reference *reference;
+  /* Non-NULL: every error reads "LABEL: message" instead of naming the
+   * stage (for a caller that runs many programs and names them). */
+  const char *label;
+  /* Called (if non-NULL) from the calling thread as the stages finish, so
+   * that a caller can show the table as it fills; `i` is the mode's index
+   * in the report for OVL_PIPELINE_RAN, else 0. The report is incomplete
+   * (later modes have not run) and must not be freed. */
+  void (*progress)(void *ctx, const ovl_report *report,
+                   ovl_pipeline_event event, size_t i);
+  void *progress_ctx;
+} ovl_pipeline_opts;
+
+/* Run the pipeline of `opts` on `prog` (as parsed for the world's rank
+ * count). `world` may be NULL when opts->run is 0. On success *out holds
+ * the report (free it with ovl_report_free); it refers to `prog`, which
+ * must outlive it. */
+ovl_status ovl_pipeline_run(ovl_world *world, const ovl_program *prog,
+                            const ovl_pipeline_opts *opts, ovl_report **out,
+                            ovl_error *err);
+/* Whether ovl_pipeline_run(prog, opts) will compute a float64 reference
+ * (it keeps 8 bytes of every element of every rank: for a memory check
+ * before the run). */
+int ovl_pipeline_needs_reference(const ovl_program *prog,
+                                 const ovl_pipeline_opts *opts);
+void ovl_report_free(ovl_report *r);
+
+/* The program the pipeline ran (as given to ovl_pipeline_run). */
+const ovl_program *ovl_report_program(const ovl_report *r);
+/* Modes asked, in the order run. */
+size_t ovl_report_mode_count(const ovl_report *r);
+
+/* One mode of a report. Pointers live as long as the report. */
+typedef struct ovl_report_mode_s {
+  ovl_mode mode;
+  /* Its form of the program (what was checked and run); NULL when it was
+   * never made (neither race-checked nor run). */
+  const ovl_program *prog;
+  /* Its race report; NULL without the race check. */
+  const ovl_races *races;
+  /* Its run; NULL when it did not run. */
+  const ovl_result *res;
+  /* Its comparison with the reference, every fetched variable of every
+   * rank (mismatches name variables of ovl_report_program); NULL when the
+   * numbers were not compared, and then `not_checked` says why: "comp-only
+   * numbers are not checked" (comm alike), "nothing fetched", "not run". */
+  const ovl_check *check;
+  const char *not_checked;
+  /* Seconds of the timed iterations (ovl_result_times): their sum, median,
+   * min and max; NaN when it did not run. */
+  double total_s, median_s, min_s, max_s;
+} ovl_report_mode;
+
+/* Mode i (0-based, in the order run); returns 0, or -1 (info zeroed) if i
+ * is out of range. */
+int ovl_report_mode_get(const ovl_report *r, size_t i, ovl_report_mode *info);
+/* The index of `mode` in the report if it ran, else -1. */
+int ovl_report_find(const ovl_report *r, ovl_mode mode);
+
+/* The summary figures; NaN where the modes run do not give them. */
+typedef struct ovl_report_summary_s {
+  /* sync total / async total (sync and async ran). */
+  double speedup;
+  /* sync / max(comp, comm): the best any overlap can do (all four ran). */
+  double ideal_speedup;
+  /* (sync - async) / min(comp, comm): 1 = the shorter of compute and
+   * communication fully hidden, 0 = nothing hidden (all four ran). */
+  double overlap_efficiency;
+  /* Elements out of tolerance, every mode. */
+  int64_t mismatched;
+  /* Races found, every form (listed and only counted). */
+  uint64_t races;
+} ovl_report_summary;
+void ovl_report_summary_get(const ovl_report *r, ovl_report_summary *out);
+
+/* The machine the report's runs ran on, from the world (backend NULL and
+ * nranks 0 when nothing ran). Strings live as long as the report. */
+typedef struct ovl_report_machine_s {
+  const char *backend;
+  int nranks;
+  const char *devices;             /* as ovl_world_devices */
+  const char *const *device_names; /* [nranks], as ovl_world_device_name */
+  ovl_world_info info;
+} ovl_report_machine;
+void ovl_report_machine_get(const ovl_report *r, ovl_report_machine *out);
+
+/* The op times of mode i (run with ovl_run_opts.op_times), one row per
+ * (source line, op, stream) in program order: how many ops, and their
+ * device seconds per iteration, averaged over the timed iterations and
+ * the ranks. Host ops and ops without work on a stream have none. *rows
+ * is malloc'd (free() it). */
+typedef struct ovl_op_time_s {
+  int line;
+  const char *op;  /* its name, as ovl_program_op */
+  int stream;      /* 0 calc, 1 + R comm[R] */
+  char stream_name[24]; /* "calc", "comm[0]" */
+  long count;
+  double sec_per_iter;
+} ovl_op_time;
+ovl_status ovl_report_op_times(const ovl_report *r, size_t i,
+                               ovl_op_time **rows, size_t *nrows,
+                               ovl_error *err);
+
+/* The verdict of a report: "PASS", "FAIL: numeric mismatch" (any element
+ * out of tolerance) or "FAIL: races" (numbers right, races found). */
+const char *ovl_report_result(const ovl_report *r);
+
 #ifdef __cplusplus
 }
 #endif
