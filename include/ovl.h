@@ -182,6 +182,11 @@ typedef struct ovl_var_info_s {
 /* An index out of range leaves `info` zeroed (name NULL). */
 void ovl_program_fetch_info(const ovl_program *prog, size_t i,
                             ovl_var_info *info);
+/* Element `flat` (row-major) of a variable as its index in each
+ * dimension, "[3,17]", in buf (always terminated, cut where it does not
+ * fit). */
+void ovl_var_index_text(const ovl_var_info *v, int64_t flat, char *buf,
+                        size_t len);
 
 /* ------------------------------------------------------------------ */
 /* Worlds: N ranks on one backend.                                     */
@@ -642,6 +647,43 @@ ovl_status ovl_report_op_times(const ovl_report *r, size_t i,
 /* The verdict of a report: "PASS", "FAIL: numeric mismatch" (any element
  * out of tolerance) or "FAIL: races" (numbers right, races found). */
 const char *ovl_report_result(const ovl_report *r);
+
+/*
+ * The report as the results JSON of tools/overlap_sim --json=FILE (README,
+ * "JSON results"): "tool", "version", "schedule", "machine", "options",
+ * "modes" (per mode: times, "check", "races", and with op times
+ * "op_times"), "speedup", "ideal_speedup", "overlap_efficiency", "result",
+ * "exit_status". The "options" object echoes the caller's options, given
+ * here; the report gives the rest. Valid UTF-8 whatever the bytes of a
+ * path or a name.
+ */
+typedef struct ovl_report_json_opts_s {
+  const char *tool;            /* "overlap_sim" */
+  const char *mode;            /* as asked: "both", "all", "sync", ... */
+  int iters, warmup;           /* iterations in all, the untimed ones */
+  double rtol, atol;
+  double timeout_s;
+  int races;                   /* the race check ran */
+  int op_times;                /* also writes each mode's "op_times" */
+  unsigned chaos_seed;
+  const char *comm_priority;   /* "high" or "default" */
+  int nccl_min_ctas, nccl_max_ctas;
+  const char *trace, *svg;     /* the files, or NULL (null) */
+  int trace_iter;              /* the timed iteration traced; < 0: null */
+  const char *const *defines;  /* -D NAME=VALUE, as given */
+  size_t ndefines;
+  int exit_status;             /* the caller's exit status */
+} ovl_report_json_opts;
+ovl_status ovl_report_json(const ovl_report *r,
+                           const ovl_report_json_opts *opts, char **text,
+                           size_t *len, ovl_error *err);
+/* The race reports of every mode of a report, as JSON (what
+ * tools/overlap_sim --races --json writes): one mode's as ovl_races_format
+ * gives it, its line end and one more "\n"; several as
+ * {"modes": {"sync": REPORT, "async": REPORT}} and "\n". The report must
+ * have been made with the race check. *text is malloc'd (free() it). */
+ovl_status ovl_report_races_json(const ovl_report *r, char **text,
+                                 size_t *len, ovl_error *err);
 
 #ifdef __cplusplus
 }

@@ -2,8 +2,8 @@
  * The pipeline (src/run/pipeline.c) and its report, on the cpu backend:
  * the order of the modes and of the stages, the race check per form, the
  * reference only where it is needed, the summary figures, the errors, the
- * machine and the op times, and timelines made from a report after its
- * world is gone.
+ * machine and the op times, the report as JSON (src/report/json.c), and
+ * timelines made from a report after its world is gone.
  *
  * Only clean schedules run: a racy one races for real on the emulated
  * device memory (ThreadSanitizer builds would report it); racy ones are
@@ -492,6 +492,111 @@ START_TEST(machine_and_op_times) {
 }
 END_TEST
 
+/* The results JSON: the keys and layout README documents. */
+START_TEST(report_as_json) {
+  ovl_world *w = make_world(10);
+  ovl_program *p = parse(clean_text, "clean.sched");
+  ovl_pipeline_opts o = run_opts(BOTH_MODES);
+  ovl_report_json_opts jo = {.tool = "overlap_sim", .mode = "both",
+                             .iters = 3, .warmup = 1, .rtol = 1e-5,
+                             .atol = 1e-6, .timeout_s = 60, .races = 1,
+                             .op_times = 1, .comm_priority = "default",
+                             .trace_iter = -1, .exit_status = 0};
+  const char *defs[] = {"n=\xff"};
+  ovl_report *r;
+  size_t len = 0;
+  char *text = NULL;
+  ovl_error err = {0};
+
+  o.run_opts.op_times = 1;
+  r = run_ok(w, p, &o);
+  jo.defines = defs;
+  jo.ndefines = 1;
+  ck_assert_int_eq(ovl_report_json(r, &jo, &text, &len, &err), OVL_OK);
+  ck_assert_uint_eq(strlen(text), len);
+  {
+    static const char head[] =
+        "{\n  \"tool\": \"overlap_sim\",\n  \"version\": \"" OVL_VERSION_STRING
+        "\",\n  \"schedule\": {\"path\": \"clean.sched\", \"params\": {}, "
+        "\"ops\": 5, \"fetched\": [\"c\"], \"bytes_per_rank\": 512},\n  "
+        "\"machine\": {\"backend\": \"cpu\", \"ranks\": 2, ";
+    ck_assert_msg(strncmp(text, head, strlen(head)) == 0, "%s", text);
+  }
+  ck_assert_ptr_nonnull(strstr(text, "\"timed\": 2, "));
+  ck_assert_ptr_nonnull(strstr(text, "\"trace\": null, \"svg\": null, "
+                                     "\"trace_iter\": null, \"defines\": "
+                                     "[\"n=\\ufffd\"]},\n  \"modes\": {\n"
+                                     "    \"sync\": {\"total_s\": "));
+  ck_assert_ptr_nonnull(strstr(text, "\"status\": \"ok\", \"checked\": 128, "
+                                     "\"mismatched\": 0, \"vars\": [\n"));
+  ck_assert_ptr_nonnull(strstr(text, "\"op\": \"c_allreduce_sum\", "
+                                     "\"stream\": \"comm[0]\", \"count\": 1"));
+  ck_assert_ptr_nonnull(strstr(text, ",\n  \"ideal_speedup\": null,\n"));
+  {
+    static const char tail[] = "\"result\": \"PASS\",\n  \"exit_status\": "
+                               "0\n}\n";
+    ck_assert_str_eq(text + len - strlen(tail), tail);
+  }
+  free(text);
+  ovl_report_free(r);
+
+  /* A report of no runs has no results to write. */
+  o.run = 0;
+  r = run_ok(NULL, p, &o);
+  ck_assert_int_eq(ovl_report_json(r, &jo, &text, &len, &err), OVL_EINVAL);
+  ck_assert_ptr_null(text);
+  ovl_report_free(r);
+  ovl_program_free(p);
+  ovl_world_free(w);
+}
+END_TEST
+
+/* --races --json: one form's report as the race checker writes it and an
+ * empty line; several in one object. */
+START_TEST(races_as_json) {
+  ovl_program *p = parse(racy_text, "racy.sched");
+  ovl_pipeline_opts o = {.modes = OVL_MODE_BIT(OVL_MODE_ASYNC), .races = 1};
+  ovl_report *r = NULL;
+  ovl_error err = {0};
+  char *text = NULL, *one = NULL;
+  size_t len = 0;
+
+  ck_assert_int_eq(ovl_pipeline_run(NULL, p, &o, &r, &err), OVL_OK);
+  ck_assert_int_eq(ovl_report_races_json(r, &text, &len, &err), OVL_OK);
+  {
+    ovl_report_mode m;
+    ovl_report_mode_get(r, 0, &m);
+    ck_assert_int_eq(ovl_races_format(m.races, p, 1, &one, &err), OVL_OK);
+  }
+  ck_assert_uint_eq(len, strlen(one) + 1);
+  ck_assert(strncmp(text, one, strlen(one)) == 0);
+  ck_assert_str_eq(text + strlen(one), "\n");
+  free(text);
+  ovl_report_free(r);
+
+  o.modes = BOTH_MODES;
+  ck_assert_int_eq(ovl_pipeline_run(NULL, p, &o, &r, &err), OVL_OK);
+  ck_assert_int_eq(ovl_report_races_json(r, &text, &len, &err), OVL_OK);
+  ck_assert_msg(strncmp(text, "{\"modes\": {\"sync\": {\"schedule\":\"racy."
+                              "sched\",",
+                        38) == 0,
+                "%s", text);
+  ck_assert_ptr_nonnull(strstr(text, "\"more\":0}, \"async\": {\"schedule\""));
+  ck_assert_str_eq(text + len - 3, "}}\n");
+  free(text);
+  free(one);
+  ovl_report_free(r);
+
+  /* Not race-checked: nothing to write. */
+  o.races = 0;
+  ck_assert_int_eq(ovl_pipeline_run(NULL, p, &o, &r, &err), OVL_OK);
+  ck_assert_int_eq(ovl_report_races_json(r, &text, &len, &err), OVL_EINVAL);
+  ck_assert_ptr_null(text);
+  ovl_report_free(r);
+  ovl_program_free(p);
+}
+END_TEST
+
 /* The timelines need the runs only: the names come with the results. */
 START_TEST(timeline_outlives_the_world) {
   ovl_world *w = make_world(10);
@@ -547,6 +652,8 @@ static Suite *pipeline_suite(void) {
   tcase_add_test(tc, failing_check_error);
   tcase_add_test(tc, bad_arguments);
   tcase_add_test(tc, machine_and_op_times);
+  tcase_add_test(tc, report_as_json);
+  tcase_add_test(tc, races_as_json);
   tcase_add_test(tc, timeline_outlives_the_world);
   suite_add_tcase(s, tc);
   return s;
