@@ -279,6 +279,11 @@ typedef struct ovl_var_info_s {
 /* An index out of range leaves `info` zeroed (name NULL). */
 void ovl_program_fetch_info(const ovl_program *prog, size_t i,
                             ovl_var_info *info);
+/* Element `flat` (row-major) of a variable as its index in each
+ * dimension, "[3,17]", in buf (always terminated, cut where it does not
+ * fit). */
+void ovl_var_index_text(const ovl_var_info *v, int64_t flat, char *buf,
+                        size_t len);
 
 /* ------------------------------------------------------------------ */
 /* Worlds: N ranks on one backend.                                     */
@@ -294,25 +299,34 @@ typedef struct ovl_world_opts_s {
   /* Seconds a collective or a stream may stay stuck before it is an error;
    * 0 means 60. */
   double timeout_s;
-  /* Tuning of the cuda backend (an error on backends without it):
-   * comm streams at the highest stream priority, so their NCCL kernels are
-   * scheduled before queued compute blocks; */
-  int comm_priority_high;
-  /* NCCL's CTA limits (ncclConfig_t minCTAs / maxCTAs); 0 = NCCL's choice.
-   * Either one makes the communicators with ncclCommInitRankConfig in one
-   * group instead of ncclCommInitAll. */
-  int nccl_min_ctas, nccl_max_ctas;
-  /* Chaos, for the cpu backend only (an error on the cuda backend); 0 = off.
-   * Every stream worker sleeps a pseudo-random 0..2 ms (mostly short, now
-   * and then long) before each command it runs, so that streams interleave
-   * in ways a plain run never shows and a missing wait gives wrong numbers.
-   * The delays of each (rank, stream) are one fixed sequence per seed. */
-  unsigned chaos_seed;
 } ovl_world_opts;
 
 ovl_status ovl_world_create(const ovl_world_opts *opts, ovl_world **out,
                             ovl_error *err);
 void ovl_world_free(ovl_world *world);
+
+/*
+ * Tune the world's backend: one key, its value as text. Only before the
+ * world's first run (OVL_EINVAL after it); a key the backend does not have
+ * is refused with OVL_EINVAL and a message that says which backend has it.
+ *   "comm_priority"  "high" | "default"  cuda: comm streams at the highest
+ *                    stream priority, so that their NCCL kernels are
+ *                    scheduled before queued compute blocks
+ *   "nccl_min_ctas", "nccl_max_ctas"  N >= 0  cuda: NCCL's CTA limits
+ *                    (ncclConfig_t minCTAs / maxCTAs; 0 = NCCL's choice).
+ *                    Either one makes the communicators with
+ *                    ncclCommInitRankConfig in one group instead of
+ *                    ncclCommInitAll. Both set: min <= max.
+ *   "chaos_seed"     N >= 0  cpu: 0 = off; otherwise every stream worker
+ *                    sleeps a pseudo-random 0..2 ms (mostly short, now and
+ *                    then long) before each command it runs, so that
+ *                    streams interleave in ways a plain run never shows and
+ *                    a missing wait gives wrong numbers. The delays of each
+ *                    (rank, stream) are one fixed sequence per seed.
+ * Call from the thread that made the world. */
+ovl_status ovl_world_set(ovl_world *world, const char *key,
+                         const char *value, ovl_error *err);
+
 const char *ovl_world_backend_name(const ovl_world *world);
 int ovl_world_nranks(const ovl_world *world);
 /* One line describing the devices ("2 x NVIDIA H200", "2 emulated"). */
@@ -367,6 +381,15 @@ const double *ovl_result_times(const ovl_result *res);
 /* The last fetched value of fetched variable `i` on `rank`, converted to
  * double; NULL if it was never fetched. numel as in ovl_program_fetch_info. */
 const double *ovl_result_fetched(const ovl_result *res, int rank, size_t i);
+
+/* The machine the run ran on, copied from its world when it ran: its rank
+ * count, the backend's name ("cpu"), the line describing the devices ("2
+ * emulated (cpu)", as ovl_world_devices) and the device of each rank (NULL
+ * for a rank out of range). The strings live as long as `res`. */
+int ovl_result_nranks(const ovl_result *res);
+const char *ovl_result_backend(const ovl_result *res);
+const char *ovl_result_devices(const ovl_result *res);
+const char *ovl_result_device_name(const ovl_result *res, int rank);
 
 /* With op_times: the seconds op `i` of the run's program took on its
  * stream on `rank`, summed over the timed iterations (0 for host ops);
@@ -553,18 +576,216 @@ typedef struct ovl_timeline_run_s {
  * 0)", seq counted per ring from 0); the record of c_wait_compute /
  * c_wait_comm is a slice "NAME [record]" on the recording stream; a flow
  * arrow goes from every event record to each wait that consumes it.
- * *text is malloc'd (free() it), *len its length. `world` is the one the
- * runs ran on. */
-ovl_status ovl_timeline_trace(const ovl_world *world,
-                              const ovl_timeline_run *runs, size_t nruns,
+ * The backend and the device names are the results' (ovl_result_backend,
+ * ovl_result_device_name); every run must have the same rank count.
+ * *text is malloc'd (free() it), *len its length. */
+ovl_status ovl_timeline_trace(const ovl_timeline_run *runs, size_t nruns,
                               char **text, size_t *len, ovl_error *err);
 /* A self-contained SVG picture of the same: a title line, a legend, one
  * panel per run on a common time axis (ms), one lane per (rank, stream) and
  * the host, ops coloured by kind, and per rank an "overlap" lane (and a
  * translucent band) where a collective and a compute op ran at once. */
-ovl_status ovl_timeline_svg(const ovl_world *world,
-                            const ovl_timeline_run *runs, size_t nruns,
+ovl_status ovl_timeline_svg(const ovl_timeline_run *runs, size_t nruns,
                             char **text, size_t *len, ovl_error *err);
+
+/* ------------------------------------------------------------------ */
+/* The pipeline: every stage, for the modes asked, as one report.      */
+/* ------------------------------------------------------------------ */
+
+/*
+ * For each mode asked, in the order sync, async, comp, comm:
+ *   1. its form of the program (ovl_program_transform) and, with `races`,
+ *      its race check (ovl_race_check): every form is checked before
+ *      anything runs;
+ *   2. with `run`: the float64 reference (ovl_reference_compute), once,
+ *      only where a checked mode fetches something (sync and async are
+ *      checked; comp and comm numbers are not), unless the caller gives
+ *      one;
+ *   3. with `run`, each form in turn: the run (ovl_world_run) and the
+ *      comparison with the reference (ovl_check_result);
+ * then the summary figures (ovl_report_summary_get).
+ *
+ * The first error stops the pipeline: nothing is reported (*out is NULL)
+ * and the message names the stage: "race check (sync): ...",
+ * "reference: ...", "sync run failed: ..." (also when making the form
+ * fails, without `races`), "check: ...".
+ */
+
+/* The bit of a mode in ovl_pipeline_opts.modes. */
+#define OVL_MODE_BIT(mode) (1u << (unsigned)(mode))
+
+typedef struct ovl_report_s ovl_report;
+
+/* What ovl_pipeline_opts.progress is told, as it happens. */
+typedef enum {
+  /* Every race check is done (with `races`; the forms are made); nothing
+   * has run. The only event without `run`. */
+  OVL_PIPELINE_CHECKED = 0,
+  /* The reference is ready (where needed); the runs start. */
+  OVL_PIPELINE_READY,
+  /* Mode `i` of the report has run and been compared: its
+   * ovl_report_mode_get is complete. */
+  OVL_PIPELINE_RAN
+} ovl_pipeline_event;
+
+typedef struct ovl_pipeline_opts_s {
+  /* OVL_MODE_BIT of each mode asked (run in the order sync, async, comp,
+   * comm, whatever the bits' order). */
+  unsigned modes;
+  /* Non-zero: race-check each mode's form before anything runs. */
+  int races;
+  /* Non-zero: run each form on the world and compare; 0: check only (the
+   * world may be NULL; nothing is run, no reference computed). */
+  int run;
+  ovl_run_opts run_opts;
+  /* Tolerances of the comparison: |got - ref| <= atol + rtol * |ref|. */
+  double rtol, atol;
+  /* A reference the caller computed for a program with the same fetched
+   * variables (the same values expected), used instead of computing one;
+   * NULL: the pipeline computes one where it is needed. */
+  const ovl_reference *reference;
+  /* Non-NULL: every error reads "LABEL: message" instead of naming the
+   * stage (for a caller that runs many programs and names them). */
+  const char *label;
+  /* Called (if non-NULL) from the calling thread as the stages finish, so
+   * that a caller can show the table as it fills; `i` is the mode's index
+   * in the report for OVL_PIPELINE_RAN, else 0. The report is incomplete
+   * (later modes have not run) and must not be freed. */
+  void (*progress)(void *ctx, const ovl_report *report,
+                   ovl_pipeline_event event, size_t i);
+  void *progress_ctx;
+} ovl_pipeline_opts;
+
+/* Run the pipeline of `opts` on `prog` (as parsed for the world's rank
+ * count). `world` may be NULL when opts->run is 0. On success *out holds
+ * the report (free it with ovl_report_free); it refers to `prog`, which
+ * must outlive it. */
+ovl_status ovl_pipeline_run(ovl_world *world, const ovl_program *prog,
+                            const ovl_pipeline_opts *opts, ovl_report **out,
+                            ovl_error *err);
+/* Whether ovl_pipeline_run(prog, opts) will compute a float64 reference
+ * (it keeps 8 bytes of every element of every rank: for a memory check
+ * before the run). */
+int ovl_pipeline_needs_reference(const ovl_program *prog,
+                                 const ovl_pipeline_opts *opts);
+void ovl_report_free(ovl_report *r);
+
+/* The program the pipeline ran (as given to ovl_pipeline_run). */
+const ovl_program *ovl_report_program(const ovl_report *r);
+/* Modes asked, in the order run. */
+size_t ovl_report_mode_count(const ovl_report *r);
+
+/* One mode of a report. Pointers live as long as the report. */
+typedef struct ovl_report_mode_s {
+  ovl_mode mode;
+  /* Its form of the program (what was checked and run); NULL when it was
+   * never made (neither race-checked nor run). */
+  const ovl_program *prog;
+  /* Its race report; NULL without the race check. */
+  const ovl_races *races;
+  /* Its run; NULL when it did not run. */
+  const ovl_result *res;
+  /* Its comparison with the reference, every fetched variable of every
+   * rank (mismatches name variables of ovl_report_program); NULL when the
+   * numbers were not compared, and then `not_checked` says why: "comp-only
+   * numbers are not checked" (comm alike), "nothing fetched", "not run". */
+  const ovl_check *check;
+  const char *not_checked;
+  /* Seconds of the timed iterations (ovl_result_times): their sum, median,
+   * min and max; NaN when it did not run. */
+  double total_s, median_s, min_s, max_s;
+} ovl_report_mode;
+
+/* Mode i (0-based, in the order run); returns 0, or -1 (info zeroed) if i
+ * is out of range. */
+int ovl_report_mode_get(const ovl_report *r, size_t i, ovl_report_mode *info);
+/* The index of `mode` in the report if it ran, else -1. */
+int ovl_report_find(const ovl_report *r, ovl_mode mode);
+
+/* The summary figures; NaN where the modes run do not give them. */
+typedef struct ovl_report_summary_s {
+  /* sync total / async total (sync and async ran). */
+  double speedup;
+  /* sync / max(comp, comm): the best any overlap can do (all four ran). */
+  double ideal_speedup;
+  /* (sync - async) / min(comp, comm): 1 = the shorter of compute and
+   * communication fully hidden, 0 = nothing hidden (all four ran). */
+  double overlap_efficiency;
+  /* Elements out of tolerance, every mode. */
+  int64_t mismatched;
+  /* Races found, every form (listed and only counted). */
+  uint64_t races;
+} ovl_report_summary;
+void ovl_report_summary_get(const ovl_report *r, ovl_report_summary *out);
+
+/* The machine the report's runs ran on, from the world (backend NULL and
+ * nranks 0 when nothing ran). Strings live as long as the report. */
+typedef struct ovl_report_machine_s {
+  const char *backend;
+  int nranks;
+  const char *devices;             /* as ovl_world_devices */
+  const char *const *device_names; /* [nranks], as ovl_world_device_name */
+  ovl_world_info info;
+} ovl_report_machine;
+void ovl_report_machine_get(const ovl_report *r, ovl_report_machine *out);
+
+/* The op times of mode i (run with ovl_run_opts.op_times), one row per
+ * (source line, op, stream) in program order: how many ops, and their
+ * device seconds per iteration, averaged over the timed iterations and
+ * the ranks. Host ops and ops without work on a stream have none. *rows
+ * is malloc'd (free() it). */
+typedef struct ovl_op_time_s {
+  int line;
+  const char *op;  /* its name, as ovl_program_op */
+  int stream;      /* 0 calc, 1 + R comm[R] */
+  char stream_name[24]; /* "calc", "comm[0]" */
+  long count;
+  double sec_per_iter;
+} ovl_op_time;
+ovl_status ovl_report_op_times(const ovl_report *r, size_t i,
+                               ovl_op_time **rows, size_t *nrows,
+                               ovl_error *err);
+
+/* The verdict of a report: "PASS", "FAIL: numeric mismatch" (any element
+ * out of tolerance) or "FAIL: races" (numbers right, races found). */
+const char *ovl_report_result(const ovl_report *r);
+
+/*
+ * The report as the results JSON of tools/overlap_sim --json=FILE (README,
+ * "JSON results"): "tool", "version", "schedule", "machine", "options",
+ * "modes" (per mode: times, "check", "races", and with op times
+ * "op_times"), "speedup", "ideal_speedup", "overlap_efficiency", "result",
+ * "exit_status". The "options" object echoes the caller's options, given
+ * here; the report gives the rest. Valid UTF-8 whatever the bytes of a
+ * path or a name.
+ */
+typedef struct ovl_report_json_opts_s {
+  const char *tool;            /* "overlap_sim" */
+  const char *mode;            /* as asked: "both", "all", "sync", ... */
+  int iters, warmup;           /* iterations in all, the untimed ones */
+  double rtol, atol;
+  double timeout_s;
+  int races;                   /* the race check ran */
+  int op_times;                /* also writes each mode's "op_times" */
+  unsigned chaos_seed;
+  const char *comm_priority;   /* "high" or "default" */
+  int nccl_min_ctas, nccl_max_ctas;
+  const char *trace, *svg;     /* the files, or NULL (null) */
+  int trace_iter;              /* the timed iteration traced; < 0: null */
+  const char *const *defines;  /* -D NAME=VALUE, as given */
+  size_t ndefines;
+  int exit_status;             /* the caller's exit status */
+} ovl_report_json_opts;
+ovl_status ovl_report_json(const ovl_report *r,
+                           const ovl_report_json_opts *opts, char **text,
+                           size_t *len, ovl_error *err);
+/* The race reports of every mode of a report, as JSON (what
+ * tools/overlap_sim --races --json writes): one mode's as ovl_races_format
+ * gives it, its line end and one more "\n"; several as
+ * {"modes": {"sync": REPORT, "async": REPORT}} and "\n". The report must
+ * have been made with the race check. *text is malloc'd (free() it). */
+ovl_status ovl_report_races_json(const ovl_report *r, char **text,
+                                 size_t *len, ovl_error *err);
 
 #ifdef __cplusplus
 }

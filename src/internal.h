@@ -41,6 +41,10 @@ void ovl__sb_puts(ovl__sbuf *b, const char *s);
 /* A JSON string, quotes included. */
 void ovl__sb_json_str(ovl__sbuf *b, const char *s);
 
+/* A whole string as a decimal number in [0, max]; false if it is not one
+ * (a sign, blanks, anything after the digits). */
+bool ovl__parse_uint(const char *s, unsigned long max, unsigned long *out);
+
 /* Allocation helpers that never return NULL silently: they return NULL only
  * for failure, and callers map that to OVL_ENOMEM. */
 char *ovl__strdup(const char *s);
@@ -190,12 +194,13 @@ typedef struct ovl__backend_ops {
   ovl_status (*timer_elapsed)(ovl__brank *br, size_t a, size_t b,
                               double *seconds, ovl_error *err);
 
-  /* (main, optional: NULL where the backend has no such knobs) Apply the
-   * tuning fields of `opts` (cuda: comm stream priority, NCCL CTA limits;
-   * cpu: chaos_seed) before any ring or rank exists. Called only when one
-   * of them is non-zero; a backend refuses the fields it does not have. */
-  ovl_status (*world_tune)(ovl__bworld *bw, const ovl_world_opts *opts,
-                           ovl_error *err);
+  /* (main) One tuning key of ovl_world_set (world.c has checked that it
+   * is one of the keys, and that no run has started): apply it, or refuse
+   * a key this backend does not have (OVL_EINVAL, the message saying which
+   * backend has it) or a bad value. Called before any ring or rank exists;
+   * cuda: comm_priority, nccl_min_ctas, nccl_max_ctas; cpu: chaos_seed. */
+  ovl_status (*world_set)(ovl__bworld *bw, const char *key,
+                          const char *value, ovl_error *err);
 
   /* Host memory, for ovl_host_bytes_per_op: the bytes one command holds
    * while it waits on a stream (cpu: the queued command; 0 where the

@@ -507,10 +507,11 @@ END_TEST
 static double time_kernels(unsigned seed, int n) {
   ovl__bworld *bw;
   ovl__brank *br;
-  ovl_world_opts o = {.chaos_seed = seed};
+  char v[32];
+  snprintf(v, sizeof v, "%u", seed);
   CK_OK(B->world_init(1, 0, &bw, E));
   if (seed != 0)
-    CK_OK(B->world_tune(bw, &o, E));
+    CK_OK(B->world_set(bw, "chaos_seed", v, E));
   CK_OK(B->world_rings(bw, 1, 1u, E));
   CK_OK(B->rank_init(bw, 0, 1, &br, E));
   float *x[2] = {f32_buf(br, 4, 1.0f), f32_buf(br, 4, 1.0f)};
@@ -544,19 +545,23 @@ START_TEST(test_chaos_delays_commands) {
 END_TEST
 
 /* Chaos is the cpu backend's only knob: the cuda ones are refused with the
- * message the executor gave before the backend had any. */
+ * message the executor gave before the backend had any, whatever their
+ * value; a seed that is not a number is refused too. */
 START_TEST(test_tune_refuses_cuda_knobs) {
   ovl__bworld *bw;
   ovl_error err;
-  ovl_world_opts prio = {.comm_priority_high = 1, .chaos_seed = 3};
-  ovl_world_opts ctas = {.nccl_min_ctas = 2};
-  ovl_world_opts chaos = {.chaos_seed = 3};
   CK_OK(B->world_init(2, 0, &bw, E));
-  ck_assert_int_eq(B->world_tune(bw, &prio, &err), OVL_EINVAL);
+  ck_assert_int_eq(B->world_set(bw, "comm_priority", "high", &err),
+                   OVL_EINVAL);
   ck_assert_str_eq(err.msg, "backend 'cpu' has no comm stream priority or "
                             "NCCL CTA limits (the cuda backend has)");
-  ck_assert_int_eq(B->world_tune(bw, &ctas, &err), OVL_EINVAL);
-  CK_OK(B->world_tune(bw, &chaos, E));
+  ck_assert_int_eq(B->world_set(bw, "nccl_min_ctas", "2", &err), OVL_EINVAL);
+  ck_assert_str_eq(err.msg, "backend 'cpu' has no comm stream priority or "
+                            "NCCL CTA limits (the cuda backend has)");
+  ck_assert_int_eq(B->world_set(bw, "nccl_max_ctas", "0", &err), OVL_EINVAL);
+  ck_assert_int_eq(B->world_set(bw, "chaos_seed", "-3", &err), OVL_EINVAL);
+  ck_assert_int_eq(B->world_set(bw, "chaos_seed", "3x", &err), OVL_EINVAL);
+  CK_OK(B->world_set(bw, "chaos_seed", "3", E));
   B->world_fini(bw);
 }
 END_TEST

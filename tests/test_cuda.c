@@ -936,17 +936,25 @@ static void named_events_body(world_run *w, int rank, ovl__brank *br) {
 START_TEST(test_named_events) { run_world(1, 0, 1, 30, named_events_body); }
 END_TEST
 
-/* Chaos belongs to the cpu backend: the cuda backend refuses it. */
+/* Chaos belongs to the cpu backend: the cuda backend refuses it, and takes
+ * its own knobs (ovl_world_set's keys), checked. */
 START_TEST(test_chaos_refused) {
   ovl__bworld *bw;
   ovl_error err;
-  ovl_world_opts o = {.chaos_seed = 42};
   CK_OK(B->world_init(1, 0, &bw, E));
-  ck_assert_int_eq(B->world_tune(bw, &o, &err), OVL_EINVAL);
+  ck_assert_int_eq(B->world_set(bw, "chaos_seed", "42", &err), OVL_EINVAL);
   ck_assert_msg(strstr(err.msg, "--chaos needs the cpu backend") != NULL,
                 "%s", err.msg);
-  o.chaos_seed = 0;
-  CK_OK(B->world_tune(bw, &o, E));
+  ck_assert_msg(strstr(err.msg, "chaos (seed 42)") != NULL, "%s", err.msg);
+  /* Its own knobs it takes, and checks. */
+  CK_OK(B->world_set(bw, "comm_priority", "high", E));
+  CK_OK(B->world_set(bw, "nccl_min_ctas", "8", E));
+  ck_assert_int_eq(B->world_set(bw, "nccl_max_ctas", "4", &err), OVL_EINVAL);
+  ck_assert_str_eq(err.msg, "NCCL CTA limits: min 8, max 4: need 0 <= min "
+                            "<= max");
+  CK_OK(B->world_set(bw, "nccl_max_ctas", "16", E));
+  ck_assert_int_eq(B->world_set(bw, "comm_priority", "max", &err),
+                   OVL_EINVAL);
   B->world_fini(bw);
 }
 END_TEST

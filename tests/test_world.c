@@ -31,12 +31,15 @@
 
 /* A cpu world; chaos_seed 0 is no chaos. */
 static ovl_world *make_chaos_world(int nranks, unsigned chaos_seed) {
-  ovl_world_opts wo = {.backend = "cpu", .nranks = nranks, .timeout_s = 10,
-                       .chaos_seed = chaos_seed};
+  ovl_world_opts wo = {.backend = "cpu", .nranks = nranks, .timeout_s = 10};
   ovl_world *w = NULL;
   ovl_error err = {0};
+  char seed[32];
   ovl_status st = ovl_world_create(&wo, &w, &err);
   ck_assert_msg(st == OVL_OK, "world: %s", err.msg);
+  snprintf(seed, sizeof seed, "%u", chaos_seed);
+  st = ovl_world_set(w, "chaos_seed", seed, &err);
+  ck_assert_msg(st == OVL_OK, "chaos_seed: %s", err.msg);
   return w;
 }
 
@@ -810,18 +813,71 @@ START_TEST(chaos_keeps_missing_wait_wrong) {
 }
 END_TEST
 
-START_TEST(cpu_backend_refuses_cuda_tuning) {
-  ovl_world *w = NULL;
+/* A result says where it ran, and still does once the world is gone. */
+START_TEST(result_keeps_the_machine) {
+  ovl_world *w = make_world(3);
+  ovl_program *p = load("schedules/good/missing_wait_compute.sched", 3, NULL,
+                        0);
+  ovl_run_opts ro = {.iters = 1, .warmup = 0};
+  ovl_result *res = NULL;
   ovl_error err = {0};
-  ovl_world_opts wo = {.backend = "cpu", .nccl_max_ctas = 4};
-  ck_assert_int_eq(ovl_world_create(&wo, &w, &err), OVL_EINVAL);
+  char devices[256];
+  ck_assert_msg(ovl_world_run(w, p, &ro, &res, &err) == OVL_OK, "%s",
+                err.msg);
+  snprintf(devices, sizeof devices, "%s", ovl_world_devices(w));
+  ovl_world_free(w);
+  ck_assert_int_eq(ovl_result_nranks(res), 3);
+  ck_assert_str_eq(ovl_result_backend(res), "cpu");
+  ck_assert_str_eq(ovl_result_devices(res), devices);
+  ck_assert_str_eq(ovl_result_device_name(res, 2), "emulated (cpu)");
+  ck_assert_ptr_null(ovl_result_device_name(res, 3));
+  ck_assert_ptr_null(ovl_result_device_name(res, -1));
+  ovl_result_free(res);
+  ovl_program_free(p);
+}
+END_TEST
+
+/* ovl_world_set: the cpu backend refuses the cuda knobs (with chaos set
+ * as well), an unknown key is refused, and nothing is taken once the
+ * world has run. */
+START_TEST(cpu_backend_refuses_cuda_tuning) {
+  ovl_world *w = make_world(2);
+  ovl_error err = {0};
+  ck_assert_int_eq(ovl_world_set(w, "nccl_max_ctas", "4", &err), OVL_EINVAL);
+  ck_assert_str_eq(err.msg, "backend 'cpu' has no comm stream priority or "
+                            "NCCL CTA limits (the cuda backend has)");
+  ck_assert_int_eq(ovl_world_set(w, "chaos_seed", "7", &err), OVL_OK);
+  ck_assert_int_eq(ovl_world_set(w, "comm_priority", "high", &err),
+                   OVL_EINVAL);
   ck_assert_ptr_nonnull(strstr(err.msg, "cuda backend"));
-  ck_assert_ptr_null(w);
-  /* With chaos as well: still refused. */
-  wo.chaos_seed = 7;
-  ck_assert_int_eq(ovl_world_create(&wo, &w, &err), OVL_EINVAL);
+  ck_assert_int_eq(ovl_world_set(w, "nccl_min_ctas", "1", &err), OVL_EINVAL);
   ck_assert_ptr_nonnull(strstr(err.msg, "cuda backend"));
-  ck_assert_ptr_null(w);
+  ck_assert_int_eq(ovl_world_set(w, "chaos", "7", &err), OVL_EINVAL);
+  ck_assert_str_eq(err.msg, "ovl_world_set: unknown key 'chaos' "
+                            "(comm_priority, nccl_min_ctas, nccl_max_ctas, "
+                            "chaos_seed)");
+  ck_assert_int_eq(ovl_world_set(w, "chaos_seed", NULL, &err), OVL_EINVAL);
+  ovl_world_free(w);
+}
+END_TEST
+
+START_TEST(tuning_only_before_the_first_run) {
+  ovl_world *w = make_world(2);
+  ovl_program *p = load("schedules/good/missing_wait_compute.sched", 2, NULL,
+                        0);
+  ovl_run_opts ro = {.iters = 1, .warmup = 0};
+  ovl_result *res = NULL;
+  ovl_error err = {0};
+  ck_assert_msg(ovl_world_set(w, "chaos_seed", "5", &err) == OVL_OK, "%s",
+                err.msg);
+  ck_assert_msg(ovl_world_run(w, p, &ro, &res, &err) == OVL_OK, "%s",
+                err.msg);
+  ck_assert_int_eq(ovl_world_set(w, "chaos_seed", "6", &err), OVL_EINVAL);
+  ck_assert_str_eq(err.msg, "ovl_world_set: chaos_seed: the world has run "
+                            "already (tuning comes before the first run)");
+  ovl_result_free(res);
+  ovl_program_free(p);
+  ovl_world_free(w);
 }
 END_TEST
 
@@ -864,7 +920,9 @@ static Suite *world_suite(void) {
   tcase_add_test(tc, failure_says_where_the_ranks_were);
   tcase_add_test(tc, trace_spans_order_and_durations);
   tcase_add_test(tc, world_info_and_device_names);
+  tcase_add_test(tc, result_keeps_the_machine);
   tcase_add_test(tc, cpu_backend_refuses_cuda_tuning);
+  tcase_add_test(tc, tuning_only_before_the_first_run);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("schedules");

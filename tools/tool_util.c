@@ -59,6 +59,28 @@ int parse_tuning_flag(const char *flag, const char *arg, int *value) {
   return 0;
 }
 
+ovl_status tool_tune_world(ovl_world *world, unsigned chaos_seed,
+                           int comm_priority_high, int nccl_min_ctas,
+                           int nccl_max_ctas, ovl_error *err) {
+  char v[32];
+  ovl_status st = OVL_OK;
+  if (chaos_seed != 0) {
+    snprintf(v, sizeof v, "%u", chaos_seed);
+    st = ovl_world_set(world, "chaos_seed", v, err);
+  }
+  if (st == OVL_OK && comm_priority_high)
+    st = ovl_world_set(world, "comm_priority", "high", err);
+  if (st == OVL_OK && nccl_min_ctas != 0) {
+    snprintf(v, sizeof v, "%d", nccl_min_ctas);
+    st = ovl_world_set(world, "nccl_min_ctas", v, err);
+  }
+  if (st == OVL_OK && nccl_max_ctas != 0) {
+    snprintf(v, sizeof v, "%d", nccl_max_ctas);
+    st = ovl_world_set(world, "nccl_max_ctas", v, err);
+  }
+  return st;
+}
+
 /* The errno of the first flush_output() that failed. A failed flush
  * empties the buffer, so that at close_output() nothing may be left to
  * fail again and say why. */

@@ -1,7 +1,7 @@
 /*
  * Helpers the command-line tools share (tools/overlap_sim, tools/overlap_sweep):
- * flag parsing, usage errors, checked output on stdout, host memory, byte
- * counts. Not part of libovl.
+ * flag parsing, the backend tuning, usage errors, checked output on stdout,
+ * host memory, byte counts. Not part of libovl.
  */
 #ifndef OVL_TOOL_UTIL_H
 #define OVL_TOOL_UTIL_H
@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "ovl.h"
 
 /* Exit status of a usage or schedule error, in every tool. */
 #define TOOL_EXIT_USAGE 2
@@ -31,6 +33,15 @@ bool parse_double(const char *s, double lo, double hi, double *out);
  * is the flag's name as given ("--nccl-max-ctas"). Returns 0, or the exit
  * status of a usage error (message printed). */
 int parse_tuning_flag(const char *flag, const char *arg, int *value);
+
+/* The backend tuning both tools take, applied to a new world with
+ * ovl_world_set: --chaos (overlap_sim only; 0: not given), then
+ * --comm-priority=high (1), --nccl-min-ctas, --nccl-max-ctas (0: not
+ * given). Chaos goes first, so that each backend refuses what it lacks in
+ * the order it always did (cuda: the chaos; cpu: the cuda knobs). */
+ovl_status tool_tune_world(ovl_world *world, unsigned chaos_seed,
+                           int comm_priority_high, int nccl_min_ctas,
+                           int nccl_max_ctas, ovl_error *err);
 
 /* A command-line argument for a message, on one line: printable ASCII as
  * is, anything else escaped (\n, \t, \r, \\, \xNN); cut with "..." where it

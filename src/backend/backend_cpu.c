@@ -17,13 +17,14 @@
  * Every wait is on a condition variable (timed ones on CLOCK_MONOTONIC);
  * nothing polls; only the delay command and chaos sleep.
  *
- * Chaos (world_tune with chaos_seed != 0): each worker sleeps a
+ * Chaos (world_set "chaos_seed", not 0): each worker sleeps a
  * pseudo-random 0..CHAOS_MAX_US before every command it runs, drawn from a
  * generator of its own seeded from (seed, rank, stream), so each stream's
  * sequence of delays is fixed by the seed. Streams then interleave in ways
  * a plain run never shows: work that nothing orders after other work gets a
  * fair chance to run before it, and a missing wait gives wrong numbers.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,14 +129,19 @@ static void cpu_world_info(ovl__bworld *bw, ovl_world_info *info) {
 }
 
 /* Chaos is this backend's only knob; the cuda ones are refused. */
-static ovl_status cpu_world_tune(ovl__bworld *bw, const ovl_world_opts *o,
-                                 ovl_error *err) {
-  if (o->comm_priority_high || o->nccl_min_ctas || o->nccl_max_ctas)
+static ovl_status cpu_world_set(ovl__bworld *bw, const char *key,
+                                const char *value, ovl_error *err) {
+  unsigned long seed;
+  if (strcmp(key, "chaos_seed") != 0)
     return ovl__err(err, OVL_EINVAL,
                     "backend 'cpu' has no comm stream priority or NCCL CTA "
                     "limits (the cuda backend has)");
-  /* Read by each rank_init: it applies from the next run on. */
-  bw->chaos_seed = o->chaos_seed;
+  if (!ovl__parse_uint(value, UINT_MAX, &seed))
+    return ovl__err(err, OVL_EINVAL,
+                    "chaos_seed: '%s' is not a number from 0 to %u", value,
+                    UINT_MAX);
+  /* Read by each rank_init. */
+  bw->chaos_seed = (unsigned)seed;
   return OVL_OK;
 }
 
@@ -538,7 +544,7 @@ const ovl__backend_ops ovl__backend_cpu = {
     .timers_reserve = cpu_timers_reserve,
     .timer_mark = cpu_timer_mark,
     .timer_elapsed = cpu_timer_elapsed,
-    .world_tune = cpu_world_tune,
+    .world_set = cpu_world_set,
     /* Every command is malloc'd when enqueued and freed when run. */
     .host_bytes_per_command = OVL_MALLOC_BYTES(sizeof(cmd)),
     .host_bytes_per_timer = sizeof(double),

@@ -687,7 +687,7 @@ const ovl__backend_ops ovl__backend_cuda = {
     .timers_reserve = cuda_timers_reserve,
     .timer_mark = cuda_timer_mark,
     .timer_elapsed = cuda_timer_elapsed,
-    .world_tune = ovl__cuda_world_tune,
+    .world_set = ovl__cuda_world_set,
     /* The driver's command queue is bounded: the host blocks in a launch
      * rather than queueing more. */
     .host_bytes_per_command = 0,

@@ -65,7 +65,7 @@ struct ovl__bworld {
   bool comms_released;
   /* Held by rank r's thread around its NCCL calls, and by world_abort. */
   pthread_mutex_t nccl_lock[OVL_MAX_RANKS];
-  /* Tuning (world_tune): comm streams at the highest priority; NCCL CTA
+  /* Tuning (world_set): comm streams at the highest priority; NCCL CTA
    * limits (0 = NCCL's choice). */
   bool comm_priority_high;
   int nccl_min_ctas, nccl_max_ctas;
@@ -184,7 +184,7 @@ void ovl__cuda_world_info(ovl__bworld *bw, ovl_world_info *info);
 void ovl__cuda_world_fini(ovl__bworld *bw);
 /* Abort every communicator, once; end our delay kernels first. */
 void ovl__cuda_world_abort(ovl__bworld *bw);
-ovl_status ovl__cuda_world_tune(ovl__bworld *bw, const ovl_world_opts *o,
-                                ovl_error *err);
+ovl_status ovl__cuda_world_set(ovl__bworld *bw, const char *key,
+                               const char *value, ovl_error *err);
 
 #endif /* OVL_CUDA_H */

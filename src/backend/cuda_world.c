@@ -470,25 +470,36 @@ void ovl__cuda_world_fini(ovl__bworld *bw) {
   world_free(bw);
 }
 
-ovl_status ovl__cuda_world_tune(ovl__bworld *bw, const ovl_world_opts *o,
-                                  ovl_error *err) {
-  if (o->chaos_seed != 0)
+ovl_status ovl__cuda_world_set(ovl__bworld *bw, const char *key,
+                               const char *value, ovl_error *err) {
+  unsigned long n;
+  int min, max;
+  if (strcmp(key, "chaos_seed") == 0)
     return ovl__err(err, OVL_EINVAL,
-                    "cuda backend: chaos (seed %u): --chaos needs the cpu "
+                    "cuda backend: chaos (seed %s): --chaos needs the cpu "
                     "backend, whose emulated streams it delays",
-                    o->chaos_seed);
+                    value);
   if (bw->nrings > 0)
     return ovl__err(err, OVL_EINVAL,
                     "cuda backend: tuning must come before the first ring");
-  if (o->nccl_min_ctas < 0 || o->nccl_max_ctas < 0 ||
-      (o->nccl_min_ctas > 0 && o->nccl_max_ctas > 0 &&
-       o->nccl_min_ctas > o->nccl_max_ctas))
+  if (strcmp(key, "comm_priority") == 0) {
+    if (strcmp(value, "high") != 0 && strcmp(value, "default") != 0)
+      return ovl__err(err, OVL_EINVAL,
+                      "comm_priority: '%s' is not high or default", value);
+    bw->comm_priority_high = strcmp(value, "high") == 0;
+    return OVL_OK;
+  }
+  if (!ovl__parse_uint(value, INT_MAX, &n))
+    return ovl__err(err, OVL_EINVAL, "%s: '%s' is not a number >= 0", key,
+                    value);
+  min = strcmp(key, "nccl_min_ctas") == 0 ? (int)n : bw->nccl_min_ctas;
+  max = strcmp(key, "nccl_max_ctas") == 0 ? (int)n : bw->nccl_max_ctas;
+  if (min > 0 && max > 0 && min > max)
     return ovl__err(err, OVL_EINVAL,
                     "NCCL CTA limits: min %d, max %d: need 0 <= min <= max",
-                    o->nccl_min_ctas, o->nccl_max_ctas);
-  bw->comm_priority_high = o->comm_priority_high != 0;
-  bw->nccl_min_ctas = o->nccl_min_ctas;
-  bw->nccl_max_ctas = o->nccl_max_ctas;
+                    min, max);
+  bw->nccl_min_ctas = min;
+  bw->nccl_max_ctas = max;
   return OVL_OK;
 }
 

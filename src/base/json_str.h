@@ -1,9 +1,9 @@
 /*
  * The body of a JSON string, always valid UTF-8, whatever bytes it is made
- * from. Shared by the library's JSON writer (ovl__sb_json_str, strbuf.c:
- * race reports, traces) and the tool's (tools/overlap_sim.c: --json
- * results), which otherwise uses only the public API: so it is all static
- * functions in a header, compiled into each and exported by neither.
+ * from. Used by the library's one JSON string writer (ovl__sb_json_str,
+ * strbuf.c: race reports, traces, the results of report/json.c), and its
+ * UTF-8 rule by the SVG's text (report/svg.c): static functions in a
+ * header, exported by none.
  *
  * Why it matters: names, params and paths come from schedules and command
  * lines, and a path may hold any byte (a Latin-1 file name, "\xff"). Raw,

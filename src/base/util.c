@@ -1,8 +1,23 @@
 /* Small shared pieces: dtypes, modes, the host clock, input generation. */
+#include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "internal.h"
+
+bool ovl__parse_uint(const char *s, unsigned long max, unsigned long *out) {
+  char *end;
+  unsigned long v;
+  if (s == NULL || *s < '0' || *s > '9')
+    return false;
+  errno = 0;
+  v = strtoul(s, &end, 10);
+  if (errno != 0 || *end != '\0' || v > max)
+    return false;
+  *out = v;
+  return true;
+}
 
 size_t ovl_dtype_size(ovl_dtype dtype) {
   return dtype == OVL_DTYPE_FLOAT64 ? 8 : 4;

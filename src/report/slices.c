@@ -166,12 +166,11 @@ const char *ovl__tl_base_name(const char *path) {
   return slash != NULL ? slash + 1 : path;
 }
 
-ovl_status ovl__tl_check_runs(const ovl_world *world,
-                             const ovl_timeline_run *runs, size_t nruns,
-                             char **text, ovl_error *err) {
+ovl_status ovl__tl_check_runs(const ovl_timeline_run *runs, size_t nruns,
+                              char **text, ovl_error *err) {
   if (text != NULL)
     *text = NULL;
-  if (world == NULL || runs == NULL || nruns == 0 || text == NULL)
+  if (runs == NULL || nruns == 0 || text == NULL)
     return ovl__err(err, OVL_EINVAL, "timeline: bad argument");
   for (size_t k = 0; k < nruns; k++) {
     if (runs[k].prog == NULL || runs[k].res == NULL)
@@ -182,11 +181,15 @@ ovl_status ovl__tl_check_runs(const ovl_world *world,
                       "timeline: the %s run was not traced (run it with "
                       "ovl_run_opts.trace)",
                       ovl_mode_name(runs[k].mode));
-    if (runs[k].prog->nranks != ovl_world_nranks(world))
+    if (runs[k].prog->nranks != ovl_result_nranks(runs[k].res) ||
+        ovl_result_nranks(runs[k].res) != ovl_result_nranks(runs[0].res))
       return ovl__err(err, OVL_EINVAL,
-                      "timeline: the %s run has %d ranks, the world %d",
-                      ovl_mode_name(runs[k].mode), runs[k].prog->nranks,
-                      ovl_world_nranks(world));
+                      "timeline: the %s run has %d ranks (its program %d), "
+                      "the %s run %d",
+                      ovl_mode_name(runs[k].mode),
+                      ovl_result_nranks(runs[k].res), runs[k].prog->nranks,
+                      ovl_mode_name(runs[0].mode),
+                      ovl_result_nranks(runs[0].res));
   }
   return OVL_OK;
 }

@@ -65,8 +65,7 @@ uint64_t ovl__tl_op_bytes(const ovl_program *prog, const ovl__op *op);
 int *ovl__tl_collective_seqs(const ovl_program *prog);
 const char *ovl__tl_base_name(const char *path);
 /* The arguments of ovl_timeline_trace / _svg, checked. */
-ovl_status ovl__tl_check_runs(const ovl_world *world,
-                              const ovl_timeline_run *runs, size_t nruns,
+ovl_status ovl__tl_check_runs(const ovl_timeline_run *runs, size_t nruns,
                               char **text, ovl_error *err);
 /* Hand the text over, or free it when building it failed. */
 ovl_status ovl__tl_finish(ovl__sbuf *b, char **text, size_t *len,

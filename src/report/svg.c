@@ -295,10 +295,9 @@ static void svg_axis(ovl__sbuf *b, double y, double scale, double step_ms,
             SVG_LEFT - 6, y + 15, label);
 }
 
-ovl_status ovl_timeline_svg(const ovl_world *world,
-                            const ovl_timeline_run *runs, size_t nruns,
+ovl_status ovl_timeline_svg(const ovl_timeline_run *runs, size_t nruns,
                             char **text, size_t *len, ovl_error *err) {
-  ovl_status st = ovl__tl_check_runs(world, runs, nruns, text, err);
+  ovl_status st = ovl__tl_check_runs(runs, nruns, text, err);
   int nranks;
   rank_slices *all;
   ovl__sbuf b = {0};
@@ -309,7 +308,7 @@ ovl_status ovl_timeline_svg(const ovl_world *world,
 
   if (st != OVL_OK)
     return st;
-  nranks = ovl_world_nranks(world);
+  nranks = ovl_result_nranks(runs[0].res);
   all = ovl__tl_build_all(runs, nruns, nranks);
   if (all == NULL)
     return ovl__err(err, OVL_ENOMEM, "timeline: out of memory");
@@ -360,9 +359,9 @@ ovl_status ovl_timeline_svg(const ovl_world *world,
       ovl__sb_printf(&b, "%s%s", k ? (k + 1 == nruns ? " vs " : ", ") : "",
                 ovl_mode_name(runs[k].mode));
     ovl__sb_puts(&b, " \xe2\x80\x94 backend ");
-    sb_xml_str(&b, ovl_world_backend_name(world));
+    sb_xml_str(&b, ovl_result_backend(r0));
     ovl__sb_puts(&b, ", ");
-    sb_xml_str(&b, ovl_world_devices(world));
+    sb_xml_str(&b, ovl_result_devices(r0));
     ovl__sb_printf(&b, " \xe2\x80\x94 timed iteration %d (0-based) of %d</text>\n",
               ovl_result_trace_iter(r0), ovl_result_iters(r0));
   }

@@ -156,10 +156,10 @@ static void sb_params(ovl__sbuf *b, const ovl_program *prog) {
   ovl__sb_puts(b, "}");
 }
 
-ovl_status ovl_timeline_trace(const ovl_world *world,
-                              const ovl_timeline_run *runs, size_t nruns,
+ovl_status ovl_timeline_trace(const ovl_timeline_run *runs, size_t nruns,
                               char **text, size_t *len, ovl_error *err) {
-  ovl_status st = ovl__tl_check_runs(world, runs, nruns, text, err);
+  ovl_status st = ovl__tl_check_runs(runs, nruns, text, err);
+  const ovl_result *res0;
   int nranks;
   rank_slices *all;
   ovl__sbuf b = {0};
@@ -168,7 +168,8 @@ ovl_status ovl_timeline_trace(const ovl_world *world,
 
   if (st != OVL_OK)
     return st;
-  nranks = ovl_world_nranks(world);
+  res0 = runs[0].res;
+  nranks = ovl_result_nranks(res0);
   all = ovl__tl_build_all(runs, nruns, nranks);
   if (all == NULL)
     return ovl__err(err, OVL_ENOMEM, "timeline: out of memory");
@@ -190,10 +191,10 @@ ovl_status ovl_timeline_trace(const ovl_world *world,
       if (nruns > 1)
         snprintf(pname, sizeof pname, "%s: rank %d (%s)",
                  ovl_mode_name(runs[k].mode), r,
-                 ovl_world_device_name(world, r));
+                 ovl_result_device_name(runs[k].res, r));
       else
         snprintf(pname, sizeof pname, "rank %d (%s)", r,
-                 ovl_world_device_name(world, r));
+                 ovl_result_device_name(runs[k].res, r));
       trace_meta(&b, pid, -1, "process_name", "name", pname, 0);
       trace_meta(&b, pid, -1, "process_sort_index", "sort_index", NULL, pid);
       for (int lane = 0; lane <= nstreams; lane++) {
@@ -215,9 +216,9 @@ ovl_status ovl_timeline_trace(const ovl_world *world,
   ovl__sb_printf(&b, "\"tool\":\"overlap-sim\",\"version\":\"%s\",",
             OVL_VERSION_STRING);
   ovl__sb_puts(&b, "\"backend\":");
-  ovl__sb_json_str(&b, ovl_world_backend_name(world));
+  ovl__sb_json_str(&b, ovl_result_backend(res0));
   ovl__sb_printf(&b, ",\"ranks\":%d,\"devices\":", nranks);
-  ovl__sb_json_str(&b, ovl_world_devices(world));
+  ovl__sb_json_str(&b, ovl_result_devices(res0));
   ovl__sb_puts(&b, ",\"schedule\":");
   ovl__sb_json_str(&b, runs[0].prog->filename);
   ovl__sb_puts(&b, ",\"params\":");

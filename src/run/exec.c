@@ -678,6 +678,8 @@ ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
     return ovl__err(err, OVL_EINVAL,
                     "%s was parsed for %d ranks but the world has %d",
                     prog->filename, prog->nranks, world->nranks);
+  /* No more tuning (ovl_world_set) from here on. */
+  world->ran = true;
   /* Communicators are created here, on the main thread, before any rank
    * thread starts (ncclCommInitAll must see every device at once). */
   st = world->be->world_rings(world->bw, prog->nrings, prog->ring_comm, err);
@@ -703,8 +705,12 @@ ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
   st = ovl__result_new(prog, world->nranks, opts->iters, opts->op_times != 0,
                        run.traced >= 0 ? run.traced - opts->warmup : -1,
                        &run.res, err);
-  if (st != OVL_OK)
+  if (st == OVL_OK)
+    st = ovl__result_set_machine(run.res, world, err);
+  if (st != OVL_OK) {
+    ovl_result_free(run.res);
     return st;
+  }
   ranks = calloc((size_t)world->nranks, sizeof *ranks);
   threads = calloc((size_t)world->nranks, sizeof *threads);
   run.pos = calloc((size_t)world->nranks, sizeof *run.pos);

@@ -1,7 +1,8 @@
 /*
- * Results of a run: iteration times, the last fetched values, op times and
- * the trace's spans (see run/run.h for the layout). Filled by the rank
- * threads of ovl_world_run (run/exec.c), read through the public API.
+ * Results of a run: iteration times, the last fetched values, op times,
+ * the trace's spans and the machine (see run/run.h for the layout).
+ * Filled by ovl_world_run (run/exec.c) and its rank threads, read through
+ * the public API.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -22,7 +23,28 @@ void ovl_result_free(ovl_result *res) {
   free(res->span_main);
   free(res->span_record);
   free(res->trace_base);
+  if (res->device_names != NULL)
+    for (int r = 0; r < res->nranks; r++)
+      free(res->device_names[r]);
+  free(res->device_names);
+  free(res->backend);
+  free(res->devices);
   free(res);
+}
+
+ovl_status ovl__result_set_machine(ovl_result *res, const ovl_world *world,
+                                   ovl_error *err) {
+  bool ok;
+  res->backend = ovl__strdup(ovl_world_backend_name(world));
+  res->devices = ovl__strdup(ovl_world_devices(world));
+  res->device_names = calloc((size_t)res->nranks + 1,
+                             sizeof *res->device_names);
+  ok = res->backend != NULL && res->devices != NULL &&
+       res->device_names != NULL;
+  for (int r = 0; ok && r < res->nranks; r++)
+    ok = (res->device_names[r] =
+              ovl__strdup(ovl_world_device_name(world, r))) != NULL;
+  return ok ? OVL_OK : ovl__err(err, OVL_ENOMEM, "out of memory");
 }
 
 /* Per op, its main primitive and the record primitive beside it. */
@@ -84,6 +106,15 @@ ovl_status ovl__result_new(const ovl_program *prog, int nranks, int iters,
 }
 
 int ovl_result_iters(const ovl_result *res) { return res->iters; }
+int ovl_result_nranks(const ovl_result *res) { return res->nranks; }
+const char *ovl_result_backend(const ovl_result *res) { return res->backend; }
+const char *ovl_result_devices(const ovl_result *res) { return res->devices; }
+const char *ovl_result_device_name(const ovl_result *res, int rank) {
+  if (res == NULL || res->device_names == NULL || rank < 0 ||
+      rank >= res->nranks)
+    return NULL;
+  return res->device_names[rank];
+}
 const double *ovl_result_times(const ovl_result *res) { return res->times; }
 const double *ovl_result_fetched(const ovl_result *res, int rank, size_t i) {
   if (rank < 0 || rank >= res->nranks || i >= res->nfetch)

@@ -15,6 +15,7 @@ struct ovl_world_s {
   ovl__bworld *bw;
   int nranks;
   double timeout_s;
+  bool ran; /* ovl_world_run was called: no more tuning */
 };
 
 struct ovl_result_s {
@@ -36,6 +37,9 @@ struct ovl_result_s {
   uint32_t *span_main;
   int64_t *span_record;
   double *trace_base; /* [rank] */
+  /* The machine, copied from the world (ovl__result_set_machine). */
+  char *backend, *devices;
+  char **device_names; /* [rank] */
 };
 
 /* A result for `prog` on `nranks` ranks: iters timed iterations, op times
@@ -43,6 +47,9 @@ struct ovl_result_s {
 ovl_status ovl__result_new(const ovl_program *prog, int nranks, int iters,
                            bool op_times, int trace_iter, ovl_result **out,
                            ovl_error *err);
+/* Copy the world's backend name and device names into `res`. */
+ovl_status ovl__result_set_machine(ovl_result *res, const ovl_world *world,
+                                   ovl_error *err);
 /* Primitive p's span on `rank`, as ovl_result_span. */
 int ovl__result_prim_span(const ovl_result *res, int rank, size_t p,
                           double *start, double *end);

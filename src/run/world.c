@@ -1,8 +1,8 @@
 /*
  * Worlds: N ranks on one backend (docs/ARCHITECTURE.md, "The run"). A
  * world picks the backend, checks the rank count against its devices and
- * applies the backend's tuning; ovl_world_run (run/exec.c) runs programs
- * on it.
+ * takes the backend's tuning (ovl_world_set) until its first run;
+ * ovl_world_run (run/exec.c) runs programs on it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,19 +77,35 @@ ovl_status ovl_world_create(const ovl_world_opts *opts, ovl_world **out,
     free(w);
     return st;
   }
-  if (o.comm_priority_high || o.nccl_min_ctas || o.nccl_max_ctas ||
-      o.chaos_seed) {
-    st = be->world_tune != NULL
-             ? be->world_tune(w->bw, &o, err)
-             : ovl__err(err, OVL_EINVAL, "backend '%s' has no tuning knobs",
-                        be->name);
-    if (st != OVL_OK) {
-      ovl_world_free(w);
-      return st;
-    }
-  }
   *out = w;
   return OVL_OK;
+}
+
+/* The keys of ovl_world_set; each backend has some of them. */
+static const char *const tuning_keys[] = {"comm_priority", "nccl_min_ctas",
+                                          "nccl_max_ctas", "chaos_seed"};
+
+ovl_status ovl_world_set(ovl_world *world, const char *key,
+                         const char *value, ovl_error *err) {
+  bool known = false;
+  if (world == NULL || key == NULL || value == NULL)
+    return ovl__err(err, OVL_EINVAL, "ovl_world_set: NULL argument");
+  for (size_t i = 0; i < sizeof tuning_keys / sizeof tuning_keys[0]; i++)
+    known = known || strcmp(key, tuning_keys[i]) == 0;
+  if (!known)
+    return ovl__err(err, OVL_EINVAL,
+                    "ovl_world_set: unknown key '%s' (comm_priority, "
+                    "nccl_min_ctas, nccl_max_ctas, chaos_seed)",
+                    key);
+  if (world->ran)
+    return ovl__err(err, OVL_EINVAL,
+                    "ovl_world_set: %s: the world has run already (tuning "
+                    "comes before the first run)",
+                    key);
+  if (world->be->world_set == NULL)
+    return ovl__err(err, OVL_EINVAL, "backend '%s' has no tuning knobs",
+                    world->be->name);
+  return world->be->world_set(world->bw, key, value, err);
 }
 
 void ovl_world_free(ovl_world *world) {

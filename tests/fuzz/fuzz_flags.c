@@ -1,19 +1,21 @@
 /*
  * libFuzzer target: tools/overlap_sim's command line (`make fuzz`).
  *
- * The tool's own source is included, with its main renamed, so that its
- * static parse_options() is fuzzed as it is, no refactoring. The input is
- * the argument vector: arguments separated by NUL bytes (at most 32). When
- * the flags are accepted, their -D defines are applied to a small schedule
- * with params, as the tool would apply them to its schedule.
+ * The tool's flag parsing (tools/sim_flags.c) is linked in and fuzzed as
+ * the tool runs it. The input is the argument vector: arguments separated
+ * by NUL bytes (at most 32). When the flags are accepted, their -D defines
+ * are applied to a small schedule with params, as the tool would apply
+ * them to its schedule.
  *
  * Run with -close_fd_mask=3: the tool prints its usage and errors.
  */
-#define main overlap_sim_main
-#include "../../tools/overlap_sim.c"
-#undef main
-
+#include <getopt.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ovl.h"
+#include "sim_flags.h"
 
 #define MAX_ARGS 32
 
@@ -36,11 +38,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *buf = malloc(size + 1);
   char *argv[MAX_ARGS + 2];
   int argc = 0;
-  options o = {.backend = "auto", .mode = "both", .iters = 10, .warmup = 2,
-               .rtol = 1e-5, .atol = 1e-6, .show = -1};
+  sim_options o;
 
   if (buf == NULL)
     return 0;
+  sim_options_init(&o);
   memcpy(buf, data, size);
   buf[size] = '\0';
   argv[argc++] = (char *)"overlap_sim";
@@ -51,7 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   argv[argc] = NULL;
 
   optind = 0; /* glibc: start a new scan */
-  if (parse_options(argc, argv, &o) < 0 && o.ndefines > 0) {
+  if (sim_parse_flags(argc, argv, &o) < 0 && o.ndefines > 0) {
     ovl_parse_opts popts = {.defines = o.defines,
                             .ndefines = o.ndefines,
                             .nranks = o.ranks > 0 ? o.ranks : 2,

@@ -1,0 +1,355 @@
+/*
+ * A report as JSON (docs/ARCHITECTURE.md, "The pipeline"): the results of
+ * a run, whose keys and layout README's "JSON results" documents and
+ * tools/overlap_sim --json=FILE writes, and the race reports of several
+ * forms in one object (--races --json). Every string goes through the
+ * library's one JSON string writer (ovl__sb_json_str: valid UTF-8).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* A number; JSON has no NaN or infinity: those are "nan", "inf", "-inf". */
+static void sb_num(ovl__sbuf *b, double v) {
+  if (isnan(v))
+    ovl__sb_puts(b, "\"nan\"");
+  else if (isinf(v))
+    ovl__sb_puts(b, v > 0 ? "\"inf\"" : "\"-inf\"");
+  else
+    ovl__sb_printf(b, "%.17g", v);
+}
+
+/* A number, or null when it does not apply (NaN). */
+static void sb_num_or_null(ovl__sbuf *b, double v) {
+  if (isnan(v))
+    ovl__sb_puts(b, "null");
+  else
+    sb_num(b, v);
+}
+
+/* A string, or null. */
+static void sb_str_or_null(ovl__sbuf *b, const char *s) {
+  if (s != NULL)
+    ovl__sb_json_str(b, s);
+  else
+    ovl__sb_puts(b, "null");
+}
+
+void ovl_var_index_text(const ovl_var_info *v, int64_t flat, char *buf,
+                        size_t len) {
+  int64_t idx[OVL_MAX_DIMS];
+  int ndim = v->ndim < OVL_MAX_DIMS ? v->ndim : OVL_MAX_DIMS;
+  size_t off = 0;
+  if (len == 0)
+    return;
+  for (int d = ndim - 1; d >= 0; d--) {
+    idx[d] = v->dims[d] > 0 ? flat % v->dims[d] : 0;
+    flat = v->dims[d] > 0 ? flat / v->dims[d] : 0;
+  }
+  off += (size_t)snprintf(buf + off, len - off, "[");
+  for (int d = 0; d < ndim && off < len; d++)
+    off += (size_t)snprintf(buf + off, len - off, "%s%lld", d ? "," : "",
+                            (long long)idx[d]);
+  if (off < len)
+    snprintf(buf + off, len - off, "]");
+}
+
+/* A race report as ovl_races_format gives it, without its newline. */
+static void sb_races(ovl__sbuf *b, const ovl_races *races,
+                     const ovl_program *prog) {
+  ovl_error err;
+  char *text = NULL;
+  size_t n;
+  if (ovl_races_format(races, prog, 1, &text, &err) != OVL_OK) {
+    b->fail = true;
+    return;
+  }
+  n = strlen(text);
+  while (n > 0 && text[n - 1] == '\n')
+    text[--n] = '\0';
+  ovl__sb_puts(b, text);
+  free(text);
+}
+
+static void json_schedule(ovl__sbuf *b, const ovl_program *prog) {
+  ovl__sb_puts(b, "  \"schedule\": {\"path\": ");
+  ovl__sb_json_str(b, ovl_program_filename(prog));
+  ovl__sb_puts(b, ", \"params\": {");
+  for (size_t i = 0; i < ovl_program_param_count(prog); i++) {
+    const char *name, *value;
+    ovl_program_param(prog, i, &name, &value, NULL, NULL);
+    ovl__sb_puts(b, i ? ", " : "");
+    ovl__sb_json_str(b, name);
+    ovl__sb_puts(b, ": ");
+    ovl__sb_json_str(b, value);
+  }
+  ovl__sb_printf(b, "}, \"ops\": %zu, \"fetched\": [",
+                 ovl_program_op_count(prog));
+  for (size_t i = 0; i < ovl_program_fetch_count(prog); i++) {
+    ovl_var_info v;
+    ovl_program_fetch_info(prog, i, &v);
+    ovl__sb_puts(b, i ? ", " : "");
+    ovl__sb_json_str(b, v.name);
+  }
+  ovl__sb_printf(b, "], \"bytes_per_rank\": %llu},\n",
+                 (unsigned long long)ovl_program_bytes_per_rank(prog));
+}
+
+static void json_machine(ovl__sbuf *b, const ovl_report_machine *mc) {
+  ovl__sb_puts(b, "  \"machine\": {\"backend\": ");
+  ovl__sb_json_str(b, mc->backend);
+  ovl__sb_printf(b, ", \"ranks\": %d, \"devices\": [", mc->nranks);
+  for (int r = 0; r < mc->nranks; r++) {
+    ovl__sb_puts(b, r ? ", " : "");
+    ovl__sb_json_str(b, mc->device_names[r]);
+  }
+  ovl__sb_puts(b, "], \"device_summary\": ");
+  ovl__sb_json_str(b, mc->devices);
+  ovl__sb_puts(b, ", \"hostname\": ");
+  ovl__sb_json_str(b, mc->info.hostname);
+  ovl__sb_puts(b, ", \"cpu_model\": ");
+  ovl__sb_json_str(b, mc->info.cpu_model);
+  ovl__sb_puts(b, ", \"driver_version\": ");
+  ovl__sb_json_str(b, mc->info.driver_version);
+  ovl__sb_puts(b, ", \"cuda_runtime_version\": ");
+  ovl__sb_json_str(b, mc->info.runtime_version);
+  ovl__sb_puts(b, ", \"nccl_version\": ");
+  ovl__sb_json_str(b, mc->info.nccl_version);
+  ovl__sb_puts(b, "},\n");
+}
+
+static void json_options(ovl__sbuf *b, const ovl_report_json_opts *o) {
+  ovl__sb_puts(b, "  \"options\": {\"mode\": ");
+  ovl__sb_json_str(b, o->mode != NULL ? o->mode : "both");
+  ovl__sb_printf(b, ", \"iters\": %d, \"warmup\": %d, \"timed\": %d, "
+                    "\"rtol\": %.17g, \"atol\": %.17g, \"timeout_s\": %.17g, "
+                    "\"races\": %s, \"op_times\": %s, \"chaos_seed\": %u, "
+                    "\"comm_priority\": ",
+                 o->iters, o->warmup, o->iters - o->warmup, o->rtol, o->atol,
+                 o->timeout_s, o->races ? "true" : "false",
+                 o->op_times ? "true" : "false", o->chaos_seed);
+  ovl__sb_json_str(b, o->comm_priority != NULL ? o->comm_priority
+                                               : "default");
+  ovl__sb_printf(b, ", \"nccl_min_ctas\": %d, \"nccl_max_ctas\": %d, "
+                    "\"trace\": ",
+                 o->nccl_min_ctas, o->nccl_max_ctas);
+  sb_str_or_null(b, o->trace);
+  ovl__sb_puts(b, ", \"svg\": ");
+  sb_str_or_null(b, o->svg);
+  ovl__sb_puts(b, ", \"trace_iter\": ");
+  if (o->trace_iter >= 0)
+    ovl__sb_printf(b, "%d", o->trace_iter);
+  else
+    ovl__sb_puts(b, "null");
+  ovl__sb_puts(b, ", \"defines\": [");
+  for (size_t i = 0; i < o->ndefines; i++) {
+    ovl__sb_puts(b, i ? ", " : "");
+    ovl__sb_json_str(b, o->defines[i]);
+  }
+  ovl__sb_puts(b, "]},\n");
+}
+
+/* One mode's "check": its status and, per (rank, fetched variable), what
+ * differs. */
+static void json_check(ovl__sbuf *b, const ovl_program *prog,
+                       const ovl_report_mode *m, int nranks) {
+  const ovl_check *c = m->check;
+  ovl__sb_puts(b, "\"check\": {");
+  if (c == NULL) {
+    ovl__sb_puts(b, "\"status\": \"n/a\", \"reason\": ");
+    ovl__sb_json_str(b, m->not_checked);
+    ovl__sb_puts(b, ", \"checked\": 0, \"mismatched\": 0, \"vars\": []}");
+    return;
+  }
+  ovl__sb_printf(b, "\"status\": \"%s\", \"checked\": %lld, "
+                    "\"mismatched\": %lld, \"vars\": [",
+                 c->mismatched == 0 ? "ok" : "mismatch",
+                 (long long)c->checked, (long long)c->mismatched);
+  for (int r = 0; r < nranks; r++) {
+    for (size_t i = 0; i < ovl_program_fetch_count(prog); i++) {
+      const ovl_mismatch *mm = NULL;
+      ovl_var_info v;
+      ovl_program_fetch_info(prog, i, &v);
+      for (size_t k = 0; k < c->nmismatch; k++)
+        if (c->mismatch[k].rank == r && c->mismatch[k].fetch_index == i)
+          mm = &c->mismatch[k];
+      ovl__sb_printf(b, "%s\n        {\"rank\": %d, \"var\": ",
+                     r == 0 && i == 0 ? "" : ",", r);
+      ovl__sb_json_str(b, v.name);
+      ovl__sb_printf(b, ", \"checked\": %lld, \"mismatched\": %lld, "
+                        "\"fetched\": %s, ",
+                     (long long)v.numel, (long long)(mm ? mm->count : 0),
+                     ovl_result_fetched(m->res, r, i) != NULL ? "true"
+                                                              : "false");
+      if (mm == NULL) {
+        ovl__sb_puts(b, "\"first_index\": null, \"first_at\": null, "
+                        "\"got\": null, \"expected\": null}");
+      } else {
+        char idx[128];
+        ovl_var_index_text(&v, mm->first_index, idx, sizeof idx);
+        ovl__sb_printf(b, "\"first_index\": %lld, \"first_at\": ",
+                       (long long)mm->first_index);
+        ovl__sb_json_str(b, idx);
+        ovl__sb_puts(b, ", \"got\": ");
+        sb_num(b, mm->got);
+        ovl__sb_puts(b, ", \"expected\": ");
+        sb_num(b, mm->expected);
+        ovl__sb_puts(b, "}");
+      }
+    }
+  }
+  ovl__sb_puts(b, "]}");
+}
+
+/* One mode's op times: the rows of ovl_report_op_times. */
+static void json_op_times(ovl__sbuf *b, const ovl_report *r, size_t i) {
+  ovl_op_time *g;
+  size_t n;
+  if (ovl_report_op_times(r, i, &g, &n, NULL) != OVL_OK) {
+    b->fail = true;
+    return;
+  }
+  ovl__sb_puts(b, "\"op_times\": [");
+  for (size_t k = 0; k < n; k++) {
+    ovl__sb_printf(b, "%s\n        {\"line\": %d, \"op\": ", k ? "," : "",
+                   g[k].line);
+    ovl__sb_json_str(b, g[k].op);
+    ovl__sb_puts(b, ", \"stream\": ");
+    ovl__sb_json_str(b, g[k].stream_name);
+    ovl__sb_printf(b, ", \"count\": %ld, \"ms_per_iter\": %.9g, "
+                      "\"us_per_op\": %.9g}",
+                   g[k].count, g[k].sec_per_iter * 1e3,
+                   g[k].sec_per_iter * 1e6 / (double)g[k].count);
+  }
+  ovl__sb_puts(b, "]");
+  free(g);
+}
+
+static void json_modes(ovl__sbuf *b, const ovl_report *r, int nranks,
+                       int op_times) {
+  const ovl_program *prog = ovl_report_program(r);
+  ovl__sb_puts(b, "  \"modes\": {");
+  for (size_t i = 0; i < ovl_report_mode_count(r); i++) {
+    ovl_report_mode m;
+    int n;
+    const double *t;
+    ovl_report_mode_get(r, i, &m);
+    n = ovl_result_iters(m.res);
+    t = ovl_result_times(m.res);
+    ovl__sb_printf(b, "%s\n    \"%s\": {\"total_s\": %.9g, \"median_s\": "
+                      "%.9g, \"min_s\": %.9g, \"max_s\": %.9g, \"iter_s\": [",
+                   i ? "," : "", ovl_mode_name(m.mode), m.total_s, m.median_s,
+                   m.min_s, m.max_s);
+    for (int k = 0; k < n; k++)
+      ovl__sb_printf(b, "%s%.9g", k ? ", " : "", t[k]);
+    ovl__sb_puts(b, "],\n      ");
+    json_check(b, prog, &m, nranks);
+    ovl__sb_puts(b, ",\n      \"races\": ");
+    if (m.races == NULL)
+      ovl__sb_puts(b, "null");
+    else
+      sb_races(b, m.races, m.prog);
+    if (op_times) {
+      ovl__sb_puts(b, ",\n      ");
+      json_op_times(b, r, i);
+    }
+    ovl__sb_puts(b, "}");
+  }
+  ovl__sb_puts(b, "\n  },\n");
+}
+
+static ovl_status finish(ovl__sbuf *b, char **text, size_t *len,
+                         ovl_error *err) {
+  if (b->fail || b->s == NULL) {
+    free(b->s);
+    return ovl__err(err, OVL_ENOMEM, "out of memory");
+  }
+  *text = b->s;
+  if (len != NULL)
+    *len = b->len;
+  return OVL_OK;
+}
+
+ovl_status ovl_report_json(const ovl_report *r,
+                           const ovl_report_json_opts *opts, char **text,
+                           size_t *len, ovl_error *err) {
+  ovl__sbuf b = {0};
+  ovl_report_machine mc;
+  ovl_report_summary sum;
+
+  if (text != NULL)
+    *text = NULL;
+  if (r == NULL || opts == NULL || text == NULL)
+    return ovl__err(err, OVL_EINVAL, "ovl_report_json: bad argument");
+  ovl_report_machine_get(r, &mc);
+  for (size_t i = 0; i < ovl_report_mode_count(r); i++) {
+    ovl_report_mode m;
+    ovl_report_mode_get(r, i, &m);
+    if (m.res == NULL)
+      return ovl__err(err, OVL_EINVAL,
+                      "ovl_report_json: the %s form did not run (a report "
+                      "of runs is needed)",
+                      ovl_mode_name(m.mode));
+  }
+  if (mc.backend == NULL)
+    return ovl__err(err, OVL_EINVAL,
+                    "ovl_report_json: the report has no runs");
+  ovl_report_summary_get(r, &sum);
+
+  ovl__sb_puts(&b, "{\n  \"tool\": ");
+  ovl__sb_json_str(&b, opts->tool != NULL ? opts->tool : "overlap_sim");
+  ovl__sb_puts(&b, ",\n  \"version\": \"" OVL_VERSION_STRING "\",\n");
+  json_schedule(&b, ovl_report_program(r));
+  json_machine(&b, &mc);
+  json_options(&b, opts);
+  json_modes(&b, r, mc.nranks, opts->op_times);
+  ovl__sb_puts(&b, "  \"speedup\": ");
+  sb_num_or_null(&b, sum.speedup);
+  ovl__sb_puts(&b, ",\n  \"ideal_speedup\": ");
+  sb_num_or_null(&b, sum.ideal_speedup);
+  ovl__sb_puts(&b, ",\n  \"overlap_efficiency\": ");
+  sb_num_or_null(&b, sum.overlap_efficiency);
+  ovl__sb_puts(&b, ",\n  \"result\": ");
+  ovl__sb_json_str(&b, ovl_report_result(r));
+  ovl__sb_printf(&b, ",\n  \"exit_status\": %d\n}\n", opts->exit_status);
+  return finish(&b, text, len, err);
+}
+
+ovl_status ovl_report_races_json(const ovl_report *r, char **text,
+                                 size_t *len, ovl_error *err) {
+  ovl__sbuf b = {0};
+  size_t n = ovl_report_mode_count(r);
+
+  if (text != NULL)
+    *text = NULL;
+  if (r == NULL || text == NULL || n == 0)
+    return ovl__err(err, OVL_EINVAL, "ovl_report_races_json: bad argument");
+  for (size_t i = 0; i < n; i++) {
+    ovl_report_mode m;
+    ovl_report_mode_get(r, i, &m);
+    if (m.races == NULL)
+      return ovl__err(err, OVL_EINVAL,
+                      "ovl_report_races_json: the %s form was not "
+                      "race-checked",
+                      ovl_mode_name(m.mode));
+  }
+  if (n > 1)
+    ovl__sb_puts(&b, "{\"modes\": {");
+  for (size_t i = 0; i < n; i++) {
+    ovl_report_mode m;
+    ovl_report_mode_get(r, i, &m);
+    if (n > 1)
+      ovl__sb_printf(&b, "%s\"%s\": ", i ? ", " : "", ovl_mode_name(m.mode));
+    sb_races(&b, m.races, ovl_report_program(r));
+    /* One report alone: as ovl_races_format writes it, and an empty line
+     * after it, as the tool always printed it. */
+    if (n == 1)
+      ovl__sb_puts(&b, "\n\n");
+  }
+  if (n > 1)
+    ovl__sb_puts(&b, "}}\n");
+  return finish(&b, text, len, err);
+}

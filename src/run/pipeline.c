@@ -1,0 +1,438 @@
+/*
+ * The pipeline (docs/ARCHITECTURE.md, "The pipeline"): for each mode asked,
+ * in the order sync, async, comp, comm, the mode's form of the program and
+ * its race check (every form checked before anything runs), the float64
+ * reference (once, only where a checked mode fetches something), the run
+ * and the comparison; then the summary figures. Everything lands in one
+ * report, which report/json.c writes as JSON and the tools format.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run/run.h"
+
+/* The order the modes run in, whatever the order of their bits. */
+static const ovl_mode run_order[] = {OVL_MODE_SYNC, OVL_MODE_ASYNC,
+                                     OVL_MODE_COMP, OVL_MODE_COMM};
+#define N_ORDER (sizeof run_order / sizeof run_order[0])
+
+/* One mode of a report. */
+typedef struct {
+  ovl_mode mode;
+  ovl_program *prog; /* its form: made by the race check or the run */
+  ovl_races *races;  /* NULL without the race check */
+  ovl_result *res;   /* NULL until it ran */
+  bool checked;      /* its numbers are compared with the reference */
+  ovl_check check;
+  double total, median, min, max;
+} report_mode;
+
+struct ovl_report_s {
+  const ovl_program *prog; /* the caller's */
+  size_t nmodes;
+  report_mode modes[N_ORDER];
+  bool races; /* made with the race check */
+  /* The machine (with a run): copied from the world. */
+  char *backend, *devices;
+  char **device_names; /* [nranks] */
+  int nranks;
+  ovl_world_info info;
+};
+
+void ovl_report_free(ovl_report *r) {
+  if (r == NULL)
+    return;
+  for (size_t i = 0; i < r->nmodes; i++) {
+    report_mode *m = &r->modes[i];
+    ovl_result_free(m->res);
+    ovl_races_free(m->races);
+    ovl_program_free(m->prog);
+    ovl_check_release(&m->check);
+  }
+  if (r->device_names != NULL)
+    for (int k = 0; k < r->nranks; k++)
+      free(r->device_names[k]);
+  free(r->device_names);
+  free(r->backend);
+  free(r->devices);
+  free(r);
+}
+
+/* Sync and async numbers are compared with the reference, when something
+ * is fetched; comp and comm numbers are not (half the work is missing). */
+static bool mode_checked(const ovl_program *prog, ovl_mode mode) {
+  return (mode == OVL_MODE_SYNC || mode == OVL_MODE_ASYNC) &&
+         ovl_program_fetch_count(prog) > 0;
+}
+
+int ovl_pipeline_needs_reference(const ovl_program *prog,
+                                 const ovl_pipeline_opts *o) {
+  if (prog == NULL || o == NULL || !o->run || o->reference != NULL)
+    return 0;
+  for (size_t k = 0; k < N_ORDER; k++)
+    if ((o->modes & OVL_MODE_BIT(run_order[k])) &&
+        mode_checked(prog, run_order[k]))
+      return 1;
+  return 0;
+}
+
+/* A stage failed with *e: say which (or the caller's label). */
+static ovl_status stage_failed(ovl_error *e, const ovl_pipeline_opts *o,
+                               const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static ovl_status stage_failed(ovl_error *e, const ovl_pipeline_opts *o,
+                               const char *fmt, ...) {
+  char stage[128];
+  va_list ap;
+  if (o->label != NULL) {
+    ovl__err_prefix(e, "%s: ", o->label);
+  } else {
+    va_start(ap, fmt);
+    vsnprintf(stage, sizeof stage, fmt, ap);
+    va_end(ap);
+    ovl__err_prefix(e, "%s: ", stage);
+  }
+  return e->status;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Sum, median, min and max of the timed iterations. */
+static bool summarise_times(report_mode *m) {
+  int n = ovl_result_iters(m->res);
+  const double *t = ovl_result_times(m->res);
+  double *s = malloc((size_t)n * sizeof *s);
+  if (s == NULL)
+    return false;
+  m->total = 0;
+  for (int i = 0; i < n; i++)
+    m->total += t[i];
+  memcpy(s, t, (size_t)n * sizeof *s);
+  qsort(s, (size_t)n, sizeof *s, cmp_double);
+  m->min = s[0];
+  m->max = s[n - 1];
+  m->median = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+  free(s);
+  return true;
+}
+
+/* The machine of the world, for the report (JSON's "machine"). */
+static ovl_status copy_machine(ovl_report *r, const ovl_world *world,
+                               ovl_error *err) {
+  bool ok;
+  r->nranks = ovl_world_nranks(world);
+  r->backend = ovl__strdup(ovl_world_backend_name(world));
+  r->devices = ovl__strdup(ovl_world_devices(world));
+  r->device_names = calloc((size_t)r->nranks + 1, sizeof *r->device_names);
+  ok = r->backend != NULL && r->devices != NULL && r->device_names != NULL;
+  for (int k = 0; ok && k < r->nranks; k++)
+    ok = (r->device_names[k] =
+              ovl__strdup(ovl_world_device_name(world, k))) != NULL;
+  if (!ok)
+    return ovl__err(err, OVL_ENOMEM, "out of memory");
+  ovl_world_info_get(world, &r->info);
+  return OVL_OK;
+}
+
+static void progress(const ovl_pipeline_opts *o, const ovl_report *r,
+                     ovl_pipeline_event ev, size_t i) {
+  if (o->progress != NULL)
+    o->progress(o->progress_ctx, r, ev, i);
+}
+
+/* Every mode's form, race-checked, before anything runs. */
+static ovl_status check_races(ovl_report *r, const ovl_pipeline_opts *o,
+                              ovl_error *e) {
+  for (size_t i = 0; i < r->nmodes; i++) {
+    report_mode *m = &r->modes[i];
+    ovl_status st = ovl_program_transform(r->prog, m->mode, &m->prog, e);
+    if (st == OVL_OK)
+      st = ovl_race_check(m->prog, &m->races, e);
+    if (st != OVL_OK)
+      return stage_failed(e, o, "race check (%s)", ovl_mode_name(m->mode));
+  }
+  return OVL_OK;
+}
+
+/* Mode i: its form (unless the race check made it), the run, the
+ * comparison. */
+static ovl_status run_mode(ovl_report *r, size_t i, ovl_world *world,
+                           const ovl_reference *ref,
+                           const ovl_pipeline_opts *o, ovl_error *e) {
+  report_mode *m = &r->modes[i];
+  ovl_status st = OVL_OK;
+  if (m->prog == NULL)
+    st = ovl_program_transform(r->prog, m->mode, &m->prog, e);
+  if (st == OVL_OK)
+    st = ovl_world_run(world, m->prog, &o->run_opts, &m->res, e);
+  if (st == OVL_OK && !summarise_times(m))
+    st = ovl__err(e, OVL_ENOMEM, "out of memory");
+  if (st != OVL_OK)
+    return stage_failed(e, o, "%s run failed", ovl_mode_name(m->mode));
+  if (m->checked) {
+    st = ovl_check_result(r->prog, m->res, ref, o->rtol, o->atol, &m->check,
+                          e);
+    if (st != OVL_OK)
+      return stage_failed(e, o, "check");
+  }
+  return OVL_OK;
+}
+
+static ovl_status pipeline(ovl_report *r, ovl_world *world,
+                           const ovl_pipeline_opts *o, ovl_error *e) {
+  ovl_reference *own = NULL;
+  const ovl_reference *ref = o->reference;
+  ovl_status st = OVL_OK;
+
+  if (o->races && (st = check_races(r, o, e)) != OVL_OK)
+    return st;
+  progress(o, r, OVL_PIPELINE_CHECKED, 0);
+  if (!o->run)
+    return OVL_OK;
+
+  /* Nothing fetched, nothing to compare: no reference either (a sweep of
+   * a 1 GiB collective need not interpret it in float64). */
+  for (size_t i = 0; i < r->nmodes; i++) {
+    report_mode *m = &r->modes[i];
+    m->checked = mode_checked(r->prog, m->mode);
+    if (m->checked && ref == NULL) {
+      st = ovl_reference_compute(r->prog, ovl_world_nranks(world), &own, e);
+      if (st != OVL_OK)
+        return stage_failed(e, o, "reference");
+      ref = own;
+    }
+  }
+  progress(o, r, OVL_PIPELINE_READY, 0);
+  for (size_t i = 0; i < r->nmodes && st == OVL_OK; i++) {
+    st = run_mode(r, i, world, ref, o, e);
+    if (st == OVL_OK)
+      progress(o, r, OVL_PIPELINE_RAN, i);
+  }
+  ovl_reference_free(own);
+  return st;
+}
+
+ovl_status ovl_pipeline_run(ovl_world *world, const ovl_program *prog,
+                            const ovl_pipeline_opts *opts, ovl_report **out,
+                            ovl_error *err) {
+  unsigned all = 0;
+  ovl_error e = {0};
+  ovl_report *r;
+  ovl_status st = OVL_OK;
+
+  for (size_t k = 0; k < N_ORDER; k++)
+    all |= OVL_MODE_BIT(run_order[k]);
+  if (out != NULL)
+    *out = NULL;
+  if (prog == NULL || opts == NULL || out == NULL ||
+      (opts->run && world == NULL))
+    return ovl__err(err, OVL_EINVAL, "ovl_pipeline_run: bad argument");
+  if ((opts->modes & ~all) != 0)
+    return ovl__err(err, OVL_EINVAL,
+                    "ovl_pipeline_run: unknown mode bits 0x%x",
+                    opts->modes & ~all);
+  r = calloc(1, sizeof *r);
+  if (r == NULL)
+    return ovl__err(err, OVL_ENOMEM, "out of memory");
+  r->prog = prog;
+  r->races = opts->races != 0;
+  for (size_t k = 0; k < N_ORDER; k++) {
+    report_mode *m = &r->modes[r->nmodes];
+    if (!(opts->modes & OVL_MODE_BIT(run_order[k])))
+      continue;
+    m->mode = run_order[k];
+    m->total = m->median = m->min = m->max = NAN;
+    r->nmodes++;
+  }
+  if (opts->run)
+    st = copy_machine(r, world, &e);
+  if (st == OVL_OK)
+    st = pipeline(r, world, opts, &e);
+  if (st != OVL_OK) {
+    ovl_report_free(r);
+    if (err != NULL)
+      *err = e;
+    return st;
+  }
+  *out = r;
+  return OVL_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Reading a report                                                    */
+/* ------------------------------------------------------------------ */
+
+const ovl_program *ovl_report_program(const ovl_report *r) {
+  return r != NULL ? r->prog : NULL;
+}
+
+size_t ovl_report_mode_count(const ovl_report *r) {
+  return r != NULL ? r->nmodes : 0;
+}
+
+int ovl_report_mode_get(const ovl_report *r, size_t i,
+                        ovl_report_mode *info) {
+  const report_mode *m;
+  if (info == NULL)
+    return -1;
+  memset(info, 0, sizeof *info);
+  if (r == NULL || i >= r->nmodes)
+    return -1;
+  m = &r->modes[i];
+  info->mode = m->mode;
+  info->prog = m->prog;
+  info->races = m->races;
+  info->res = m->res;
+  if (m->res != NULL && m->checked)
+    info->check = &m->check;
+  else if (m->res == NULL)
+    info->not_checked = "not run";
+  else if (m->mode == OVL_MODE_COMP)
+    info->not_checked = "comp-only numbers are not checked";
+  else if (m->mode == OVL_MODE_COMM)
+    info->not_checked = "comm-only numbers are not checked";
+  else
+    info->not_checked = "nothing fetched";
+  info->total_s = m->total;
+  info->median_s = m->median;
+  info->min_s = m->min;
+  info->max_s = m->max;
+  return 0;
+}
+
+int ovl_report_find(const ovl_report *r, ovl_mode mode) {
+  for (size_t i = 0; r != NULL && i < r->nmodes; i++)
+    if (r->modes[i].mode == mode && r->modes[i].res != NULL)
+      return (int)i;
+  return -1;
+}
+
+/* The total of a mode that ran, or NaN. */
+static double total_of(const ovl_report *r, ovl_mode mode) {
+  int i = ovl_report_find(r, mode);
+  return i >= 0 ? r->modes[i].total : NAN;
+}
+
+void ovl_report_summary_get(const ovl_report *r, ovl_report_summary *out) {
+  double s, a, cp, cm;
+  if (out == NULL)
+    return;
+  memset(out, 0, sizeof *out);
+  out->speedup = out->ideal_speedup = out->overlap_efficiency = NAN;
+  if (r == NULL)
+    return;
+  s = total_of(r, OVL_MODE_SYNC);
+  a = total_of(r, OVL_MODE_ASYNC);
+  cp = total_of(r, OVL_MODE_COMP);
+  cm = total_of(r, OVL_MODE_COMM);
+  if (!isnan(s) && !isnan(a) && a > 0)
+    out->speedup = s / a;
+  if (!isnan(s) && !isnan(a) && !isnan(cp) && !isnan(cm)) {
+    double hi = fmax(cp, cm), lo = fmin(cp, cm);
+    if (hi > 0)
+      out->ideal_speedup = s / hi;
+    if (lo > 0)
+      out->overlap_efficiency = (s - a) / lo;
+  }
+  for (size_t i = 0; i < r->nmodes; i++) {
+    const report_mode *m = &r->modes[i];
+    out->mismatched += m->check.mismatched;
+    if (m->races != NULL)
+      out->races += ovl_races_count(m->races) + ovl_races_more(m->races);
+  }
+}
+
+const char *ovl_report_result(const ovl_report *r) {
+  ovl_report_summary s;
+  ovl_report_summary_get(r, &s);
+  return s.mismatched > 0 ? "FAIL: numeric mismatch"
+         : s.races > 0    ? "FAIL: races"
+                          : "PASS";
+}
+
+void ovl_report_machine_get(const ovl_report *r, ovl_report_machine *out) {
+  if (out == NULL)
+    return;
+  memset(out, 0, sizeof *out);
+  if (r == NULL || r->backend == NULL)
+    return;
+  out->backend = r->backend;
+  out->nranks = r->nranks;
+  out->devices = r->devices;
+  out->device_names = (const char *const *)r->device_names;
+  out->info = r->info;
+}
+
+ovl_status ovl_report_op_times(const ovl_report *r, size_t i,
+                               ovl_op_time **rows, size_t *nrows,
+                               ovl_error *err) {
+  const report_mode *m;
+  const ovl_program *p;
+  size_t nops, n = 0;
+  int iters, nranks;
+  bool *done;
+  ovl_op_time *g;
+
+  if (rows != NULL)
+    *rows = NULL;
+  if (nrows != NULL)
+    *nrows = 0;
+  if (r == NULL || i >= r->nmodes || rows == NULL || nrows == NULL)
+    return ovl__err(err, OVL_EINVAL, "ovl_report_op_times: bad argument");
+  m = &r->modes[i];
+  if (m->res == NULL || ovl_result_op_times(m->res, 0) == NULL)
+    return ovl__err(err, OVL_EINVAL,
+                    "ovl_report_op_times: the %s run did not time its ops",
+                    ovl_mode_name(m->mode));
+  p = m->prog;
+  nops = ovl_program_op_count(p);
+  iters = ovl_result_iters(m->res);
+  nranks = ovl_result_nranks(m->res);
+  done = calloc(nops ? nops : 1, sizeof *done);
+  g = malloc((nops ? nops : 1) * sizeof *g);
+  if (done == NULL || g == NULL) {
+    free(done);
+    free(g);
+    return ovl__err(err, OVL_ENOMEM, "op times: out of memory");
+  }
+  /* Each row gathers the ops of its (line, name, stream), in program
+   * order of their first op. */
+  for (size_t k = 0; k < nops; k++) {
+    const char *name, *name2;
+    int line, line2, stream, stream2;
+    ovl_program_op(p, k, &name, &line, &stream);
+    if (done[k] || stream < 0)
+      continue;
+    g[n].line = line;
+    g[n].op = name;
+    g[n].stream = stream;
+    g[n].count = 0;
+    g[n].sec_per_iter = 0;
+    for (size_t j = k; j < nops; j++) {
+      ovl_program_op(p, j, &name2, &line2, &stream2);
+      if (line2 != line || stream2 != stream || strcmp(name, name2) != 0)
+        continue;
+      done[j] = true;
+      g[n].count++;
+      for (int rk = 0; rk < nranks; rk++)
+        g[n].sec_per_iter += ovl_result_op_times(m->res, rk)[j];
+    }
+    g[n].sec_per_iter /= (double)nranks * iters;
+    if (stream == 0)
+      snprintf(g[n].stream_name, sizeof g[n].stream_name, "calc");
+    else
+      snprintf(g[n].stream_name, sizeof g[n].stream_name, "comm[%d]",
+               stream - 1);
+    n++;
+  }
+  free(done);
+  *rows = g;
+  *nrows = n;
+  return OVL_OK;
+}

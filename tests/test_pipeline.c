@@ -1,0 +1,669 @@
+/*
+ * The pipeline (src/run/pipeline.c) and its report, on the cpu backend:
+ * the order of the modes and of the stages, the race check per form, the
+ * reference only where it is needed, the summary figures, the errors, the
+ * machine and the op times, the report as JSON (src/report/json.c), and
+ * timelines made from a report after its world is gone.
+ *
+ * Only clean schedules run: a racy one races for real on the emulated
+ * device memory (ThreadSanitizer builds would report it); racy ones are
+ * only checked, with nothing run.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ovl.h"
+
+#ifndef OVL_SRCDIR
+#define OVL_SRCDIR "."
+#endif
+
+#define ALL_MODES                                                             \
+  (OVL_MODE_BIT(OVL_MODE_SYNC) | OVL_MODE_BIT(OVL_MODE_ASYNC) |              \
+   OVL_MODE_BIT(OVL_MODE_COMP) | OVL_MODE_BIT(OVL_MODE_COMM))
+#define BOTH_MODES (OVL_MODE_BIT(OVL_MODE_SYNC) | OVL_MODE_BIT(OVL_MODE_ASYNC))
+
+/* Clean: c_wait_compute orders the collective after the kernel. */
+static const char clean_text[] =
+    "x = data(shape=[4, 16], dtype=float32, init=uniform, seed=7)\n"
+    "c = scale(x, scale=3.0)\n"
+    "c_wait_compute(c, ring_id=0)\n"
+    "c_allreduce_sum(c, ring_id=0)\n"
+    "c_wait_comm(c, ring_id=0)\n"
+    "fetch(c)\n";
+
+/* The same without c_wait_compute: a race in async form only. */
+static const char racy_text[] =
+    "x = data(shape=[64], dtype=float32, init=uniform, seed=7)\n"
+    "c = scale(x, scale=3.0)\n"
+    "c_allreduce_sum(c, ring_id=0)\n"
+    "c_wait_comm(c, ring_id=0)\n"
+    "fetch(c)\n";
+
+/* Nothing fetched. */
+static const char nofetch_text[] =
+    "x = data(shape=[64], init=fill, value=1.0)\n"
+    "y = scale(x, scale=2.0)\n"
+    "c_allreduce_sum(y, ring_id=0)\n"
+    "c_wait_comm(y, ring_id=0)\n";
+
+static ovl_program *parse(const char *text, const char *name) {
+  ovl_parse_opts po = {.nranks = 2};
+  ovl_program *p = NULL;
+  ovl_error err = {0};
+  ovl_status st = ovl_program_parse(text, strlen(text), name, &po, &p, &err);
+  ck_assert_msg(st == OVL_OK, "parse %s: %s", name, err.msg);
+  return p;
+}
+
+static ovl_world *make_world(double timeout_s) {
+  ovl_world_opts wo = {.backend = "cpu", .nranks = 2, .timeout_s = timeout_s};
+  ovl_world *w = NULL;
+  ovl_error err = {0};
+  ck_assert_msg(ovl_world_create(&wo, &w, &err) == OVL_OK, "world: %s",
+                err.msg);
+  return w;
+}
+
+static ovl_pipeline_opts run_opts(unsigned modes) {
+  ovl_pipeline_opts o = {.modes = modes, .races = 1, .run = 1,
+                         .rtol = 1e-5, .atol = 1e-6};
+  o.run_opts.iters = 2;
+  o.run_opts.warmup = 1;
+  return o;
+}
+
+static ovl_report *run_ok(ovl_world *w, const ovl_program *p,
+                          const ovl_pipeline_opts *o) {
+  ovl_report *r = NULL;
+  ovl_error err = {0};
+  ovl_status st = ovl_pipeline_run(w, p, o, &r, &err);
+  ck_assert_msg(st == OVL_OK, "pipeline: %s", err.msg);
+  ck_assert_ptr_nonnull(r);
+  return r;
+}
+
+/* What the progress callback saw: "C" checked, "R" ready, "0".."3" ran. */
+typedef struct {
+  char seen[16];
+  size_t n;
+} events;
+
+static void record(void *ctx, const ovl_report *r, ovl_pipeline_event ev,
+                   size_t i) {
+  events *e = ctx;
+  ovl_report_mode m;
+  if (ev == OVL_PIPELINE_RAN) {
+    /* The mode that ran is complete when it is announced. */
+    ck_assert_int_eq(ovl_report_mode_get(r, i, &m), 0);
+    ck_assert_ptr_nonnull(m.res);
+    ck_assert(!isnan(m.total_s));
+  }
+  if (e->n + 1 < sizeof e->seen)
+    e->seen[e->n++] = ev == OVL_PIPELINE_CHECKED ? 'C'
+                      : ev == OVL_PIPELINE_READY ? 'R'
+                                                 : (char)('0' + i);
+}
+
+/* ------------------------------------------------------------------ */
+
+START_TEST(modes_run_in_order) {
+  ovl_world *w = make_world(10);
+  ovl_program *p = parse(clean_text, "clean.sched");
+  ovl_pipeline_opts o = run_opts(ALL_MODES);
+  events ev = {{0}, 0};
+  ovl_report *r;
+  static const ovl_mode want[] = {OVL_MODE_SYNC, OVL_MODE_ASYNC,
+                                  OVL_MODE_COMP, OVL_MODE_COMM};
+
+  o.progress = record;
+  o.progress_ctx = &ev;
+  r = run_ok(w, p, &o);
+  ck_assert_str_eq(ev.seen, "CR0123");
+  ck_assert_ptr_eq(ovl_report_program(r), p);
+  ck_assert_uint_eq(ovl_report_mode_count(r), 4);
+  for (size_t i = 0; i < 4; i++) {
+    ovl_report_mode m;
+    ck_assert_int_eq(ovl_report_mode_get(r, i, &m), 0);
+    ck_assert_int_eq(m.mode, want[i]);
+    ck_assert_int_eq(ovl_report_find(r, want[i]), (int)i);
+    ck_assert_ptr_nonnull(m.prog);
+    ck_assert_ptr_nonnull(m.res);
+    ck_assert_ptr_nonnull(m.races);
+    ck_assert_uint_eq(ovl_races_count(m.races), 0);
+    ck_assert_int_eq(ovl_result_iters(m.res), 2);
+    ck_assert(m.min_s <= m.median_s && m.median_s <= m.max_s);
+    ck_assert(fabs(m.total_s - (ovl_result_times(m.res)[0] +
+                                ovl_result_times(m.res)[1])) < 1e-12);
+  }
+  ck_assert_int_eq(ovl_report_mode_get(r, 4, NULL), -1);
+  {
+    ovl_report_mode m;
+    ck_assert_int_eq(ovl_report_mode_get(r, 4, &m), -1);
+    ck_assert_ptr_null(m.prog);
+  }
+  /* Whatever the order of the bits: the same order. */
+  ovl_report_free(r);
+  o = run_opts(OVL_MODE_BIT(OVL_MODE_COMM) | OVL_MODE_BIT(OVL_MODE_SYNC));
+  r = run_ok(w, p, &o);
+  ck_assert_uint_eq(ovl_report_mode_count(r), 2);
+  ck_assert_int_eq(ovl_report_find(r, OVL_MODE_SYNC), 0);
+  ck_assert_int_eq(ovl_report_find(r, OVL_MODE_COMM), 1);
+  ck_assert_int_eq(ovl_report_find(r, OVL_MODE_ASYNC), -1);
+  ovl_report_free(r);
+  ovl_program_free(p);
+  ovl_world_free(w);
+}
+END_TEST
+
+/* Sync and async are compared with the reference; comp and comm are not,
+ * and say why. */
+START_TEST(checks_and_reasons) {
+  ovl_world *w = make_world(10);
+  ovl_program *p = parse(clean_text, "clean.sched");
+  ovl_pipeline_opts o = run_opts(ALL_MODES);
+  ovl_report *r = run_ok(w, p, &o);
+  ovl_report_mode m;
+  ovl_report_summary s;
+
+  for (size_t i = 0; i < 2; i++) {
+    ovl_report_mode_get(r, i, &m);
+    ck_assert_ptr_nonnull(m.check);
+    ck_assert_ptr_null(m.not_checked);
+    ck_assert_int_eq(m.check->checked, 2 * 64);
+    ck_assert_int_eq(m.check->mismatched, 0);
+  }
+  ovl_report_mode_get(r, 2, &m);
+  ck_assert_ptr_null(m.check);
+  ck_assert_str_eq(m.not_checked, "comp-only numbers are not checked");
+  ovl_report_mode_get(r, 3, &m);
+  ck_assert_str_eq(m.not_checked, "comm-only numbers are not checked");
+  ovl_report_summary_get(r, &s);
+  ck_assert_int_eq(s.mismatched, 0);
+  ck_assert_uint_eq(s.races, 0);
+  ck_assert_str_eq(ovl_report_result(r), "PASS");
+  ovl_report_free(r);
+  ovl_program_free(p);
+  ovl_world_free(w);
+}
+END_TEST
+
+/* The race check of every form, before anything runs; without a run
+ * (no world) it is all there is. */
+START_TEST(races_reported_per_mode) {
+  ovl_program *p = parse(racy_text, "racy.sched");
+  ovl_pipeline_opts o = {.modes = BOTH_MODES, .races = 1, .run = 0};
+  events ev = {{0}, 0};
+  ovl_report *r = NULL;
+  ovl_report_mode m;
+  ovl_report_summary s;
+  ovl_report_machine mc;
+  ovl_error err = {0};
+  ovl_race_info info;
+
+  o.progress = record;
+  o.progress_ctx = &ev;
+  ck_assert_int_eq(ovl_pipeline_run(NULL, p, &o, &r, &err), OVL_OK);
+  ck_assert_str_eq(ev.seen, "C");
+  ovl_report_mode_get(r, 0, &m);
+  ck_assert_int_eq(m.mode, OVL_MODE_SYNC);
+  ck_assert_uint_eq(ovl_races_count(m.races), 0);
+  ck_assert_ptr_null(m.res);
+  ck_assert_ptr_null(m.check);
+  ck_assert_str_eq(m.not_checked, "not run");
+  ck_assert(isnan(m.total_s));
+  ovl_report_mode_get(r, 1, &m);
+  ck_assert_int_eq(m.mode, OVL_MODE_ASYNC);
+  ck_assert_uint_eq(ovl_races_count(m.races), 1);
+  ck_assert_int_eq(ovl_races_get(m.races, 0, &info), 0);
+  ck_assert_str_eq(info.var, "c");
+  ck_assert_str_eq(info.fix, "insert c_wait_compute(c, ring_id=0) after line 2");
+  ck_assert_int_eq(ovl_report_find(r, OVL_MODE_ASYNC), -1); /* not run */
+  ovl_report_summary_get(r, &s);
+  ck_assert_uint_eq(s.races, 1);
+  ck_assert(isnan(s.speedup));
+  ck_assert_str_eq(ovl_report_result(r), "FAIL: races");
+  ovl_report_machine_get(r, &mc);
+  ck_assert_ptr_null(mc.backend);
+  ck_assert_int_eq(mc.nranks, 0);
+  ovl_report_free(r);
+
+  /* Without the race check, nothing at all is made. */
+  o.races = 0;
+  ck_assert_int_eq(ovl_pipeline_run(NULL, p, &o, &r, &err), OVL_OK);
+  ovl_report_mode_get(r, 1, &m);
+  ck_assert_ptr_null(m.races);
+  ck_assert_ptr_null(m.prog);
+  ovl_report_free(r);
+  ovl_program_free(p);
+}
+END_TEST
+
+/* A run reports each form's races beside its numbers (a clean schedule:
+ * none, but the reports are there); with races == 0 there are none. */
+START_TEST(races_in_a_run) {
+  ovl_world *w = make_world(10);
+  ovl_program *p = parse(clean_text, "clean.sched");
+  ovl_pipeline_opts o = run_opts(BOTH_MODES);
+  ovl_report *r = run_ok(w, p, &o);
+  ovl_report_mode m;
+  for (size_t i = 0; i < 2; i++) {
+    ovl_report_mode_get(r, i, &m);
+    ck_assert_ptr_nonnull(m.races);
+    ck_assert_uint_eq(ovl_races_ops(m.races), ovl_program_op_count(m.prog));
+  }
+  ovl_report_free(r);
+  o.races = 0;
+  r = run_ok(w, p, &o);
+  ovl_report_mode_get(r, 1, &m);
+  ck_assert_ptr_null(m.races);
+  ck_assert_ptr_nonnull(m.prog); /* made at run time */
+  ck_assert_ptr_nonnull(m.check);
+  ovl_report_free(r);
+  ovl_program_free(p);
+  ovl_world_free(w);
+}
+END_TEST
+
+/* The reference is computed only where a checked mode fetches something,
+ * and not when the caller gives one. */
+START_TEST(reference_only_when_needed) {
+  ovl_world *w = make_world(10);
+  ovl_program *fetch = parse(clean_text, "clean.sched");
+  ovl_program *nofetch = parse(nofetch_text, "nofetch.sched");
+  ovl_pipeline_opts o = run_opts(BOTH_MODES);
+  ovl_reference *ref = NULL;
+  ovl_report *r;
+  ovl_report_mode m;
+  ovl_error err = {0};
+
+  ck_assert_int_eq(ovl_pipeline_needs_reference(fetch, &o), 1);
+  ck_assert_int_eq(ovl_pipeline_needs_reference(nofetch, &o), 0);
+  o.modes = OVL_MODE_BIT(OVL_MODE_COMP) | OVL_MODE_BIT(OVL_MODE_COMM);
+  ck_assert_int_eq(ovl_pipeline_needs_reference(fetch, &o), 0);
+  o.modes = BOTH_MODES;
+  o.run = 0;
+  ck_assert_int_eq(ovl_pipeline_needs_reference(fetch, &o), 0);
+  o.run = 1;
+  ck_assert_int_eq(ovl_pipeline_needs_reference(NULL, &o), 0);
+
+  r = run_ok(w, nofetch, &o);
+  for (size_t i = 0; i < 2; i++) {
+    ovl_report_mode_get(r, i, &m);
+    ck_assert_ptr_null(m.check);
+    ck_assert_str_eq(m.not_checked, "nothing fetched");
+  }
+  ovl_report_free(r);
+
+  /* A reference of the caller's: used as given. */
+  ck_assert_int_eq(ovl_reference_compute(fetch, 2, &ref, &err), OVL_OK);
+  o.reference = ref;
+  ck_assert_int_eq(ovl_pipeline_needs_reference(fetch, &o), 0);
+  r = run_ok(w, fetch, &o);
+  ovl_report_mode_get(r, 1, &m);
+  ck_assert_int_eq(m.check->checked, 128);
+  ck_assert_int_eq(m.check->mismatched, 0);
+  ovl_report_free(r);
+  ovl_reference_free(ref);
+  ovl_program_free(fetch);
+  ovl_program_free(nofetch);
+  ovl_world_free(w);
+}
+END_TEST
+
+START_TEST(summary_figures) {
+  ovl_world *w = make_world(10);
+  ovl_program *p = parse(clean_text, "clean.sched");
+  ovl_pipeline_opts o = run_opts(ALL_MODES);
+  ovl_report *r = run_ok(w, p, &o);
+  ovl_report_summary s;
+  double t[4];
+  for (size_t i = 0; i < 4; i++) {
+    ovl_report_mode m;
+    ovl_report_mode_get(r, i, &m);
+    t[i] = m.total_s; /* sync, async, comp, comm */
+  }
+  ovl_report_summary_get(r, &s);
+  ck_assert_double_eq_tol(s.speedup, t[0] / t[1], 1e-12);
+  ck_assert_double_eq_tol(s.ideal_speedup, t[0] / fmax(t[2], t[3]), 1e-12);
+  ck_assert_double_eq_tol(s.overlap_efficiency,
+                          (t[0] - t[1]) / fmin(t[2], t[3]), 1e-12);
+  ovl_report_free(r);
+
+  /* Sync and async alone: the speedup only. */
+  o.modes = BOTH_MODES;
+  r = run_ok(w, p, &o);
+  ovl_report_summary_get(r, &s);
+  ck_assert(!isnan(s.speedup));
+  ck_assert(isnan(s.ideal_speedup));
+  ck_assert(isnan(s.overlap_efficiency));
+  ovl_report_free(r);
+
+  /* One mode: nothing. */
+  o.modes = OVL_MODE_BIT(OVL_MODE_ASYNC);
+  r = run_ok(w, p, &o);
+  ovl_report_summary_get(r, &s);
+  ck_assert(isnan(s.speedup));
+  ovl_report_free(r);
+  ovl_program_free(p);
+  ovl_world_free(w);
+}
+END_TEST
+
+/* A failing run stops the pipeline: no report, the stage in the message
+ * (or the caller's label), nothing announced after it. */
+START_TEST(failing_run_error) {
+  char path[4096];
+  ovl_parse_opts po = {.nranks = 2};
+  ovl_program *p = NULL;
+  ovl_world *w = make_world(0.3);
+  ovl_pipeline_opts o = run_opts(BOTH_MODES);
+  events ev = {{0}, 0};
+  ovl_report *r = (ovl_report *)&ev; /* set to NULL on failure */
+  ovl_error err = {0};
+  ovl_status st;
+
+  snprintf(path, sizeof path, "%s/tests/schedules/hang_stream.sched",
+           OVL_SRCDIR);
+  ck_assert_int_eq(ovl_program_load(path, &po, &p, &err), OVL_OK);
+  o.run_opts.iters = 1;
+  o.run_opts.warmup = 0;
+  o.progress = record;
+  o.progress_ctx = &ev;
+  st = ovl_pipeline_run(w, p, &o, &r, &err);
+  ck_assert_int_eq(st, OVL_ETIMEDOUT);
+  ck_assert_int_eq(err.status, OVL_ETIMEDOUT);
+  ck_assert_ptr_null(r);
+  ck_assert_msg(strncmp(err.msg, "sync run failed: ", 17) == 0, "%s",
+                err.msg);
+  ck_assert_msg(strstr(err.msg, "timed out") != NULL, "%s", err.msg);
+  ck_assert_str_eq(ev.seen, "CR");
+
+  /* The world is aborted now: a new one. */
+  ovl_world_free(w);
+  w = make_world(0.3);
+  o.label = "<run 7>";
+  o.progress = NULL;
+  st = ovl_pipeline_run(w, p, &o, &r, &err);
+  ck_assert_int_eq(st, OVL_ETIMEDOUT);
+  ck_assert_msg(strncmp(err.msg, "<run 7>: ", 9) == 0, "%s", err.msg);
+  ovl_program_free(p);
+  ovl_world_free(w);
+}
+END_TEST
+
+/* The comparison fails (a reference without the fetched variable): the
+ * check stage says so. */
+START_TEST(failing_check_error) {
+  ovl_world *w = make_world(10);
+  ovl_program *p = parse(clean_text, "clean.sched");
+  ovl_program *nofetch = parse(nofetch_text, "nofetch.sched");
+  ovl_pipeline_opts o = run_opts(OVL_MODE_BIT(OVL_MODE_ASYNC));
+  ovl_reference *ref = NULL;
+  ovl_report *r = NULL;
+  ovl_error err = {0};
+  ck_assert_int_eq(ovl_reference_compute(nofetch, 2, &ref, &err), OVL_OK);
+  o.reference = ref;
+  ck_assert_int_eq(ovl_pipeline_run(w, p, &o, &r, &err), OVL_EINVAL);
+  ck_assert_ptr_null(r);
+  ck_assert_str_eq(err.msg, "check: ovl_check_result: the reference has no "
+                            "value of 'c' on rank 0");
+  ovl_reference_free(ref);
+  ovl_program_free(nofetch);
+  ovl_program_free(p);
+  ovl_world_free(w);
+}
+END_TEST
+
+START_TEST(bad_arguments) {
+  ovl_program *p = parse(clean_text, "clean.sched");
+  ovl_pipeline_opts o = run_opts(BOTH_MODES);
+  ovl_report *r = NULL;
+  ovl_error err = {0};
+  ck_assert_int_eq(ovl_pipeline_run(NULL, p, &o, &r, &err), OVL_EINVAL);
+  ck_assert_str_eq(err.msg, "ovl_pipeline_run: bad argument");
+  ck_assert_int_eq(ovl_pipeline_run(NULL, NULL, &o, &r, &err), OVL_EINVAL);
+  ck_assert_int_eq(ovl_pipeline_run(NULL, p, NULL, &r, &err), OVL_EINVAL);
+  o.run = 0;
+  ck_assert_int_eq(ovl_pipeline_run(NULL, p, &o, NULL, &err), OVL_EINVAL);
+  o.modes = 1u << 7;
+  ck_assert_int_eq(ovl_pipeline_run(NULL, p, &o, &r, &err), OVL_EINVAL);
+  ck_assert_str_eq(err.msg, "ovl_pipeline_run: unknown mode bits 0x80");
+  ck_assert_ptr_null(r);
+  ovl_report_free(NULL);
+  ovl_program_free(p);
+}
+END_TEST
+
+/* The machine the report keeps, and the op times of a mode. */
+START_TEST(machine_and_op_times) {
+  ovl_world *w = make_world(10);
+  ovl_program *p = parse(clean_text, "clean.sched");
+  ovl_pipeline_opts o = run_opts(BOTH_MODES);
+  ovl_report *r;
+  ovl_report_machine mc;
+  ovl_op_time *rows = NULL;
+  size_t nrows = 0;
+  ovl_error err = {0};
+
+  o.run_opts.op_times = 1;
+  r = run_ok(w, p, &o);
+  ovl_report_machine_get(r, &mc);
+  ck_assert_str_eq(mc.backend, "cpu");
+  ck_assert_int_eq(mc.nranks, 2);
+  ck_assert_str_eq(mc.devices, ovl_world_devices(w));
+  ck_assert_str_eq(mc.device_names[1], "emulated (cpu)");
+  ck_assert_str_eq(mc.info.nccl_version, "n/a");
+
+  /* Per (line, op, stream), in program order. */
+  ck_assert_int_eq(ovl_report_op_times(r, 1, &rows, &nrows, &err), OVL_OK);
+  ck_assert_uint_eq(nrows, 2);
+  ck_assert_int_eq(rows[0].line, 2);
+  ck_assert_str_eq(rows[0].op, "scale");
+  ck_assert_str_eq(rows[0].stream_name, "calc");
+  ck_assert_int_eq(rows[1].line, 4);
+  ck_assert_str_eq(rows[1].op, "c_allreduce_sum");
+  ck_assert_str_eq(rows[1].stream_name, "comm[0]");
+  ck_assert_int_eq(rows[1].stream, 1);
+  ck_assert_int_eq(rows[1].count, 1);
+  ck_assert(rows[1].sec_per_iter > 0);
+  free(rows);
+  /* The sync form has the collective on calc. */
+  ck_assert_int_eq(ovl_report_op_times(r, 0, &rows, &nrows, &err), OVL_OK);
+  ck_assert_str_eq(rows[1].stream_name, "calc");
+  free(rows);
+  ck_assert_int_eq(ovl_report_op_times(r, 2, &rows, &nrows, &err),
+                   OVL_EINVAL);
+  ovl_report_free(r);
+
+  /* Run without op times: none to give. */
+  o.run_opts.op_times = 0;
+  r = run_ok(w, p, &o);
+  ck_assert_int_eq(ovl_report_op_times(r, 0, &rows, &nrows, &err),
+                   OVL_EINVAL);
+  ck_assert_str_eq(err.msg, "ovl_report_op_times: the sync run did not "
+                            "time its ops");
+  ovl_report_free(r);
+  ovl_program_free(p);
+  ovl_world_free(w);
+}
+END_TEST
+
+/* The results JSON: the keys and layout README documents. */
+START_TEST(report_as_json) {
+  ovl_world *w = make_world(10);
+  ovl_program *p = parse(clean_text, "clean.sched");
+  ovl_pipeline_opts o = run_opts(BOTH_MODES);
+  ovl_report_json_opts jo = {.tool = "overlap_sim", .mode = "both",
+                             .iters = 3, .warmup = 1, .rtol = 1e-5,
+                             .atol = 1e-6, .timeout_s = 60, .races = 1,
+                             .op_times = 1, .comm_priority = "default",
+                             .trace_iter = -1, .exit_status = 0};
+  const char *defs[] = {"n=\xff"};
+  ovl_report *r;
+  size_t len = 0;
+  char *text = NULL;
+  ovl_error err = {0};
+
+  o.run_opts.op_times = 1;
+  r = run_ok(w, p, &o);
+  jo.defines = defs;
+  jo.ndefines = 1;
+  ck_assert_int_eq(ovl_report_json(r, &jo, &text, &len, &err), OVL_OK);
+  ck_assert_uint_eq(strlen(text), len);
+  {
+    static const char head[] =
+        "{\n  \"tool\": \"overlap_sim\",\n  \"version\": \"" OVL_VERSION_STRING
+        "\",\n  \"schedule\": {\"path\": \"clean.sched\", \"params\": {}, "
+        "\"ops\": 5, \"fetched\": [\"c\"], \"bytes_per_rank\": 512},\n  "
+        "\"machine\": {\"backend\": \"cpu\", \"ranks\": 2, ";
+    ck_assert_msg(strncmp(text, head, strlen(head)) == 0, "%s", text);
+  }
+  ck_assert_ptr_nonnull(strstr(text, "\"timed\": 2, "));
+  ck_assert_ptr_nonnull(strstr(text, "\"trace\": null, \"svg\": null, "
+                                     "\"trace_iter\": null, \"defines\": "
+                                     "[\"n=\\ufffd\"]},\n  \"modes\": {\n"
+                                     "    \"sync\": {\"total_s\": "));
+  ck_assert_ptr_nonnull(strstr(text, "\"status\": \"ok\", \"checked\": 128, "
+                                     "\"mismatched\": 0, \"vars\": [\n"));
+  ck_assert_ptr_nonnull(strstr(text, "\"op\": \"c_allreduce_sum\", "
+                                     "\"stream\": \"comm[0]\", \"count\": 1"));
+  ck_assert_ptr_nonnull(strstr(text, ",\n  \"ideal_speedup\": null,\n"));
+  {
+    static const char tail[] = "\"result\": \"PASS\",\n  \"exit_status\": "
+                               "0\n}\n";
+    ck_assert_str_eq(text + len - strlen(tail), tail);
+  }
+  free(text);
+  ovl_report_free(r);
+
+  /* A report of no runs has no results to write. */
+  o.run = 0;
+  r = run_ok(NULL, p, &o);
+  ck_assert_int_eq(ovl_report_json(r, &jo, &text, &len, &err), OVL_EINVAL);
+  ck_assert_ptr_null(text);
+  ovl_report_free(r);
+  ovl_program_free(p);
+  ovl_world_free(w);
+}
+END_TEST
+
+/* --races --json: one form's report as the race checker writes it and an
+ * empty line; several in one object. */
+START_TEST(races_as_json) {
+  ovl_program *p = parse(racy_text, "racy.sched");
+  ovl_pipeline_opts o = {.modes = OVL_MODE_BIT(OVL_MODE_ASYNC), .races = 1};
+  ovl_report *r = NULL;
+  ovl_error err = {0};
+  char *text = NULL, *one = NULL;
+  size_t len = 0;
+
+  ck_assert_int_eq(ovl_pipeline_run(NULL, p, &o, &r, &err), OVL_OK);
+  ck_assert_int_eq(ovl_report_races_json(r, &text, &len, &err), OVL_OK);
+  {
+    ovl_report_mode m;
+    ovl_report_mode_get(r, 0, &m);
+    ck_assert_int_eq(ovl_races_format(m.races, p, 1, &one, &err), OVL_OK);
+  }
+  ck_assert_uint_eq(len, strlen(one) + 1);
+  ck_assert(strncmp(text, one, strlen(one)) == 0);
+  ck_assert_str_eq(text + strlen(one), "\n");
+  free(text);
+  ovl_report_free(r);
+
+  o.modes = BOTH_MODES;
+  ck_assert_int_eq(ovl_pipeline_run(NULL, p, &o, &r, &err), OVL_OK);
+  ck_assert_int_eq(ovl_report_races_json(r, &text, &len, &err), OVL_OK);
+  ck_assert_msg(strncmp(text, "{\"modes\": {\"sync\": {\"schedule\":\"racy."
+                              "sched\",",
+                        38) == 0,
+                "%s", text);
+  ck_assert_ptr_nonnull(strstr(text, "\"more\":0}, \"async\": {\"schedule\""));
+  ck_assert_str_eq(text + len - 3, "}}\n");
+  free(text);
+  free(one);
+  ovl_report_free(r);
+
+  /* Not race-checked: nothing to write. */
+  o.races = 0;
+  ck_assert_int_eq(ovl_pipeline_run(NULL, p, &o, &r, &err), OVL_OK);
+  ck_assert_int_eq(ovl_report_races_json(r, &text, &len, &err), OVL_EINVAL);
+  ck_assert_ptr_null(text);
+  ovl_report_free(r);
+  ovl_program_free(p);
+}
+END_TEST
+
+/* The timelines need the runs only: the names come with the results. */
+START_TEST(timeline_outlives_the_world) {
+  ovl_world *w = make_world(10);
+  ovl_program *p = parse(clean_text, "clean.sched");
+  ovl_pipeline_opts o = run_opts(BOTH_MODES);
+  ovl_timeline_run tl[2];
+  ovl_report *r;
+  char *text = NULL;
+  size_t len = 0;
+  ovl_error err = {0};
+
+  o.run_opts.trace = 1;
+  o.run_opts.trace_iter = -1;
+  r = run_ok(w, p, &o);
+  ovl_world_free(w);
+  for (size_t i = 0; i < 2; i++) {
+    ovl_report_mode m;
+    ovl_report_mode_get(r, i, &m);
+    tl[i].mode = m.mode;
+    tl[i].prog = m.prog;
+    tl[i].res = m.res;
+  }
+  ck_assert_int_eq(ovl_timeline_trace(tl, 2, &text, &len, &err), OVL_OK);
+  ck_assert_ptr_nonnull(strstr(text, "\"name\":\"process_name\",\"args\":"
+                                     "{\"name\":\"async: rank 1 (emulated "
+                                     "(cpu))\"}"));
+  ck_assert_ptr_nonnull(strstr(text, "\"otherData\":{\"tool\":\"overlap-sim\","
+                                     "\"version\":\"" OVL_VERSION_STRING
+                                     "\",\"backend\":\"cpu\",\"ranks\":2,"));
+  free(text);
+  ck_assert_int_eq(ovl_timeline_svg(tl, 2, &text, &len, &err), OVL_OK);
+  ck_assert_ptr_nonnull(strstr(text, " \xe2\x80\x94 sync vs async \xe2\x80\x94"
+                                     " backend cpu, "));
+  free(text);
+  ck_assert_int_eq(ovl_timeline_trace(NULL, 0, &text, &len, &err),
+                   OVL_EINVAL);
+  ovl_report_free(r);
+  ovl_program_free(p);
+}
+END_TEST
+
+static Suite *pipeline_suite(void) {
+  Suite *s = suite_create("pipeline");
+  TCase *tc = tcase_create("cpu");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, modes_run_in_order);
+  tcase_add_test(tc, checks_and_reasons);
+  tcase_add_test(tc, races_reported_per_mode);
+  tcase_add_test(tc, races_in_a_run);
+  tcase_add_test(tc, reference_only_when_needed);
+  tcase_add_test(tc, summary_figures);
+  tcase_add_test(tc, failing_run_error);
+  tcase_add_test(tc, failing_check_error);
+  tcase_add_test(tc, bad_arguments);
+  tcase_add_test(tc, machine_and_op_times);
+  tcase_add_test(tc, report_as_json);
+  tcase_add_test(tc, races_as_json);
+  tcase_add_test(tc, timeline_outlives_the_world);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(pipeline_suite());
+  int failed;
+  srunner_run_all(sr, CK_NORMAL);
+  failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,226 @@
+/*
+ * What tools/overlap_sim prints, from the pipeline's report (sim_report.h).
+ * Not part of libovl.
+ */
+#include "sim_report.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tool_util.h"
+
+static void format_shape(const ovl_var_info *v, char *buf, size_t len) {
+  size_t off = 0;
+  off += (size_t)snprintf(buf + off, len - off, "[");
+  for (int d = 0; d < v->ndim && off < len; d++)
+    off += (size_t)snprintf(buf + off, len - off, "%s%lld", d ? "," : "",
+                            (long long)v->dims[d]);
+  if (off < len)
+    snprintf(buf + off, len - off, "]");
+}
+
+void sim_print_header(const sim_options *o, const ovl_world *world,
+                      const ovl_program *prog, const char *path,
+                      uint64_t per_op) {
+  size_t np = ovl_program_param_count(prog);
+  bool cpu_default = false;
+  uint64_t vars = ovl_program_bytes_per_rank(prog);
+  uint64_t ops = mul_sat(ovl_program_op_count(prog), per_op);
+  double mb = (double)vars / 1e6;
+  char b[32];
+
+  printf("overlap_sim %s: backend %s, %d ranks (%s), schedule %s",
+         OVL_VERSION_STRING, ovl_world_backend_name(world),
+         ovl_world_nranks(world), ovl_world_devices(world), path);
+  for (size_t i = 0; i < np; i++) {
+    const char *name, *value, *plain;
+    ovl_param_origin origin;
+    ovl_program_param(prog, i, &name, &value, &plain, &origin);
+    printf("%s %s=%s", i ? "" : ",", name, value);
+    if (origin == OVL_PARAM_CPU_DEFAULT) {
+      printf("*");
+      cpu_default = true;
+    }
+  }
+  printf(", %.1f MB/rank", mb);
+  /* Where the ops take more memory than the variables, MB/rank alone would
+   * hide what the run costs. */
+  if (ops > vars)
+    printf(", %zu ops (%s of host memory)", ovl_program_op_count(prog),
+           format_bytes(ops, b, sizeof b));
+  printf(", %d iterations (%d warmup, %d timed)\n", o->iters, o->warmup,
+         o->iters - o->warmup);
+  if (cpu_default) {
+    printf("  * smaller default for the cpu backend; full size:");
+    for (size_t i = 0; i < np; i++) {
+      const char *name, *plain;
+      ovl_param_origin origin;
+      ovl_program_param(prog, i, &name, NULL, &plain, &origin);
+      if (origin == OVL_PARAM_CPU_DEFAULT)
+        printf(" -D %s=%s", name, plain);
+    }
+    printf("\n");
+  }
+}
+
+void sim_print_table_header(void) {
+  printf("%-6s %10s %12s %12s %12s  %s\n", "mode", "total(s)", "median(ms)",
+         "min(ms)", "max(ms)", "check");
+}
+
+void sim_print_row(const ovl_report *r, size_t i, bool verbose) {
+  ovl_report_mode m;
+  char check[256];
+  ovl_report_mode_get(r, i, &m);
+  if (m.check == NULL)
+    snprintf(check, sizeof check, "n/a (%s)", m.not_checked);
+  else if (m.check->mismatched == 0)
+    snprintf(check, sizeof check, "ok (%lld elements)",
+             (long long)m.check->checked);
+  else
+    snprintf(check, sizeof check, "MISMATCH (%lld of %lld elements)",
+             (long long)m.check->mismatched, (long long)m.check->checked);
+  if (m.races != NULL) {
+    size_t n = strlen(check);
+    uint64_t nr = ovl_races_count(m.races) + ovl_races_more(m.races);
+    if (nr == 0)
+      snprintf(check + n, sizeof check - n, "; no races");
+    else
+      snprintf(check + n, sizeof check - n, "; RACES: %llu (below)",
+               (unsigned long long)nr);
+  }
+  printf("%-6s %10.4f %12.3f %12.3f %12.3f  %s\n", ovl_mode_name(m.mode),
+         m.total_s, m.median_s * 1e3, m.min_s * 1e3, m.max_s * 1e3, check);
+  if (verbose) {
+    const double *t = ovl_result_times(m.res);
+    printf("       iterations (ms):");
+    for (int k = 0; k < ovl_result_iters(m.res); k++)
+      printf(" %.3f", t[k] * 1e3);
+    printf("\n");
+  }
+}
+
+void sim_print_op_times(const ovl_report *r, const sim_options *o) {
+  ovl_report_machine mc;
+  ovl_report_machine_get(r, &mc);
+  printf("op times (device clock, per iteration, mean over %d timed "
+         "iterations and %d ranks):\n",
+         o->iters - o->warmup, mc.nranks);
+  printf("%-6s %5s  %-18s %-8s %6s %10s %10s\n", "mode", "line", "op",
+         "stream", "count", "ms/iter", "us/op");
+  for (size_t i = 0; i < ovl_report_mode_count(r); i++) {
+    ovl_op_time *g;
+    size_t n;
+    ovl_report_mode m;
+    const char *mode;
+    ovl_report_mode_get(r, i, &m);
+    mode = ovl_mode_name(m.mode);
+    /* Only out of memory fails: that mode's rows are left out. */
+    if (ovl_report_op_times(r, i, &g, &n, NULL) != OVL_OK)
+      continue;
+    for (size_t k = 0; k < n; k++)
+      printf("%-6s %5d  %-18s %-8s %6ld %10.3f %10.1f\n", mode, g[k].line,
+             g[k].op, g[k].stream_name, g[k].count, g[k].sec_per_iter * 1e3,
+             g[k].sec_per_iter * 1e6 / (double)g[k].count);
+    free(g);
+  }
+}
+
+/* The total of a mode that ran. */
+static double total_of(const ovl_report *r, ovl_mode mode) {
+  ovl_report_mode m;
+  ovl_report_mode_get(r, (size_t)ovl_report_find(r, mode), &m);
+  return m.total_s;
+}
+
+void sim_print_summary(const ovl_report *r) {
+  ovl_report_summary s;
+  ovl_report_summary_get(r, &s);
+  if (!isnan(s.speedup))
+    printf("async speedup: %.3fx (sync %.4f s / async %.4f s)\n", s.speedup,
+           total_of(r, OVL_MODE_SYNC), total_of(r, OVL_MODE_ASYNC));
+  if (!isnan(s.ideal_speedup))
+    printf("ideal speedup: %.3fx (sync / max(comp %.4f s, comm %.4f s))\n",
+           s.ideal_speedup, total_of(r, OVL_MODE_COMP),
+           total_of(r, OVL_MODE_COMM));
+  if (!isnan(s.overlap_efficiency))
+    printf("overlap efficiency: %.3f ((sync - async) / min(comp, comm); "
+           "1 = the shorter part fully hidden)\n",
+           s.overlap_efficiency);
+}
+
+void sim_print_mismatches(const ovl_report *r) {
+  const ovl_program *prog = ovl_report_program(r);
+  for (size_t i = 0; i < ovl_report_mode_count(r); i++) {
+    ovl_report_mode m;
+    ovl_report_mode_get(r, i, &m);
+    for (size_t k = 0; m.check != NULL && k < m.check->nmismatch; k++) {
+      const ovl_mismatch *mm = &m.check->mismatch[k];
+      ovl_var_info v;
+      char idx[128];
+      ovl_program_fetch_info(prog, mm->fetch_index, &v);
+      ovl_var_index_text(&v, mm->first_index, idx, sizeof idx);
+      printf("  %s: rank %d %s: %lld of %lld elements differ; first at %s: "
+             "got %.9g, expected %.9g\n",
+             ovl_mode_name(m.mode), mm->rank, mm->var, (long long)mm->count,
+             (long long)mm->numel, idx, mm->got, mm->expected);
+    }
+  }
+}
+
+/* Races listed and counted of one form. */
+static uint64_t races_of(const ovl_report_mode *m) {
+  return m->races != NULL
+             ? ovl_races_count(m->races) + ovl_races_more(m->races)
+             : 0;
+}
+
+long sim_print_races(const ovl_report *r, bool racy_only, FILE *f) {
+  size_t shown = 0;
+  long total = 0;
+  for (size_t i = 0; i < ovl_report_mode_count(r); i++) {
+    ovl_report_mode m;
+    ovl_report_mode_get(r, i, &m);
+    shown += !racy_only || races_of(&m) > 0;
+  }
+  for (size_t i = 0; i < ovl_report_mode_count(r); i++) {
+    ovl_report_mode m;
+    ovl_error err = {0};
+    char *text = NULL;
+    ovl_report_mode_get(r, i, &m);
+    if (m.races == NULL || (racy_only && races_of(&m) == 0))
+      continue;
+    if (ovl_races_format(m.races, ovl_report_program(r), 0, &text, &err) !=
+        OVL_OK) {
+      fprintf(stderr, "%s: races: %s\n", progname, err.msg);
+      return -1;
+    }
+    if (shown > 1)
+      fprintf(f, "== %s ==\n", ovl_mode_name(m.mode));
+    fputs(text, f);
+    free(text);
+    total += (long)races_of(&m);
+  }
+  return total;
+}
+
+void sim_print_show(const ovl_report *r, int n) {
+  const ovl_program *prog = ovl_report_program(r);
+  int i = ovl_report_find(r, OVL_MODE_ASYNC);
+  ovl_report_mode m;
+  ovl_report_mode_get(r, i >= 0 ? (size_t)i : 0, &m);
+  for (int rk = 0; rk < ovl_result_nranks(m.res); rk++) {
+    for (size_t k = 0; k < ovl_program_fetch_count(prog); k++) {
+      ovl_var_info v;
+      char shape[256];
+      const double *vals = ovl_result_fetched(m.res, rk, k);
+      ovl_program_fetch_info(prog, k, &v);
+      format_shape(&v, shape, sizeof shape);
+      printf("rank %d %s %s:", rk, v.name, shape);
+      for (int64_t e = 0; vals != NULL && e < v.numel && e < n; e++)
+        printf(" %.9g", vals[e]);
+      printf("\n");
+    }
+  }
+}

@@ -1,0 +1,50 @@
+/*
+ * What tools/overlap_sim prints (tools/sim_report.c): the header, the
+ * table of modes, the op times, the summary lines, the mismatches, the
+ * race reports and --show, all from the pipeline's report. Output goes to
+ * stdout (the caller checks it at exit). Not part of libovl.
+ */
+#ifndef OVL_SIM_REPORT_H
+#define OVL_SIM_REPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ovl.h"
+#include "sim_flags.h"
+
+/* The header: backend, ranks and devices, the schedule and its params, the
+ * memory per rank (and the ops' host memory where that is more: `per_op`
+ * is ovl_host_bytes_per_op), the iterations; then the line giving the full
+ * sizes where the cpu backend's smaller defaults were used. */
+void sim_print_header(const sim_options *o, const ovl_world *world,
+                      const ovl_program *prog, const char *path,
+                      uint64_t per_op);
+
+/* The table's column names. */
+void sim_print_table_header(void);
+
+/* Mode i's row (and with `verbose`, every timed iteration). */
+void sim_print_row(const ovl_report *r, size_t i, bool verbose);
+
+/* --op-times: the table per (source line, op, stream) of every mode. */
+void sim_print_op_times(const ovl_report *r, const sim_options *o);
+
+/* The summary lines: async speedup, ideal speedup, overlap efficiency,
+ * where the modes run give them. */
+void sim_print_summary(const ovl_report *r);
+
+/* One line per (mode, rank, variable) that differs from the reference. */
+void sim_print_mismatches(const ovl_report *r);
+
+/* The race reports as text, on `f`: of every mode, or only of those with
+ * races (`racy_only`); headed "== MODE ==" where there are several.
+ * Returns the number of races, or -1 on error (message printed). */
+long sim_print_races(const ovl_report *r, bool racy_only, FILE *f);
+
+/* --show=N: per rank and fetched variable, its first N values (of the
+ * async run, or of the only mode run). */
+void sim_print_show(const ovl_report *r, int n);
+
+#endif /* OVL_SIM_REPORT_H */

@@ -1,0 +1,107 @@
+/*
+ * tools/overlap_sweep's pieces (not part of libovl): its options and their
+ * parsing (tools/sweep_flags.c), the collectives' nccl-tests conventions
+ * and the schedules it generates (tools/sweep_schedule.c); the tool itself
+ * (tools/overlap_sweep.c) measures and prints.
+ */
+#ifndef OVL_SWEEP_H
+#define OVL_SWEEP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ovl.h"
+
+#define MAX_SIZES 256
+/* Largest size accepted (1 TiB): far beyond any device, but no overflow in
+ * the element counts below. */
+#define MAX_BYTES (1ULL << 40)
+
+/* The collectives, and their names ("allreduce", ...). */
+typedef enum { C_ALLREDUCE, C_BROADCAST, C_ALLGATHER, C_REDUCESCATTER } coll;
+extern const char *const coll_names[4];
+
+/* Where the collectives run: on the calc stream, on a comm stream, on a
+ * comm stream with kernels beside them on the calc stream. */
+typedef enum { P_CALC, P_COMM, P_BOTH, P__COUNT } placement;
+
+/* The flags. */
+typedef struct {
+  coll coll;
+  const char *redop; /* sum, max, min, prod */
+  bool redop_given;
+  ovl_dtype dtype;
+  uint64_t minb, maxb;
+  bool minb_given, maxb_given;
+  uint64_t factor;
+  uint64_t sizes[MAX_SIZES];
+  int nsizes; /* --sizes; 0: -b .. -e by -f */
+  int iters, warmup;
+  int reps; /* collectives per iteration; 0: by size */
+  uint64_t compute_bytes; /* 0: backend default */
+  const char *backend;
+  int ranks;
+  double timeout_s;
+  int root;
+  bool root_given;
+  bool host_timing;
+  bool csv, quiet;
+  double rtol, atol;
+  int comm_priority_high;
+  int nccl_min_ctas, nccl_max_ctas;
+} options;
+
+/* The placements' names: "calc", "comm", "comm+compute". */
+extern const char *const placement_names[P__COUNT];
+
+/* Parse the flags into `o` (whose defaults the caller set). Returns -1 to
+ * go on, or the exit status to end with (0 after --help, --version; 2
+ * after a usage error, message printed). */
+int sweep_parse_flags(int argc, char **argv, options *o);
+
+/* busbw = algbw * factor (nccl-tests' PERFORMANCE.md): allreduce moves
+ * 2(n-1)/n of the buffer through each rank's link, allgather and
+ * reducescatter (n-1)/n of the total, broadcast the buffer once. */
+double busbw_factor(coll c, int n);
+
+/* One row's sizes, as nccl-tests counts them. `size` (the size column and
+ * what algbw divides) is the whole buffer for allreduce and broadcast, the
+ * receive buffer (nranks x the send buffer) for allgather and the send
+ * buffer (nranks x the receive buffer) for reducescatter. `count` is the
+ * count passed to the collective: the buffer's elements for allreduce and
+ * broadcast, one rank's share for allgather and reducescatter (whose share
+ * is rounded down to 16 bytes, as nccl-tests does). */
+typedef struct {
+  uint64_t size;   /* bytes */
+  uint64_t count;  /* elements */
+  uint64_t nx, ny; /* elements of the input x and the output y, per rank */
+} row_sizes;
+
+bool row_sizes_for(coll c, uint64_t bytes, size_t esize, int n,
+                   row_sizes *rs);
+
+/* What every generated schedule of a sweep shares. */
+typedef struct {
+  const options *o;
+  int nranks;
+  size_t esize;
+  const char *op_name;   /* c_allreduce_sum, c_broadcast, ... */
+  uint64_t kernel_numel; /* elements of z and w (float32) */
+} sweep;
+
+/* The schedule of one measurement: `reps` collectives y = coll(x) in the
+ * placement, and for P_BOTH `kernels` kernels w = scale(z) on the calc
+ * stream, interleaved in proportion so that both streams get work from
+ * the start however fast the host enqueues. With `fetch`, y is fetched at
+ * the end (the check run). reps == 0 and kernels > 0: the kernel alone.
+ * malloc'd; NULL when out of memory. */
+char *gen_schedule(const sweep *s, const row_sizes *rs, uint64_t bytes,
+                   placement p, int reps, int kernels, bool fetch);
+
+/* Collectives per iteration: --reps, or by size (about 16 MiB moved an
+ * iteration on the cpu backend, 2 GB on cuda; from 5 to 200). */
+int reps_for(const options *o, bool cpu, uint64_t size);
+
+#endif /* OVL_SWEEP_H */

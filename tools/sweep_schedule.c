@@ -1,0 +1,173 @@
+/*
+ * What tools/overlap_sweep runs: the collectives' nccl-tests conventions
+ * (sizes, busbw factors) and the schedules it generates as text (sweep.h).
+ * Not part of libovl.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sweep.h"
+
+const char *const placement_names[P__COUNT] = {"calc", "comm",
+                                               "comm+compute"};
+
+/* busbw = algbw * factor (nccl-tests' PERFORMANCE.md): allreduce moves
+ * 2(n-1)/n of the buffer through each rank's link, allgather and
+ * reducescatter (n-1)/n of the total, broadcast the buffer once. */
+double busbw_factor(coll c, int n) {
+  switch (c) {
+  case C_ALLREDUCE:
+    return 2.0 * (n - 1) / n;
+  case C_ALLGATHER:
+  case C_REDUCESCATTER:
+    return (double)(n - 1) / n;
+  case C_BROADCAST:
+  default:
+    return 1.0;
+  }
+}
+
+bool row_sizes_for(coll c, uint64_t bytes, size_t esize, int n,
+                   row_sizes *rs) {
+  uint64_t count = bytes / esize;
+  memset(rs, 0, sizeof *rs);
+  if (c == C_ALLREDUCE || c == C_BROADCAST) {
+    rs->count = rs->nx = rs->ny = count;
+  } else {
+    uint64_t align = 16 / esize;
+    uint64_t per = count / (uint64_t)n / align * align;
+    rs->count = per;
+    rs->nx = c == C_ALLGATHER ? per : per * (uint64_t)n;
+    rs->ny = c == C_ALLGATHER ? per * (uint64_t)n : per;
+    count = per * (uint64_t)n;
+  }
+  rs->size = count * esize;
+  return rs->count > 0;
+}
+
+/* A growing string. */
+typedef struct {
+  char *s;
+  size_t len, cap;
+  bool failed;
+} text;
+
+static void tprintf(text *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void tprintf(text *t, const char *fmt, ...) {
+  va_list ap;
+  int n;
+  if (t->failed)
+    return;
+  for (;;) {
+    size_t room = t->cap - t->len;
+    va_start(ap, fmt);
+    n = vsnprintf(t->s != NULL ? t->s + t->len : NULL, room, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+      t->failed = true;
+      return;
+    }
+    if ((size_t)n < room) {
+      t->len += (size_t)n;
+      return;
+    }
+    size_t cap = t->cap ? t->cap * 2 : 4096;
+    while (cap - t->len <= (size_t)n)
+      cap *= 2;
+    char *s = realloc(t->s, cap);
+    if (s == NULL) {
+      t->failed = true;
+      return;
+    }
+    t->s = s;
+    t->cap = cap;
+  }
+}
+
+/* The schedule of one measurement: `reps` collectives y = coll(x) in the
+ * placement, and for P_BOTH `kernels` kernels w = scale(z) on the calc
+ * stream, interleaved in proportion so that both streams get work from
+ * the start however fast the host enqueues. With `fetch`, y is fetched at
+ * the end (the check run). reps == 0 and kernels > 0: the kernel alone. */
+char *gen_schedule(const sweep *s, const row_sizes *rs, uint64_t bytes,
+                   placement p, int reps, int kernels, bool fetch) {
+  text t = {0};
+  const char *dt = ovl_dtype_name(s->o->dtype);
+  char collstr[256];
+
+  if (reps == 0)
+    tprintf(&t, "# overlap_sweep: the compute kernel alone\n");
+  else
+    tprintf(&t,
+            "# overlap_sweep: %s %s %s, %llu B, %d a iteration, on the %s "
+            "stream%s\n",
+            coll_names[s->o->coll],
+            s->o->coll == C_ALLREDUCE || s->o->coll == C_REDUCESCATTER
+                ? s->o->redop
+                : "",
+            dt, (unsigned long long)bytes, reps,
+            p == P_CALC ? "calc" : "comm",
+            p == P_BOTH ? ", with w = scale(z) beside it on the calc stream"
+                        : "");
+  if (reps > 0)
+    tprintf(&t,
+            "x = data(shape=[%llu], dtype=%s, init=uniform, seed=1, "
+            "per_rank=true)\n",
+            (unsigned long long)rs->nx, dt);
+  if (kernels > 0)
+    tprintf(&t, "z = data(shape=[%llu], dtype=float32, init=fill, "
+                "value=1.0)\n",
+            (unsigned long long)s->kernel_numel);
+  if (s->o->coll == C_BROADCAST)
+    snprintf(collstr, sizeof collstr,
+             "y = %s(x, root=%d, ring_id=0, use_calc_stream=%s)\n",
+             s->op_name, s->o->root, p == P_CALC ? "true" : "false");
+  else
+    snprintf(collstr, sizeof collstr,
+             "y = %s(x, ring_id=0, use_calc_stream=%s)\n", s->op_name,
+             p == P_CALC ? "true" : "false");
+
+  if (kernels == 0) {
+    tprintf(&t, "repeat %d {\n  %s}\n", reps, collstr);
+  } else if (reps == 0) {
+    tprintf(&t, "repeat %d {\n  w = scale(z, scale=2.0)\n}\n", kernels);
+  } else {
+    /* Merge by position: kernel j at j/kernels, collective i at i/reps;
+     * a kernel first on a tie. */
+    int i = 0, j = 0;
+    while (i < reps || j < kernels) {
+      if (j < kernels &&
+          (i == reps || (uint64_t)j * (uint64_t)reps <=
+                            (uint64_t)i * (uint64_t)kernels)) {
+        tprintf(&t, "w = scale(z, scale=2.0)\n");
+        j++;
+      } else {
+        tprintf(&t, "%s", collstr);
+        i++;
+      }
+    }
+  }
+  if (reps > 0 && p != P_CALC)
+    tprintf(&t, "c_wait_comm(y, ring_id=0)\n");
+  if (fetch)
+    tprintf(&t, "fetch(y)\n");
+  if (t.failed) {
+    free(t.s);
+    return NULL;
+  }
+  return t.s;
+}
+
+/* Collectives per iteration when --reps is not given: about `target`
+ * bytes moved per iteration (so that an iteration is long against its
+ * launch and barrier costs), from 5 to 200 (as tools/bench/seed.sh did). */
+int reps_for(const options *o, bool cpu, uint64_t size) {
+  uint64_t target = cpu ? 16ULL << 20 : 2000000000ULL;
+  uint64_t r = target / size;
+  if (o->reps > 0)
+    return o->reps;
+  return r < 5 ? 5 : r > 200 ? 200 : (int)r;
+}
