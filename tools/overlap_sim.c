@@ -158,8 +158,9 @@ static int races_output(const sim_options *o, const ovl_report *report,
 
 static int races_only(const sim_options *o, const char *path, unsigned modes,
                       const outfile *json) {
-  ovl_parse_opts popts = {.defines = o->defines, .ndefines = o->ndefines,
-                          .nranks = o->ranks > 0 ? o->ranks : 2};
+  ovl_bind_opts bopts = {.defines = o->defines, .ndefines = o->ndefines,
+                         .nranks = o->ranks > 0 ? o->ranks : 2};
+  ovl_schedule *sched = NULL;
   ovl_pipeline_opts pl = {.modes = modes, .races = 1, .run = 0};
   ovl_program *prog = NULL;
   ovl_report *report = NULL;
@@ -169,7 +170,11 @@ static int races_only(const sim_options *o, const char *path, unsigned modes,
   int rc;
 
   sim_plan_memory(&mem, o, count_modes(modes), NULL, 0);
-  if ((rc = sim_load_schedule(path, &popts, &mem, &prog)) >= 0)
+  if ((rc = sim_parse_schedule(path, &sched)) >= 0)
+    return rc;
+  rc = sim_bind_schedule(sched, &bopts, &mem, &prog);
+  ovl_schedule_free(sched);
+  if (rc >= 0)
     return rc;
   rc = sim_check_host_memory(prog, path, &mem, false);
   if (rc < 0 && (st = ovl_pipeline_run(NULL, prog, &pl, &report, &err)) !=
@@ -359,8 +364,9 @@ static int finish_run(const sim_options *o, const outfile outs[N_OUTPUTS],
 /* The tool; main() adds the check of what went to stdout. */
 static int overlap_sim(int argc, char **argv) {
   sim_options o;
-  ovl_parse_opts popts = {0};
+  ovl_bind_opts bopts = {0};
   ovl_pipeline_opts pl = {0};
+  ovl_schedule *sched = NULL;
   table_ctx table = {0};
   mem_plan mem;
   ovl_world *world = NULL;
@@ -408,15 +414,22 @@ static int overlap_sim(int argc, char **argv) {
     stdout_name = "standard error (the report, with --json=-)";
   }
 
+  /* Parse before making the world (which may take seconds on GPUs); bind
+   * once its rank count and backend are known. */
+  if ((rc = sim_parse_schedule(path, &sched)) >= 0)
+    goto out;
   if ((rc = make_world(&o, &world)) >= 0)
     goto out;
   sim_plan_memory(&mem, &o, count_modes(modes),
                   ovl_world_backend_name(world), ovl_world_nranks(world));
-  popts.defines = o.defines;
-  popts.ndefines = o.ndefines;
-  popts.nranks = ovl_world_nranks(world);
-  popts.cpu_defaults = strcmp(ovl_world_backend_name(world), "cpu") == 0;
-  if ((rc = sim_load_schedule(path, &popts, &mem, &prog)) >= 0)
+  bopts.defines = o.defines;
+  bopts.ndefines = o.ndefines;
+  bopts.nranks = ovl_world_nranks(world);
+  bopts.cpu_defaults = strcmp(ovl_world_backend_name(world), "cpu") == 0;
+  rc = sim_bind_schedule(sched, &bopts, &mem, &prog);
+  ovl_schedule_free(sched);
+  sched = NULL;
+  if (rc >= 0)
     goto out;
 
   pl.modes = modes;
@@ -451,6 +464,7 @@ static int overlap_sim(int argc, char **argv) {
   rc = finish_run(&o, outs, report);
 
 out:
+  ovl_schedule_free(sched);
   ovl_report_free(report);
   ovl_program_free(prog);
   ovl_world_free(world);

@@ -76,17 +76,23 @@ static void report_too_many_ops(const mem_plan *m, const char *msg) {
           m->nranks > 1 ? " or fewer --ranks" : "");
 }
 
-/* Load the schedule, refused beyond the ops the plan's memory holds.
- * Returns -1, or the exit status of a failure (message printed). */
-int sim_load_schedule(const char *path, ovl_parse_opts *popts,
+int sim_parse_schedule(const char *path, ovl_schedule **sched) {
+  ovl_error err = {0};
+  if (ovl_schedule_load(path, sched, &err) == OVL_OK)
+    return -1;
+  fprintf(stderr, "%s: %s\n", progname, err.msg);
+  return TOOL_EXIT_USAGE;
+}
+
+int sim_bind_schedule(const ovl_schedule *sched, ovl_bind_opts *bopts,
                       const mem_plan *m, ovl_program **prog) {
   ovl_error err = {0};
   ovl_status st;
-  popts->max_ops = plan_max_ops(m);
-  st = ovl_program_load(path, popts, prog, &err);
+  bopts->max_ops = plan_max_ops(m);
+  st = ovl_schedule_bind(sched, bopts, prog, &err);
   if (st == OVL_OK)
     return -1;
-  if (st == OVL_ENOMEM && popts->max_ops > 0)
+  if (st == OVL_ENOMEM && bopts->max_ops > 0)
     report_too_many_ops(m, err.msg);
   else
     fprintf(stderr, "%s: %s\n", progname, err.msg);

@@ -28,10 +28,15 @@ typedef struct {
 void sim_plan_memory(mem_plan *m, const sim_options *o, int nmodes,
                      const char *backend, int nranks);
 
-/* Load the schedule, refused beyond the ops the plan's memory holds
- * (popts->max_ops is set here). Returns -1, or the exit status of a
- * failure (message printed). */
-int sim_load_schedule(const char *path, ovl_parse_opts *popts,
+/* Read and parse the schedule (no rank count needed: before the world is
+ * made, so that a mistake in it shows at once). Returns -1, or the exit
+ * status of a failure (message printed). */
+int sim_parse_schedule(const char *path, ovl_schedule **sched);
+
+/* Bind it, refused beyond the ops the plan's memory holds (bopts->max_ops
+ * is set here). Returns -1, or the exit status of a failure (message
+ * printed). */
+int sim_bind_schedule(const ovl_schedule *sched, ovl_bind_opts *bopts,
                       const mem_plan *m, ovl_program **prog);
 
 /* Everything the run holds at once, against the host's memory: per rank,
