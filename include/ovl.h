@@ -737,8 +737,8 @@ void ovl_report_machine_get(const ovl_report *r, ovl_report_machine *out);
 typedef struct ovl_op_time_s {
   int line;
   const char *op;  /* its name, as ovl_program_op */
-  int stream;      /* 0 calc, 1 + R comm[R] */
-  char stream_name[24]; /* "calc", "comm[0]" */
+  int stream;      /* as ovl_program_stream_name */
+  const char *stream_name; /* "calc", "comm[0]", "side": the program's */
   long count;
   double sec_per_iter;
 } ovl_op_time;

@@ -424,11 +424,7 @@ ovl_status ovl_report_op_times(const ovl_report *r, size_t i,
         g[n].sec_per_iter += ovl_result_op_times(m->res, rk)[j];
     }
     g[n].sec_per_iter /= (double)nranks * iters;
-    if (stream == 0)
-      snprintf(g[n].stream_name, sizeof g[n].stream_name, "calc");
-    else
-      snprintf(g[n].stream_name, sizeof g[n].stream_name, "comm[%d]",
-               stream - 1);
+    g[n].stream_name = ovl_program_stream_name(p, stream);
     n++;
   }
   free(done);
