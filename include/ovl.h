@@ -780,10 +780,10 @@ ovl_status ovl_report_json(const ovl_report *r,
                            const ovl_report_json_opts *opts, char **text,
                            size_t *len, ovl_error *err);
 /* The race reports of every mode of a report, as JSON (what
- * tools/overlap_sim --races --json writes): one mode's as ovl_races_format
- * gives it, its line end and one more "\n"; several as
- * {"modes": {"sync": REPORT, "async": REPORT}} and "\n". The report must
- * have been made with the race check. *text is malloc'd (free() it). */
+ * tools/overlap_sim --races --json writes), each under its form's name,
+ * one alone too: {"modes": {"sync": REPORT, "async": REPORT}} and "\n",
+ * REPORT as ovl_races_format gives it. The report must have been made with
+ * the race check. *text is malloc'd (free() it). */
 ovl_status ovl_report_races_json(const ovl_report *r, char **text,
                                  size_t *len, ovl_error *err);
 

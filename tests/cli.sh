@@ -88,8 +88,18 @@ if run 0 races-clean --races && has out '^no races in .*seed\.sched \(775 ops ch
 then ok "--races on the seed"; else ko "--races on the seed"; fi
 if run 0 races-clean-sync --races --mode=both && has out '^== sync ==$' && has out '^== async ==$'
 then ok "--races --mode=both"; else ko "--races --mode=both"; fi
+# --races alone checks every form a run would (a CI pre-flight must not pass
+# a schedule whose sync form races), each section labelled.
+so="$src/tests/schedules/sync_only_race.sched"
+if run 4 races-sync-only --races "$so" && has out '^== sync ==$' && has out '^== async ==$' &&
+  [ "$(sed -n '2p' "$tmp/out")" = "race 1: 'b' on ranks 0-1" ] &&
+  has out '^no races in .*sync_only_race\.sched \(4 ops checked\)$' &&
+  run 0 races-sync-only-async --races --mode=async "$so" && has out '^== async ==$' &&
+  has out '^no races in '
+then ok "--races checks the sync form too"; else ko "--races checks the sync form too"; fi
 if run 4 races-json --races --json "$src/schedules/bad/missing_wait_compute.sched" &&
-  has out '^\{"schedule":".*","ranks":2,"ops":5,"races":\[\{"var":"c",' && has out '"count":1'
+  has out '^\{"modes": \{"sync": \{"schedule":".*","ranks":2,"ops":4,"races":\[\],"count":0' &&
+  has out '"async": \{"schedule":".*","ranks":2,"ops":5,"races":\[\{"var":"c",' && has out '"count":1'
 then ok "--races --json"; else ko "--races --json"; fi
 if run 4 races-json-file --races --json="$tmp/r.json" "$src/schedules/bad/missing_wait_compute.sched" &&
   grep -q '"fix":"insert c_wait_compute(c, ring_id=0) after line 13"' "$tmp/r.json"

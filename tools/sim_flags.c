@@ -64,8 +64,10 @@ void sim_usage(FILE *f) {
           "(unordered accesses\n"
           "                       to a variable) without running anything; "
           "exit 4 if any\n"
-          "                       (the form checked: async, or those "
-          "--mode names)\n"
+          "                       (checks the forms a run would: sync "
+          "and async, or\n"
+          "                       those --mode names; each section "
+          "says its form)\n"
           "      --no-races       skip the race check a run makes before "
           "it executes\n"
           "      --json=FILE      the results of the run as JSON (stable "
@@ -342,10 +344,6 @@ int sim_parse_flags(int argc, char **argv, sim_options *o) {
 }
 
 unsigned sim_modes(const sim_options *o) {
-  /* --races alone checks the schedule as written (async) unless --mode
-   * names the forms. */
-  if (o->races_only && !o->mode_given)
-    return OVL_MODE_BIT(OVL_MODE_ASYNC);
   if (strcmp(o->mode, "both") == 0)
     return OVL_MODE_BIT(OVL_MODE_SYNC) | OVL_MODE_BIT(OVL_MODE_ASYNC);
   if (strcmp(o->mode, "all") == 0)

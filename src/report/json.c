@@ -336,20 +336,14 @@ ovl_status ovl_report_races_json(const ovl_report *r, char **text,
                       "race-checked",
                       ovl_mode_name(m.mode));
   }
-  if (n > 1)
-    ovl__sb_puts(&b, "{\"modes\": {");
+  /* Every form under its name, one alone too. */
+  ovl__sb_puts(&b, "{\"modes\": {");
   for (size_t i = 0; i < n; i++) {
     ovl_report_mode m;
     ovl_report_mode_get(r, i, &m);
-    if (n > 1)
-      ovl__sb_printf(&b, "%s\"%s\": ", i ? ", " : "", ovl_mode_name(m.mode));
+    ovl__sb_printf(&b, "%s\"%s\": ", i ? ", " : "", ovl_mode_name(m.mode));
     sb_races(&b, m.races, ovl_report_program(r));
-    /* One report alone: as ovl_races_format writes it, and an empty line
-     * after it, as the tool always printed it. */
-    if (n == 1)
-      ovl__sb_puts(&b, "\n\n");
   }
-  if (n > 1)
-    ovl__sb_puts(&b, "}}\n");
+  ovl__sb_puts(&b, "}}\n");
   return finish(&b, text, len, err);
 }
