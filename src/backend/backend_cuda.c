@@ -86,7 +86,7 @@ static ovl_status cuda_streams_reserve(ovl__brank *br, int upto,
  * disabled, never recorded). On the rank's thread, its device current. */
 static ovl_status cuda_events_reserve(ovl__brank *br, int nevents,
                                       ovl_error *err) {
-  char where[48];
+  char where[96];
   if (nevents < 0)
     return ovl__err(err, OVL_EINVAL, "rank %d: %d events asked for",
                     br->rank, nevents);
@@ -121,7 +121,7 @@ static ovl_status cuda_rank_init(ovl__bworld *bw, int rank, int nrings,
                                  ovl__brank **out, ovl_error *err) {
   ovl__brank *br;
   ovl_status st = OVL_OK;
-  char where[48];
+  char where[96];
 
   *out = NULL;
   if (rank < 0 || rank >= bw->nranks)
@@ -314,7 +314,7 @@ static ovl_status check_event(const ovl__brank *br, int event,
 
 static ovl_status cuda_event_record(ovl__brank *br, int event, int stream,
                                     ovl_error *err) {
-  char where[96], sname[40], ename[40];
+  char where[96], sname[80], ename[40];
   ovl_status st;
 
   if (!stream_valid(br, stream))
@@ -334,7 +334,7 @@ static ovl_status cuda_event_record(ovl__brank *br, int event, int stream,
 
 static ovl_status cuda_stream_wait_event(ovl__brank *br, int stream,
                                          int event, ovl_error *err) {
-  char where[96], sname[40], ename[40];
+  char where[96], sname[80], ename[40];
   ovl_status st;
 
   if (!stream_valid(br, stream))
@@ -403,7 +403,7 @@ void ovl__cuda_sleep_ns(long ns) {
 static ovl_status cuda_stream_sync(ovl__brank *br, int stream,
                                    ovl_error *err) {
   ovl__bworld *bw = br->bw;
-  char sname[40], what[64];
+  char sname[80], what[64];
   double start, now, next_check;
   ovl_status st;
 
@@ -452,7 +452,7 @@ static ovl_status cuda_elementwise(ovl__brank *br, int stream, ovl__ew fn,
                                    ovl_dtype dtype, void *out, const void *x,
                                    const void *y, double scale, double bias,
                                    size_t n, ovl_error *err) {
-  char where[40];
+  char where[96];
   int kdtype;
   bool binary;
 
@@ -497,7 +497,7 @@ static ovl_status cuda_collective(ovl__brank *br, int stream, int ring,
   ncclComm_t comm;
   ncclResult_t r;
   const char *call;
-  char where[64], sname[40];
+  char where[128], sname[80];
   ovl_status st = OVL_OK;
 
   if (!stream_valid(br, stream))
@@ -593,7 +593,7 @@ static ovl_status cuda_collective(ovl__brank *br, int stream, int ring,
 
 static ovl_status cuda_delay(ovl__brank *br, int stream, double us,
                              ovl_error *err) {
-  char where[40];
+  char where[96];
 
   if (!stream_valid(br, stream))
     return bad_stream(br, stream, err);
@@ -633,7 +633,7 @@ static ovl_status cuda_timers_reserve(ovl__brank *br, size_t n,
 
 static ovl_status cuda_timer_mark(ovl__brank *br, size_t i, int stream,
                                   ovl_error *err) {
-  char where[48];
+  char where[96];
   if (!stream_valid(br, stream))
     return bad_stream(br, stream, err);
   if (i >= br->ntimers)
