@@ -119,12 +119,13 @@ then ok "--chaos=0 refused"; else ko "--chaos=0 refused"; fi
 # every seed a racy schedule's numbers break and a clean one's never do.
 for f in "$src"/schedules/*.sched "$src"/schedules/good/*.sched "$src"/schedules/bad/*.sched; do
   case $f in */bad/*) want=4 chaos_want=1 runner=run_racy ;; *) want=0 chaos_want=0 runner=run ;; esac
-  name=${f#"$src"/}
-  if run $want "races $name" --races "$f"; then ok "--races $name"; else ko "--races $name"; fi
+  # (not `name`: run() sets that)
+  sname=${f#"$src"/}
+  if run $want "races $sname" --races "$f"; then ok "--races $sname"; else ko "--races $sname"; fi
   case $f in *allreduce_sweep*|*/seed.sched) continue ;; esac
   for seed in 1 2 3; do
-    if $runner $chaos_want "chaos $seed $name" --chaos=$seed -n 2 -w 0 --mode=async "$f"
-    then ok "--chaos=$seed $name"; else ko "--chaos=$seed $name"; fi
+    if $runner $chaos_want "chaos $seed $sname" --chaos=$seed -n 2 -w 0 --mode=async "$f"
+    then ok "--chaos=$seed $sname"; else ko "--chaos=$seed $sname"; fi
   done
 done
 
