@@ -356,6 +356,37 @@ if run 0 races-json-latin1-path --races --json="$tmp/ur.json" "$odd/s.sched" && 
   grep -q '"schedule":".*/dir\\ufffd-' "$tmp/out"
 then ok "--races --json of a path that is not UTF-8"; else ko "--races --json of a path that is not UTF-8"; fi
 
+# User streams end to end (tests/schedules/user_streams.sched: `side` and
+# `copy`, ordered by named events, beside calc and comm[0]): both forms run
+# right, also under chaos; the trace, the picture, --op-times and the race
+# report name the user streams.
+us=$src/tests/schedules/user_streams.sched
+for args in "-n 3 -w 1" "--chaos=1 -n 2 -w 0"; do
+  if run 0 "user-streams $args" $args "$us" &&
+    has out '^sync .* ok \(512 elements\); no races$' && has out '^async .* ok \(512 elements\); no races$' &&
+    has out '^result: PASS$'
+  then ok "user streams: sync and async PASS ($args)"; else ko "user streams: sync and async PASS ($args)"; fi
+done
+if run 0 user-streams-trace -n 3 -w 1 --trace="$tmp/us.json" --svg="$tmp/us.svg" "$us" &&
+  [ "$(grep -o '"name":"thread_name","args":{"name":"side"}' "$tmp/us.json" | wc -l)" -eq 4 ] &&
+  [ "$(grep -o '"name":"thread_name","args":{"name":"copy"}' "$tmp/us.json" | wc -l)" -eq 4 ] &&
+  grep -q '"name":"scale","cat":"compute","args":{[^}]*"stream":"side"' "$tmp/us.json" &&
+  grep -q '>r1 side<' "$tmp/us.svg" && grep -q '>r0 copy<' "$tmp/us.svg" &&
+  json_ok trace "$tmp/us.json" 2 sync,async
+then ok "user streams: --trace lanes (thread_name side, copy) and --svg lanes"; else ko "user streams: --trace lanes (thread_name side, copy) and --svg lanes"; fi
+if run 0 user-streams-op-times --op-times -n 3 -w 1 "$us" &&
+  has out '^sync +11  scale +side +1 +[0-9.]+ +[0-9.]+$' && has out '^async +11  scale +side +1 ' &&
+  has out '^async +12  scale +copy +1 ' && has out '^async +19  c_allreduce_sum +comm\[0\] +1 '
+then ok "user streams: --op-times rows name the stream"; else ko "user streams: --op-times rows name the stream"; fi
+if run 4 side-race-json --races --json "$src/tests/schedules/side_race.sched" &&
+  grep -q '"first":{"line":5,"col":5,"op":"scale","stream":"side","access":"write"}' "$tmp/out" &&
+  grep -q '"second":{"line":6,"col":5,"op":"elementwise_add","stream":"calc","access":"read"}' "$tmp/out" &&
+  grep -q '"fix":"insert event_record(b, event=b_ready, stream=side) after line 5 and stream_wait_event(b, event=b_ready, stream=calc) before line 6"' "$tmp/out" &&
+  grep -q '"count":1' "$tmp/out" &&
+  run 4 side-race --races "$src/tests/schedules/side_race.sched" &&
+  has out '^  write  scale +.*side_race\.sched:5  side$'
+then ok "user streams: --races --json gives \"stream\":\"side\""; else ko "user streams: --races --json gives \"stream\":\"side\""; fi
+
 # More ranks on 3 and 4 ranks still pass.
 if run 0 ranks4 --ranks=4 -n 2 -w 1 -D cols=10 && has out '4 ranks' && has out '^result: PASS$'
 then ok "--ranks=4"; else ko "--ranks=4"; fi
