@@ -147,7 +147,7 @@ if run 4 races-unrecorded --races "$bad/unrecorded_event.sched" &&
   has out "^race 1: 'c' on ranks 0-1$" &&
   has out '^  write  scale +.*unrecorded_event\.sched:16  calc$' &&
   has out '^  write  c_allreduce_sum +.*unrecorded_event\.sched:19  comm\[0\]$' &&
-  has out "^  note: line 17 waits on event 'c_ready', which was never recorded, so it does not wait$" &&
+  has out "^  note: line 17 waits on event 'c_ready', which is not recorded before it \(line 18 records it\), so it does not wait$" &&
   has out '^1 race in '
 then ok "--races: a wait before the record, with the note"; else ko "--races: a wait before the record, with the note"; fi
 if run 4 races-loop-carried --races "$bad/loop_carried_race.sched" &&

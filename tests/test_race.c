@@ -787,6 +787,22 @@ START_TEST(wait_on_never_recorded_event_adds_nothing) {
   ck_assert_str_eq(in.fix, "insert c_wait_compute(c, ring_id=0) after line 2");
   /* The report says why the wait of line 3 did not order them. */
   ck_assert_ptr_nonnull(in.note);
+  ck_assert_str_eq(in.note, "line 3 waits on event 'E', which is not "
+                            "recorded before it (line 5 records it), so it "
+                            "does not wait");
+  ovl_races_free(r);
+  /* Without the later record: never recorded at all. */
+  const char *never =
+      "x = data(shape=[4], init=uniform)\n"                  /* 1 */
+      "c = scale(x, scale=3.0)\n"                            /* 2 */
+      "stream_wait_event(event=E, stream=comm, ring_id=0)\n" /* 3 */
+      "c_allreduce_sum(c, ring_id=0)\n"                      /* 4 */
+      "c_wait_comm(c, ring_id=0)\n"                          /* 5 */
+      "fetch(c)\n";                                          /* 6 */
+  r = races_of(never, 2);
+  ck_assert_uint_eq(ovl_races_count(r), 1);
+  in = info(r, 0);
+  ck_assert_ptr_nonnull(in.note);
   ck_assert_str_eq(in.note, "line 3 waits on event 'E', which was never "
                             "recorded, so it does not wait");
   ovl_races_free(r);

@@ -300,14 +300,27 @@ static bool blind_note(const checker *c, int part, uint32_t first_op,
     return true;
   ev = c->blind_ev[part];
   named = ev - (size_t)OVL_EVENT_NAMED(prog->nrings, 0);
-  snprintf(buf, sizeof buf,
-           "line %d waits on event '%s', which was never recorded, so it "
+  /* A record later in the program does not help the wait before it. */
+  int later = 0;
+  for (size_t i = c->blind_op[part]; later == 0 && i < prog->nops; i++) {
+    size_t n;
+    const ovl__prim *p = ovl__op_prims(prog, i, &n);
+    for (size_t k = 0; k < n; k++)
+      if (p[k].kind == OVL_PRIM_RECORD && p[k].event == (int)ev)
+        later = prog->ops[i].line;
+  }
+  char when[64] = "was never recorded";
+  if (later > 0)
+    snprintf(when, sizeof when, "is not recorded before it (line %d records "
+             "it)", later);
+  snprintf(buf, sizeof buf, "line %d waits on event '%s', which %s, so it "
            "does not wait",
            prog->ops[c->blind_op[part] - 1].line,
            ev >= (size_t)OVL_EVENT_NAMED(prog->nrings, 0) &&
                    named < prog->nevents
                ? prog->events[named]
-               : "?");
+               : "?",
+           when);
   *note = ovl__strdup(buf);
   return *note != NULL;
 }
