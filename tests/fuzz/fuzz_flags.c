@@ -57,7 +57,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ovl_parse_opts popts = {.defines = o.defines,
                             .ndefines = o.ndefines,
                             .nranks = o.ranks > 0 ? o.ranks : 2,
-                            .cpu_defaults = strcmp(o.backend, "cuda") != 0};
+                            .cpu_defaults = strcmp(o.backend, "cuda") != 0,
+                            /* The tool bounds the ops by its memory plan;
+                             * a -D steps=10000000 would otherwise spend
+                             * the run building long programs. */
+                            .max_ops = 4096};
     ovl_program *prog = NULL;
     ovl_error err;
     if (ovl_program_parse(schedule, sizeof schedule - 1, "flags.sched",
