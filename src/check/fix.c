@@ -65,10 +65,15 @@
 /* Repeat blocks nest at most 64 deep (lang/lang.h). */
 #define FIX_MAX_DEPTH 64
 
+/* The statements of a candidate, and a candidate: them at a line. */
+typedef struct stmts {
+  int n;
+  char s[FIX_MAX_STMTS][FIX_STMT_MAX];
+} stmts;
+
 typedef struct edit {
   int line; /* insert before this line */
-  int nstmts;
-  char stmt[FIX_MAX_STMTS][FIX_STMT_MAX];
+  const stmts *ops;
 } edit;
 
 /* ------------------------------------------------------------------ */
@@ -241,104 +246,133 @@ static const char *stream_attrs(const ovl_program *prog, int s, char *buf,
   return buf;
 }
 
-/* Whether the form of `prog` has the op named. */
-static bool has_op(const ovl_program *prog, const char *name) {
-  const ovl__opdef *def = ovl__opdef_find(name);
-  return def != NULL && ovl__mode_keeps(prog->mode, def);
+/* The ops a candidate may name; which of them a form has is a mask of
+ * their bits (kept_ops). */
+enum {
+  OP_WAIT_COMPUTE,
+  OP_WAIT_COMM,
+  OP_SYNC_CALC,
+  OP_SYNC_COMM,
+  OP_STREAM_SYNC,
+  OP_RECORD,
+  OP_WAIT_EVENT,
+  N_FIX_OPS
+};
+static const char *const fix_op_names[N_FIX_OPS] = {
+    "c_wait_compute",     "c_wait_comm", "c_sync_calc_stream",
+    "c_sync_comm_stream", "stream_sync", "event_record",
+    "stream_wait_event"};
+
+static unsigned kept_ops(const ovl_program *prog) {
+  unsigned mask = 0;
+  for (int k = 0; k < N_FIX_OPS; k++) {
+    const ovl__opdef *def = ovl__opdef_find(fix_op_names[k]);
+    if (def != NULL && ovl__mode_keeps(prog->mode, def))
+      mask |= 1u << k;
+  }
+  return mask;
 }
 
+/* The candidates of a race: each of its ops (in order) at its first line,
+ * then each at its second line (when it has one): n of them. */
 typedef struct cands {
-  edit e[FIX_MAX_CANDS];
-  int n;
-  /* The ops, before they are placed. */
+  stmts ops[FIX_MAX_CANDS / 2];
   int nops;
-  edit ops[FIX_MAX_CANDS / 2];
+  int lines[2];
+  int nlines;
+  int n;
 } cands;
 
-/* An op candidate: one or two statements (given as format + args, the
- * second NULL for one), if the form has the ops named. */
-static void add_ops(cands *c, const ovl_program *prog, const char *op1,
-                    const char *op2, const char *s1, const char *s2) {
-  edit *e;
-  if (c->nops >= FIX_MAX_CANDS / 2 || !has_op(prog, op1) ||
-      (op2 != NULL && !has_op(prog, op2)))
-    return;
-  e = &c->ops[c->nops++];
-  e->nstmts = op2 != NULL ? 2 : 1;
-  snprintf(e->stmt[0], sizeof e->stmt[0], "%s", s1);
-  if (op2 != NULL)
-    snprintf(e->stmt[1], sizeof e->stmt[1], "%s", s2);
+static edit cand(const cands *c, int k) {
+  edit e = {0, NULL};
+  if (k < c->n) {
+    e.line = c->lines[k / c->nops];
+    e.ops = &c->ops[k % c->nops];
+  }
+  return e;
 }
 
-/* The candidates of race r of `prog`, in order of preference. */
-static void candidates(const ovl_program *prog, const blocks *bx,
-                       const names *nm, const race_rec *r, cands *c) {
+/* Room for one more op candidate of `nstmts` statements that name the ops
+ * of `bits`, if the form has them and fewer than `want` are made. */
+static stmts *next_ops(cands *c, int want, unsigned kept, unsigned bits,
+                       int nstmts) {
+  stmts *e;
+  if (c->nops >= want || c->nops >= FIX_MAX_CANDS / 2 || (kept & bits) != bits)
+    return NULL;
+  e = &c->ops[c->nops++];
+  e->n = nstmts;
+  return e;
+}
+
+#define BIT(op) (1u << (op))
+#define STMT(e, k, ...) snprintf((e)->s[k], sizeof (e)->s[k], __VA_ARGS__)
+
+/* The candidates of race r of `prog` (whose form has the ops of `kept`),
+ * in order of preference; at most `want` ops. */
+static void candidates(const ovl_program *prog, unsigned kept,
+                       const blocks *bx, const names *nm, const race_rec *r,
+                       int want, cands *c) {
   const char *x = r->var_name;
   int s1 = r->a[0].stream, s2 = r->a[1].stream;
   int r1 = s1 - OVL_STREAM_COMM(0), r2 = s2 - OVL_STREAM_COMM(0);
-  char a[FIX_STMT_MAX], b[FIX_STMT_MAX], ev[300], at1[300], at2[300];
-  int lines[2];
-  int nlines = 1;
-
+  char ev[300], at1[300], at2[300];
+  stmts *e;
   c->n = c->nops = 0;
   if (s2 == OVL_STREAM_HOST) {
     /* The host reads (a fetch, which syncs calc only): sync the stream. */
     if (is_comm(prog, s1)) {
-      snprintf(a, sizeof a, "c_sync_comm_stream(%s, ring_id=%d)", x, r1);
-      add_ops(c, prog, "c_sync_comm_stream", NULL, a, NULL);
-      snprintf(a, sizeof a, "c_wait_comm(%s, ring_id=%d)", x, r1);
-      add_ops(c, prog, "c_wait_comm", NULL, a, NULL);
-    } else if (s1 == OVL_STREAM_CALC) {
-      snprintf(a, sizeof a, "c_sync_calc_stream(%s)", x);
-      add_ops(c, prog, "c_sync_calc_stream", NULL, a, NULL);
+      if ((e = next_ops(c, want, kept, BIT(OP_SYNC_COMM), 1)) != NULL)
+        STMT(e, 0, "c_sync_comm_stream(%s, ring_id=%d)", x, r1);
+      if ((e = next_ops(c, want, kept, BIT(OP_WAIT_COMM), 1)) != NULL)
+        STMT(e, 0, "c_wait_comm(%s, ring_id=%d)", x, r1);
+    } else if (s1 == OVL_STREAM_CALC &&
+               (e = next_ops(c, want, kept, BIT(OP_SYNC_CALC), 1)) != NULL) {
+      STMT(e, 0, "c_sync_calc_stream(%s)", x);
     }
-    snprintf(a, sizeof a, "stream_sync(%s, %s)", x,
-             stream_attrs(prog, s1, at1, sizeof at1));
-    add_ops(c, prog, "stream_sync", NULL, a, NULL);
+    if ((e = next_ops(c, want, kept, BIT(OP_STREAM_SYNC), 1)) != NULL)
+      STMT(e, 0, "stream_sync(%s, %s)", x,
+           stream_attrs(prog, s1, at1, sizeof at1));
   } else {
     if (s1 == OVL_STREAM_CALC && is_comm(prog, s2)) {
-      snprintf(a, sizeof a, "c_wait_compute(%s, ring_id=%d)", x, r2);
-      add_ops(c, prog, "c_wait_compute", NULL, a, NULL);
+      if ((e = next_ops(c, want, kept, BIT(OP_WAIT_COMPUTE), 1)) != NULL)
+        STMT(e, 0, "c_wait_compute(%s, ring_id=%d)", x, r2);
     } else if (is_comm(prog, s1) && s2 == OVL_STREAM_CALC) {
-      snprintf(a, sizeof a, "c_wait_comm(%s, ring_id=%d)", x, r1);
-      add_ops(c, prog, "c_wait_comm", NULL, a, NULL);
+      if ((e = next_ops(c, want, kept, BIT(OP_WAIT_COMM), 1)) != NULL)
+        STMT(e, 0, "c_wait_comm(%s, ring_id=%d)", x, r1);
     } else if (is_comm(prog, s1) && is_comm(prog, s2)) {
       /* calc waits for comm[R], then comm[S] for calc. */
-      snprintf(a, sizeof a, "c_wait_comm(%s, ring_id=%d)", x, r1);
-      snprintf(b, sizeof b, "c_wait_compute(%s, ring_id=%d)", x, r2);
-      add_ops(c, prog, "c_wait_comm", "c_wait_compute", a, b);
+      if ((e = next_ops(c, want, kept,
+                        BIT(OP_WAIT_COMM) | BIT(OP_WAIT_COMPUTE), 2)) != NULL) {
+        STMT(e, 0, "c_wait_comm(%s, ring_id=%d)", x, r1);
+        STMT(e, 1, "c_wait_compute(%s, ring_id=%d)", x, r2);
+      }
     }
-    fresh_event(nm, x, ev, sizeof ev);
-    snprintf(a, sizeof a, "event_record(%s, event=%s, %s)", x, ev,
-             stream_attrs(prog, s1, at1, sizeof at1));
-    snprintf(b, sizeof b, "stream_wait_event(%s, event=%s, %s)", x, ev,
-             stream_attrs(prog, s2, at2, sizeof at2));
-    add_ops(c, prog, "event_record", "stream_wait_event", a, b);
+    if ((e = next_ops(c, want, kept, BIT(OP_RECORD) | BIT(OP_WAIT_EVENT),
+                      2)) != NULL) {
+      fresh_event(nm, x, ev, sizeof ev);
+      STMT(e, 0, "event_record(%s, event=%s, %s)", x, ev,
+           stream_attrs(prog, s1, at1, sizeof at1));
+      STMT(e, 1, "stream_wait_event(%s, event=%s, %s)", x, ev,
+           stream_attrs(prog, s2, at2, sizeof at2));
+    }
   }
   /* The latest point, then just before the second access. */
-  lines[0] = place(prog, bx, r->a[0].op, r->a[1].op);
-  lines[1] = r->a[1].line;
-  if (lines[1] != lines[0])
-    nlines = 2;
-  for (int l = 0; l < nlines; l++)
-    for (int k = 0; k < c->nops && c->n < FIX_MAX_CANDS; k++) {
-      c->e[c->n] = c->ops[k];
-      c->e[c->n++].line = lines[l];
-    }
+  c->lines[0] = place(prog, bx, r->a[0].op, r->a[1].op);
+  c->lines[1] = r->a[1].line;
+  c->nlines = c->lines[1] != c->lines[0] ? 2 : 1;
+  c->n = c->nops * c->nlines;
 }
 
 /* "insert S before line N", "insert S and T before line N". */
 static char *edit_text(const edit *e) {
-  ovl__sbuf b = {0};
-  ovl__sb_printf(&b, "insert %s", e->stmt[0]);
-  for (int k = 1; k < e->nstmts; k++)
-    ovl__sb_printf(&b, " and %s", e->stmt[k]);
-  ovl__sb_printf(&b, " before line %d", e->line);
-  if (b.fail) {
-    free(b.s);
-    return NULL;
-  }
-  return b.s;
+  char buf[FIX_MAX_STMTS * FIX_STMT_MAX + 64];
+  if (e->ops->n == 1)
+    snprintf(buf, sizeof buf, "insert %s before line %d", e->ops->s[0],
+             e->line);
+  else
+    snprintf(buf, sizeof buf, "insert %s and %s before line %d",
+             e->ops->s[0], e->ops->s[1], e->line);
+  return ovl__strdup(buf);
 }
 
 /* What a race with no candidate gets (every form has the generic stream
@@ -363,6 +397,7 @@ static bool set_fix(race_rec *r, char *text, bool checked, const char *why) {
 /* The context of the hints of one report. */
 typedef struct hinter {
   const ovl_program *prog;
+  unsigned kept; /* kept_ops */
   blocks bx;
   names nm;
 } hinter;
@@ -375,6 +410,7 @@ static void hinter_free(hinter *h) {
 static bool hinter_make(hinter *h, const ovl_program *prog) {
   memset(h, 0, sizeof *h);
   h->prog = prog;
+  h->kept = kept_ops(prog);
   return blocks_make(prog, &h->bx) && names_make(prog, &h->nm);
 }
 
@@ -385,9 +421,9 @@ ovl_status ovl__fix_hints(const ovl_program *prog, ovl_races *res,
   bool ok = c != NULL && hinter_make(&h, prog);
   for (size_t i = 0; ok && i < res->n; i++) {
     race_rec *r = &res->races[i];
-    candidates(prog, &h.bx, &h.nm, r, c);
-    ok = set_fix(r, c->n > 0 ? edit_text(&c->e[0]) : no_candidate(r), false,
-                 why);
+    candidates(prog, h.kept, &h.bx, &h.nm, r, 1, c);
+    edit e = cand(c, 0);
+    ok = set_fix(r, c->n > 0 ? edit_text(&e) : no_candidate(r), false, why);
   }
   if (c != NULL)
     hinter_free(&h);
@@ -525,8 +561,8 @@ static char *apply(const fixer *F, const edit *e, size_t *len) {
     ind++;
   /* A last line without its newline gets one before the insertion. */
   bool nl_first = off == F->len && F->len > 0 && t[F->len - 1] != '\n';
-  for (int k = 0; k < e->nstmts; k++)
-    add += ind + strlen(e->stmt[k]) + 1;
+  for (int k = 0; k < e->ops->n; k++)
+    add += ind + strlen(e->ops->s[k]) + 1;
   *len = F->len + add + (nl_first ? 1 : 0);
   if ((out = malloc(*len + 1)) == NULL)
     return NULL;
@@ -534,11 +570,11 @@ static char *apply(const fixer *F, const edit *e, size_t *len) {
   q = out + off;
   if (nl_first)
     *q++ = '\n';
-  for (int k = 0; k < e->nstmts; k++) {
-    size_t n = strlen(e->stmt[k]);
+  for (int k = 0; k < e->ops->n; k++) {
+    size_t n = strlen(e->ops->s[k]);
     memcpy(q, t + off, ind);
     q += ind;
-    memcpy(q, e->stmt[k], n);
+    memcpy(q, e->ops->s[k], n);
     q += n;
     *q++ = '\n';
   }
@@ -557,7 +593,7 @@ static ovl_status recheck(fixer *F, const edit *e, outcome *o,
   ovl_status st;
   size_t len;
   char *text = apply(F, e, &len);
-  int k = e->nstmts;
+  int k = e->ops->n;
   if (text == NULL)
     return ovl__err(err, OVL_ENOMEM, "fix check: out of memory");
   F->spent += len / FIX_TEXT_BYTES_PER_UNIT;
@@ -668,10 +704,11 @@ static ovl_status check_race(fixer *F, const hinter *h, size_t i, cands *c,
   bool removed = false, budget = false;
   char why[160];
   ovl_status st;
-  candidates(F->form, &h->bx, &h->nm, r, c);
+  candidates(F->form, h->kept, &h->bx, &h->nm, r, FIX_MAX_CANDS / 2, c);
   for (int k = 0; k < c->n && chosen < 0; k++) {
     const outcome *o;
-    if ((st = outcome_of(F, &c->e[k], &o, err)) != OVL_OK)
+    edit e = cand(c, k);
+    if ((st = outcome_of(F, &e, &o, err)) != OVL_OK)
       return st;
     if (o == NULL) {
       budget = true;
@@ -707,14 +744,14 @@ static ovl_status check_race(fixer *F, const hinter *h, size_t i, cands *c,
   else
     snprintf(why, sizeof why, "no candidate removed the race (%d tried)",
              tried);
-  if (!set_fix(r,
-               c->n > 0 ? edit_text(&c->e[chosen >= 0 ? chosen : 0])
-                        : no_candidate(r),
-               chosen >= 0, chosen >= 0 ? NULL : why))
-    return ovl__err(err, OVL_ENOMEM, "fix check: out of memory");
+  {
+    edit e = cand(c, chosen >= 0 ? chosen : 0);
+    if (!set_fix(r, c->n > 0 ? edit_text(&e) : no_candidate(r), chosen >= 0,
+                 chosen >= 0 ? NULL : why))
+      return ovl__err(err, OVL_ENOMEM, "fix check: out of memory");
+  }
   return OVL_OK;
 }
-
 ovl_status ovl_races_check_fixes(ovl_races *r, const ovl_program *form,
                                  const ovl_schedule *s,
                                  const ovl_bind_opts *opts, ovl_error *err) {
