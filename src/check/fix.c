@@ -54,7 +54,7 @@
 #include "check/races.h"
 
 /* Work of re-checks for one report: an op of an edited program, or 4
- * bytes of its text, is one unit (about 16 M units: 2 s on a 2-core
+ * bytes of its text, is one unit (about 16 M units: 3 s on a 2-core
  * machine). */
 #define FIX_BUDGET ((uint64_t)1 << 24)
 #define FIX_TEXT_BYTES_PER_UNIT 4
