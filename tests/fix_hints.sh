@@ -1,10 +1,11 @@
 #!/bin/sh
 # The fix hints of `overlap_sim --races` fix (README, "Finding ordering
 # bugs"): for every schedule under schedules/bad/, tests/schedules/
-# sync_only_race.sched and the seed without its final c_wait_comm, each
-# "fix (checked):" line is applied to the text mechanically, as a user
-# would, and --races run again on the result: the form that raced must be
-# clean (each of these has one race a form). The hint grammar:
+# sync_only_race.sched and the seed without a wait, every race must have a
+# "fix (checked):" line, which is applied to the text mechanically, as a
+# user would, and --races run again on the result: that race is gone from
+# its form, which has fewer races than before (and is clean if that was
+# its only one). The hint grammar:
 #
 #   fix (checked): insert STATEMENT before line N
 #   fix (checked): insert STATEMENT and STATEMENT before line N
@@ -35,48 +36,78 @@ apply() {
     'NR == n { while ((getline s < f) > 0) print s } { print }' "$2" >"$3"
 }
 
-# check NAME FILE: every checked hint of FILE, applied alone, leaves its
-# form clean; FILE has at least one race, and every race a checked hint.
+# races REPORT: one line per race of a --races report,
+#   FORM<TAB>VAR<TAB>LINE1<TAB>LINE2<TAB>FIX
+# (FIX: what follows "fix (checked): ", or "-" for an unchecked fix).
+races() {
+  awk '
+    /^== .* ==$/ { form = $2; next }
+    /^race [0-9]+: / {
+      v = $0; sub(/^race [0-9]+: \047/, "", v); sub(/\047 on .*/, "", v)
+      nacc = 0; next
+    }
+    /^  (read|write) / {
+      if (match($0, /:[0-9]+ /)) l[++nacc] = substr($0, RSTART + 1, RLENGTH - 2)
+      next
+    }
+    /^  fix \(checked\): / {
+      f = $0; sub(/^  fix \(checked\): /, "", f)
+      print form "\t" v "\t" l[1] "\t" l[2] "\t" f; next
+    }
+    /^  fix \(unchecked\): / { print form "\t" v "\t" l[1] "\t" l[2] "\t-" }
+  ' "$1"
+}
+
+# check NAME FILE: each race of FILE has a checked fix; each fix, applied
+# alone, removes its race from its form and brings no new one (the form
+# has fewer races; one that had one race is clean).
 check() {
   name=$1 file=$2
   "$tool" --races "$file" >"$tmp/out" 2>&1
   rc=$?
-  if [ "$rc" -ne 4 ]; then
-    echo "    --races exit $rc, expected 4"
+  if [ "$rc" -eq 0 ]; then
+    ok "$name: no race, nothing to fix"
+    return
+  elif [ "$rc" -ne 4 ]; then
+    echo "    --races exit $rc, expected 4" >>"$tmp/out"
     ko "$name: races found"
     return
   fi
-  if grep -q '^  fix (unchecked)' "$tmp/out"; then
-    ko "$name: every race has a checked fix"
-    return
-  fi
+  races "$tmp/out" >"$tmp/races"
   n=0
-  form=
-  while IFS= read -r l; do
-    case $l in
-    '== '*' ==') form=$(printf '%s\n' "$l" | sed 's/^== \(.*\) ==$/\1/') ;;
-    '  fix (checked): '*)
-      n=$((n + 1))
-      hint=${l#  fix (checked): }
-      if ! apply "$hint" "$file" "$tmp/fixed.sched"; then
-        echo "    cannot apply: $hint" >>"$tmp/log"
-        echo bad >>"$tmp/bad"
-        continue
-      fi
-      if ! "$tool" --races --mode="$form" "$tmp/fixed.sched" >"$tmp/after" 2>&1; then
-        { echo "    $form form still races after: $hint"; cat "$tmp/after"; } >>"$tmp/log"
-        echo bad >>"$tmp/bad"
-      fi
-      ;;
-    esac
-  done <"$tmp/out"
-  if [ "$n" -gt 0 ] && [ ! -s "$tmp/bad" ]; then
-    ok "$name: $n hint(s) applied, clean"
+  : >"$tmp/log"
+  while IFS="$(printf '\t')" read -r form var l1 l2 hint; do
+    n=$((n + 1))
+    if [ "$hint" = "-" ]; then
+      echo "    $form: race on '$var' (lines $l1, $l2) has no checked fix" >>"$tmp/log"
+      continue
+    fi
+    before=$(awk -F '\t' -v f="$form" '$1 == f' "$tmp/races" | wc -l)
+    if ! apply "$hint" "$file" "$tmp/fixed.sched"; then
+      echo "    cannot apply: $hint" >>"$tmp/log"
+      continue
+    fi
+    at=${hint##* before line }
+    k=$(printf '%s\n' "$hint" | awk '{ print gsub(/\) and /, "") + 1 }')
+    s1=$l1 s2=$l2
+    [ "$l1" -ge "$at" ] && s1=$((l1 + k))
+    [ "$l2" -ge "$at" ] && s2=$((l2 + k))
+    "$tool" --races --mode="$form" "$tmp/fixed.sched" >"$tmp/after" 2>&1
+    arc=$?
+    races "$tmp/after" >"$tmp/after.races"
+    after=$(wc -l <"$tmp/after.races")
+    if awk -F '\t' -v v="$var" -v a="$s1" -v b="$s2" \
+      '$2 == v && $3 == a && $4 == b { found = 1 } END { exit !found }' "$tmp/after.races" ||
+      [ "$after" -ge "$before" ] || { [ "$before" -eq 1 ] && [ "$arc" -ne 0 ]; }; then
+      { echo "    $form form after: $hint"; cat "$tmp/after"; } >>"$tmp/log"
+    fi
+  done <"$tmp/races"
+  if [ "$n" -gt 0 ] && [ ! -s "$tmp/log" ]; then
+    ok "$name: $n fix(es) applied, each removes its race"
   else
-    cat "$tmp/log" >>"$tmp/out" 2>/dev/null
-    ko "$name: hints applied leave the form clean"
+    cat "$tmp/log" >>"$tmp/out"
+    ko "$name: fixes applied remove their races"
   fi
-  rm -f "$tmp/bad" "$tmp/log"
 }
 
 for f in "$src"/schedules/bad/*.sched "$src/tests/schedules/sync_only_race.sched"; do
@@ -99,6 +130,19 @@ check "seed without its c_wait_compute" "$tmp/seed_nowc.sched"
 n=$(sed -n 's/^  fix (checked): insert c_wait_compute(c, ring_id=0) before line \([0-9]*\)$/\1/p' "$tmp/out")
 if [ -n "$n" ] && [ "$(sed -n "${n}p" "$tmp/seed_nowc.sched")" = "repeat 64 {" ]
 then ok "seed: c_wait_compute goes before the loop"; else ko "seed: c_wait_compute goes before the loop"; fi
+
+# Repeat blocks: a race carried from one iteration to the next, and one
+# carried by an outer block into an inner one.
+printf '%s\n' 'x = data(shape=[8], init=uniform)' 'c = scale(x, scale=1.0)' \
+  'c_wait_compute(c, ring_id=0)' 'repeat 4 {' '  c_allreduce_sum(c, ring_id=0)' \
+  '  c_wait_comm(c, ring_id=0)' '  y = scale(c, scale=2.0)' '  c = scale(y, scale=0.5)' \
+  '}' 'fetch(c)' >"$tmp/carried.sched"
+check "a race carried by a loop" "$tmp/carried.sched"
+printf '%s\n' 'x = data(shape=[8], init=uniform)' 'c = scale(x, scale=1.0)' \
+  'c_wait_compute(c, ring_id=0)' 'repeat 4 {' '  repeat 2 {' '    y = scale(c, scale=2.0)' \
+  '  }' '  c_allreduce_sum(c, ring_id=0)' '}' 'c_wait_comm(c, ring_id=0)' 'fetch(y)' \
+  >"$tmp/nested.sched"
+check "races in nested loops" "$tmp/nested.sched"
 
 # JSON: the same hint, and whether it was checked.
 if "$tool" --races --json "$src/schedules/bad/missing_wait_comm.sched" >"$tmp/out" 2>&1
