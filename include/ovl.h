@@ -242,6 +242,9 @@ typedef struct ovl_op_memory_opts_s {
   int nmodes;
   /* Each of them is race-checked (ovl_race_check). */
   int race_check;
+  /* And the races' fixes re-checked (ovl_races_check_fixes): one more
+   * program at a time. */
+  int fix_check;
   /* Each is run on this many ranks (ovl_world_run) and its result kept;
    * 0 when nothing runs. */
   int nranks;
@@ -514,7 +517,18 @@ typedef struct ovl_race_info_s {
   const char *var;        /* the variable */
   ovl_race_access first;  /* the earlier access in program order */
   ovl_race_access second; /* the later one, not ordered after `first` */
-  /* The fix, e.g. "insert c_wait_compute(c, ring_id=0) after line 15". */
+  /* The fix: an edit of the schedule's text, in one form,
+   *   insert STATEMENT before line N
+   *   insert STATEMENT and STATEMENT before line N
+   * (each STATEMENT one line of the language, ending with ')'; inserted in
+   * that order as new lines just before line N of the file as it is), e.g.
+   * "insert c_wait_compute(c, ring_id=0) before line 14". It names ops that
+   * the form that raced has (the sync form has no c_wait_compute or
+   * c_wait_comm), and puts them at the latest point that orders the two
+   * accesses: just before the second, or before the `repeat` of each
+   * block around the second access that does not hold the first in the
+   * same iteration (a wait after a loop, not in it; a race from one
+   * iteration to the next keeps it in the loop). */
   const char *fix;
   /* NULL, or why the second access is unordered where the schedule seems
    * to order it: "line 7 waits on event 'e', which was never recorded, so
@@ -523,13 +537,49 @@ typedef struct ovl_race_info_s {
   uint64_t occurrences;   /* times the pair occurs in the expanded program */
   int nranks;             /* the ranks the race is on */
   const int *ranks;
+  /* 1: the fix was applied to the schedule's text and the form re-checked
+   * (ovl_races_check_fixes): this race is gone and no race appeared that
+   * was not there before. 0: it was not, and fix_why says why: "no
+   * candidate removed the race (N tried)", "not checked: ..." (`fix` is
+   * then the first candidate). */
+  int fix_checked;
+  const char *fix_why; /* NULL when fix_checked */
 } ovl_race_info;
 
 /* Check `prog` (as given: transform it first for another mode). On success
  * *out holds the races found (maybe none); free it with ovl_races_free. The
- * result does not refer to `prog`. */
+ * result does not refer to `prog`. Each race's fix is its first candidate,
+ * not re-checked (fix_why "not checked: no schedule given"):
+ * ovl_races_check_fixes re-checks them. */
 ovl_status ovl_race_check(const ovl_program *prog, ovl_races **out,
                           ovl_error *err);
+/*
+ * Re-check the fix of every race of `r`, the report of ovl_race_check on
+ * `form`, which is a form (ovl_program_transform, or the program itself
+ * for the schedule as written) of the program that `s` binds to with
+ * `opts` (NULL: as ovl_schedule_bind's). For each race, its candidates in
+ * order of preference (Paddle's wait op where the form has it, then an
+ * event_record + stream_wait_event pair; for a fetch, a host sync of the
+ * stream; at the latest point, then just before the second access): the
+ * edit is applied to a copy of the text, which is parsed, bound with
+ * `opts`, transformed into the form and race-checked; the first with this
+ * race gone and no new race is the fix (fix_checked 1). An edit that does
+ * not parse or bind does not count. An edit tried for one race is not
+ * tried again for another.
+ *
+ * The work is bounded: at most about 16 million units (an op of the edited
+ * program, or 4 bytes of its text) of re-checking for one report; races
+ * left when it is spent keep their first candidate with fix_why "not
+ * checked: the re-check budget is spent", and a report with more races
+ * than it lists (ovl_races_more) is not re-checked ("not checked: more
+ * races than are listed"). Memory at once: the copy of the text, its
+ * schedule and program, and a race check's state. Errors: OVL_EINVAL (a
+ * NULL argument, or `r` is not a report of `form`), OVL_ENOMEM; `r` keeps
+ * its hints.
+ */
+ovl_status ovl_races_check_fixes(ovl_races *r, const ovl_program *form,
+                                 const ovl_schedule *s,
+                                 const ovl_bind_opts *opts, ovl_error *err);
 /* Races listed, sorted by (line of the first op, line of the second op,
  * variable). */
 size_t ovl_races_count(const ovl_races *r);
@@ -545,11 +595,13 @@ int ovl_races_get(const ovl_races *r, size_t i, ovl_race_info *info);
  *   race 1: 'c' on ranks 0-1
  *     write  scale            file.sched:15  calc
  *     write  c_allreduce_sum  file.sched:16  comm[0]
- *     fix: insert c_wait_compute(c, ring_id=0) after line 15
- * then "N race(s) in FILE (N ranks)", or "no races in FILE (N ops checked)".
+ *     fix (checked): insert c_wait_compute(c, ring_id=0) before line 16
+ * ("fix (unchecked): FIX (WHY)" when it was not re-checked or no candidate
+ * removed the race), then "N race(s) in FILE (N ranks)", or "no races in
+ * FILE (N ops checked)".
  * JSON: {"schedule", "ranks", "ops", "races": [{"var", "ranks": [...],
  * "first": {"line", "col", "op", "stream", "access"}, "second", "fix",
- * "occurrences"}], "count", "more"}. */
+ * "fix_checked", "fix_why", "note", "occurrences"}], "count", "more"}. */
 ovl_status ovl_races_format(const ovl_races *r, const ovl_program *prog,
                             int json, char **text, ovl_error *err);
 void ovl_races_free(ovl_races *r);
@@ -595,8 +647,9 @@ ovl_status ovl_timeline_svg(const ovl_timeline_run *runs, size_t nruns,
 /*
  * For each mode asked, in the order sync, async, comp, comm:
  *   1. its form of the program (ovl_program_transform) and, with `races`,
- *      its race check (ovl_race_check): every form is checked before
- *      anything runs;
+ *      its race check (ovl_race_check) and, given the schedule, the
+ *      re-check of its fixes (ovl_races_check_fixes): every form is
+ *      checked before anything runs;
  *   2. with `run`: the float64 reference (ovl_reference_compute), once,
  *      only where a checked mode fetches something (sync and async are
  *      checked; comp and comm numbers are not), unless the caller gives
@@ -654,6 +707,12 @@ typedef struct ovl_pipeline_opts_s {
   void (*progress)(void *ctx, const ovl_report *report,
                    ovl_pipeline_event event, size_t i);
   void *progress_ctx;
+  /* The schedule the program was bound from, and how (NULL: as
+   * ovl_schedule_bind's defaults): with `races`, every form's fixes are
+   * re-checked against it (ovl_races_check_fixes). NULL: the fixes are
+   * not re-checked. It must outlive the call. */
+  const ovl_schedule *schedule;
+  const ovl_bind_opts *bind;
 } ovl_pipeline_opts;
 
 /* Run the pipeline of `opts` on `prog` (as parsed for the world's rank

@@ -52,6 +52,14 @@ char *ovl__strdup(const char *s);
 /* The op model: limits, the op table, programs, primitives. */
 #include "core/op.h"
 
+/* Schedules (lang/schedule.c), for the re-check of fix hints
+ * (check/fix.c): the text a schedule was parsed from, and a schedule
+ * parsed from a malloc'd text that it takes (freed on failure too). */
+const char *ovl__schedule_text(const ovl_schedule *s, size_t *len);
+ovl_status ovl__schedule_parse_owned(char *text, size_t len,
+                                     const char *filename, ovl_schedule **out,
+                                     ovl_error *err);
+
 /* ------------------------------------------------------------------ */
 /* Numeric check (check.c)                                             */
 /* ------------------------------------------------------------------ */

@@ -81,7 +81,7 @@ if run 4 races --races "$src/schedules/bad/missing_wait_compute.sched" &&
   has out "^race 1: 'c' on ranks 0-1$" &&
   has out '^  write  scale +.*missing_wait_compute\.sched:13  calc$' &&
   has out '^  write  c_allreduce_sum +.*missing_wait_compute\.sched:14  comm\[0\]$' &&
-  has out '^  fix: insert c_wait_compute\(c, ring_id=0\) after line 13$' &&
+  has out '^  fix \(checked\): insert c_wait_compute\(c, ring_id=0\) before line 14$' &&
   has out '^1 race in .*missing_wait_compute\.sched \(2 ranks\)$'
 then ok "--races on a racy schedule"; else ko "--races on a racy schedule"; fi
 if run 0 races-clean --races && has out '^no races in .*seed\.sched \(775 ops checked\)$'
@@ -102,14 +102,14 @@ if run 4 races-json --races --json "$src/schedules/bad/missing_wait_compute.sche
   has out '"async": \{"schedule":".*","ranks":2,"ops":5,"races":\[\{"var":"c",' && has out '"count":1'
 then ok "--races --json"; else ko "--races --json"; fi
 if run 4 races-json-file --races --json="$tmp/r.json" "$src/schedules/bad/missing_wait_compute.sched" &&
-  grep -q '"fix":"insert c_wait_compute(c, ring_id=0) after line 13"' "$tmp/r.json"
+  grep -q '"fix":"insert c_wait_compute(c, ring_id=0) before line 14","fix_checked":true,"fix_why":null' "$tmp/r.json"
 then ok "--races --json=FILE"; else ko "--races --json=FILE"; fi
 if run 2 json-needs-file --json && has err -- '--json needs a file'
 then ok "--json without a file, for a run"; else ko "--json without a file, for a run"; fi
 # A run reports races next to the numeric check.
 if run_racy 1 run-races -n 2 -w 0 "$src/schedules/bad/missing_wait_compute.sched" &&
   has out '^async .*MISMATCH .*; RACES: 1 \(below\)$' && has out '^sync .*ok .*; no races$' &&
-  has out '^  fix: insert c_wait_compute' && has out 'and races$'
+  has out '^  fix \(checked\): insert c_wait_compute' && has out 'and races$'
 then ok "races in a run"; else ko "races in a run"; fi
 if run_racy 1 run-no-races --no-races -n 2 -w 0 "$src/schedules/bad/missing_wait_compute.sched" &&
   ! has out 'races'
@@ -233,7 +233,7 @@ if run 0 many-ops-header -n 1 -w 0 --mode=async --no-races -D n=1000 "$src/sched
   ! has out ' ops \(' &&
   printf 'a = data(shape=[4], init=fill, value=1)\nrepeat 1000 {\n  b = scale(a, scale=2)\n}\nfetch(b)\n' >"$tmp/ops.sched" &&
   run 0 many-ops-header2 -n 1 -w 0 "$tmp/ops.sched" &&
-  has out '^overlap_sim .*, 0\.0 MB/rank, 1001 ops \([0-9.]+ kB of host memory\), 1 iterations'
+  has out '^overlap_sim .*, 0\.0 MB/rank, 1001 ops \([0-9.]+ [kM]B of host memory\), 1 iterations'
 then ok "header: the ops' memory where it outweighs the variables"; else ko "header: the ops' memory where it outweighs the variables"; fi
 
 # Schedule errors: file:line:col and exit 2, nothing runs.

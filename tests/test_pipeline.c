@@ -220,7 +220,10 @@ START_TEST(races_reported_per_mode) {
   ck_assert_uint_eq(ovl_races_count(m.races), 1);
   ck_assert_int_eq(ovl_races_get(m.races, 0, &info), 0);
   ck_assert_str_eq(info.var, "c");
-  ck_assert_str_eq(info.fix, "insert c_wait_compute(c, ring_id=0) after line 2");
+  ck_assert_str_eq(info.fix, "insert c_wait_compute(c, ring_id=0) before line 3");
+  /* Not given the schedule, the pipeline does not re-check the fix. */
+  ck_assert_int_eq(info.fix_checked, 0);
+  ck_assert_str_eq(info.fix_why, "not checked: no schedule given");
   ck_assert_int_eq(ovl_report_find(r, OVL_MODE_ASYNC), -1); /* not run */
   ovl_report_summary_get(r, &s);
   ck_assert_uint_eq(s.races, 1);

@@ -301,7 +301,8 @@ START_TEST(missing_wait_compute_full_report) {
       "calc\n"
       "  write  c_allreduce_sum  schedules/bad/missing_wait_compute.sched:6  "
       "comm[0]\n"
-      "  fix: insert c_wait_compute(c, ring_id=0) after line 5\n"
+      "  fix (unchecked): insert c_wait_compute(c, ring_id=0) before line 6 "
+      "(not checked: no schedule given)\n"
       "1 race in schedules/bad/missing_wait_compute.sched (2 ranks)\n");
   free(t);
   ovl_races_free(r);
@@ -312,7 +313,7 @@ END_TEST
 START_TEST(missing_wait_compute_fix_and_fixed_twin) {
   /* In place: the allreduce is one access, a write. */
   expect_one(missing_wait_compute, "c", "scale", 5, 0, 1, "c_allreduce_sum",
-             6, 1, 1, "insert c_wait_compute(c, ring_id=0) after line 5");
+             6, 1, 1, "insert c_wait_compute(c, ring_id=0) before line 6");
   /* Out of place: the allreduce reads c. */
   expect_one("x = data(shape=[4], init=uniform)\n"
              "c = scale(x, scale=3.0)\n"
@@ -320,7 +321,7 @@ START_TEST(missing_wait_compute_fix_and_fixed_twin) {
              "c_wait_comm(y, ring_id=0)\n"
              "fetch(y)\n",
              "c", "scale", 2, 0, 1, "c_allreduce_sum", 3, 1, 0,
-             "insert c_wait_compute(c, ring_id=0) after line 2");
+             "insert c_wait_compute(c, ring_id=0) before line 3");
   /* The fix applied: clean. */
   ck_assert_uint_eq(count_races("x = data(shape=[4], init=uniform)\n"
                                 "c = scale(x, scale=3.0)\n"
@@ -348,7 +349,7 @@ START_TEST(missing_wait_comm_before_compute_consumer) {
                      "out = elementwise_sub(c, d)\n"           /* 6 */
                      "fetch(out)\n";                           /* 7 */
   expect_one(text, "c", "c_allreduce_sum", 4, 1, 1, "elementwise_sub", 6, 0,
-             0, "insert c_wait_comm(c, ring_id=0) after line 4");
+             0, "insert c_wait_comm(c, ring_id=0) before line 6");
   ck_assert_uint_eq(count_races("x = data(shape=[4], init=uniform)\n"
                                 "c = assign(x)\n"
                                 "c_wait_compute(c, ring_id=0)\n"
@@ -368,9 +369,7 @@ START_TEST(fetch_of_comm_result_without_wait_comm) {
                      "c_allreduce_sum(c, ring_id=0)\n"      /* 4 */
                      "fetch(c)\n";                          /* 5 */
   expect_one(text, "c", "c_allreduce_sum", 4, 1, 1, "fetch", 5, -1, 0,
-             "insert c_wait_comm(c, ring_id=0) after line 4 (fetch syncs "
-             "the calc stream only; or c_sync_comm_stream(c, ring_id=0) "
-             "before line 5)");
+             "insert c_sync_comm_stream(c, ring_id=0) before line 5");
   /* A host sync of calc alone does not help. */
   ck_assert_uint_eq(count_races("x = data(shape=[4], init=uniform)\n"
                                 "c = assign(x)\n"
@@ -414,7 +413,7 @@ START_TEST(write_to_buffer_a_pending_collective_reads) {
                      "c_wait_comm(s, ring_id=0)\n"          /* 6 */
                      "fetch(s, g)\n";                       /* 7 */
   expect_one(text, "g", "c_allreduce_sum", 4, 1, 0, "scale", 5, 0, 1,
-             "insert c_wait_comm(g, ring_id=0) after line 4");
+             "insert c_wait_comm(g, ring_id=0) before line 5");
   ck_assert_uint_eq(count_races("x = data(shape=[4], init=uniform)\n"
                                 "g = assign(x)\n"
                                 "c_wait_compute(g, ring_id=0)\n"
@@ -437,7 +436,7 @@ START_TEST(cross_ring) {
                      "fetch(c)\n";                          /* 8 */
   expect_one(text, "c", "c_allreduce_sum", 4, 1, 1, "c_allreduce_max", 6, 2,
              1,
-             "insert c_wait_comm(c, ring_id=0) after line 4 and "
+             "insert c_wait_comm(c, ring_id=0) and "
              "c_wait_compute(c, ring_id=1) before line 6");
   /* The fix applied. */
   ck_assert_uint_eq(count_races("x = data(shape=[4], init=uniform)\n"
@@ -487,7 +486,7 @@ START_TEST(in_place_is_one_write) {
                      "c_wait_comm(c, ring_id=0)\n"         /* 6 */
                      "fetch(c)\n";                         /* 7 */
   expect_one(text, "c", "c_allreduce_sum", 4, 1, 1, "scale", 5, 0, 1,
-             "insert c_wait_comm(c, ring_id=0) after line 4");
+             "insert c_wait_comm(c, ring_id=0) before line 5");
   /* A compute op reading the same var twice: one read. */
   expect_one("x = data(shape=[4], init=uniform)\n"
              "c = assign(x)\n"
@@ -497,7 +496,7 @@ START_TEST(in_place_is_one_write) {
              "c_wait_comm(c, ring_id=0)\n"
              "fetch(d, c)\n",
              "c", "c_allreduce_sum", 4, 1, 1, "elementwise_mul", 5, 0, 0,
-             "insert c_wait_comm(c, ring_id=0) after line 4");
+             "insert c_wait_comm(c, ring_id=0) before line 5");
 }
 END_TEST
 
@@ -521,14 +520,14 @@ START_TEST(same_race_reported_once) {
   assert_access(&in.first, "scale", 4, 0, 1);
   assert_access(&in.second, "c_allreduce_sum", 5, 1, 1);
   ck_assert_uint_eq(in.occurrences, 5);
-  ck_assert_str_eq(in.fix, "insert c_wait_compute(c, ring_id=0) after line 4");
+  ck_assert_str_eq(in.fix, "insert c_wait_compute(c, ring_id=0) before line 5");
   t = format(r, p, 0);
   ck_assert_str_eq(t, "race 1: 'c' on ranks 0-1 (5 times in the expanded "
                       "program)\n"
                       "  write  scale            t.sched:4  calc\n"
                       "  write  c_allreduce_sum  t.sched:5  comm[0]\n"
-                      "  fix: insert c_wait_compute(c, ring_id=0) after line "
-                      "4\n"
+                      "  fix (unchecked): insert c_wait_compute(c, ring_id=0) "
+                      "before line 5 (not checked: no schedule given)\n"
                       "1 race in t.sched (2 ranks)\n");
   free(t);
   ovl_races_free(r);
@@ -610,19 +609,23 @@ START_TEST(sorted_and_stable_output) {
       "race 1: 'b' on ranks 0-2\n"
       "  write  assign           t.sched:2  calc\n"
       "  read   c_allreduce_sum  t.sched:5  comm[0]\n"
-      "  fix: insert c_wait_compute(b, ring_id=0) after line 2\n"
+      "  fix (unchecked): insert c_wait_compute(b, ring_id=0) before line 5 "
+      "(not checked: no schedule given)\n"
       "race 2: 'a' on ranks 0-2\n"
       "  write  assign           t.sched:3  calc\n"
       "  read   c_allreduce_sum  t.sched:4  comm[0]\n"
-      "  fix: insert c_wait_compute(a, ring_id=0) after line 3\n"
+      "  fix (unchecked): insert c_wait_compute(a, ring_id=0) before line 4 "
+      "(not checked: no schedule given)\n"
       "race 3: 'a_sum' on ranks 0-2\n"
       "  write  c_allreduce_sum  t.sched:4  comm[0]\n"
       "  read   elementwise_add  t.sched:6  calc\n"
-      "  fix: insert c_wait_comm(a_sum, ring_id=0) after line 4\n"
+      "  fix (unchecked): insert c_wait_comm(a_sum, ring_id=0) before line 6 "
+      "(not checked: no schedule given)\n"
       "race 4: 'b_sum' on ranks 0-2\n"
       "  write  c_allreduce_sum  t.sched:5  comm[0]\n"
       "  read   elementwise_add  t.sched:6  calc\n"
-      "  fix: insert c_wait_comm(b_sum, ring_id=0) after line 5\n"
+      "  fix (unchecked): insert c_wait_comm(b_sum, ring_id=0) before line 6 "
+      "(not checked: no schedule given)\n"
       "4 races in t.sched (3 ranks)\n";
   for (int k = 0; k < 3; k++) {
     ovl_program *p = parse(text, 3);
@@ -689,7 +692,9 @@ START_TEST(json_is_well_formed) {
          "\"calc\",\"access\":\"write\"},"
          "\"second\":{\"line\":6,\"col\":1,\"op\":\"c_allreduce_sum\","
          "\"stream\":\"comm[0]\",\"access\":\"write\"},"
-         "\"fix\":\"insert c_wait_compute(c, ring_id=0) after line 5\","
+         "\"fix\":\"insert c_wait_compute(c, ring_id=0) before line 6\","
+         "\"fix_checked\":false,"
+         "\"fix_why\":\"not checked: no schedule given\","
          "\"note\":null,\"occurrences\":1}],\"count\":1,\"more\":0}\n");
   free(t);
   ovl_races_free(r);
@@ -784,7 +789,7 @@ START_TEST(wait_on_never_recorded_event_adds_nothing) {
   in = info(r, 0);
   assert_access(&in.first, "scale", 2, 0, 1);
   assert_access(&in.second, "c_allreduce_sum", 4, 1, 1);
-  ck_assert_str_eq(in.fix, "insert c_wait_compute(c, ring_id=0) after line 2");
+  ck_assert_str_eq(in.fix, "insert c_wait_compute(c, ring_id=0) before line 4");
   /* The report says why the wait of line 3 did not order them. */
   ck_assert_ptr_nonnull(in.note);
   ck_assert_str_eq(in.note, "line 3 waits on event 'E', which is not "
@@ -858,7 +863,7 @@ START_TEST(re_recorded_event_no_longer_covers_write) {
   ck_assert_str_eq(in.var, "c");
   assert_access(&in.first, "c_allreduce_sum", 5, 1, 1);
   assert_access(&in.second, "scale", 9, 0, 0);
-  ck_assert_str_eq(in.fix, "insert c_wait_comm(c, ring_id=0) after line 5");
+  ck_assert_str_eq(in.fix, "insert c_wait_comm(c, ring_id=0) before line 9");
   ovl_races_free(r);
   /* Without the re-record (line 7, left blank) it is clean. */
   text[0] = '\0';
@@ -898,7 +903,7 @@ START_TEST(compute_on_comm_stream_and_stream_sync) {
   ck_assert_str_eq(in.var, "d");
   assert_access(&in.first, "scale", 2, 1, 1);
   assert_access(&in.second, "assign", 3, 0, 0);
-  ck_assert_str_eq(in.fix, "insert c_wait_comm(d, ring_id=0) after line 2");
+  ck_assert_str_eq(in.fix, "insert c_wait_comm(d, ring_id=0) before line 3");
   ovl_races_free(r);
   /* stream_sync of calc instead does not order the comm[0] result. */
   text[0] = '\0';
@@ -944,7 +949,7 @@ START_TEST(event_ops_in_both_directions) {
   in = info(r, 0);
   assert_access(&in.first, "scale", 2, 0, 1);
   assert_access(&in.second, "c_allreduce_sum", 5, 1, 1);
-  ck_assert_str_eq(in.fix, "insert c_wait_compute(c, ring_id=0) after line 2");
+  ck_assert_str_eq(in.fix, "insert c_wait_compute(c, ring_id=0) before line 5");
   ovl_races_free(r);
   /* Without the wait on line 7: calc reads c (line 8) unordered. */
   text[0] = '\0';

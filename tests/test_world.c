@@ -278,6 +278,14 @@ START_TEST(host_bytes_per_op_parts) {
   o.race_check = 1;
   base = ovl_host_bytes_per_op(&o);
   ck_assert_uint_eq(base, 3 * op + ovl__race_bytes_per_op());
+  /* Re-checking the fixes holds one more program (with the race check
+   * only). */
+  o.fix_check = 1;
+  ck_assert_uint_eq(ovl_host_bytes_per_op(&o), base + op);
+  o.race_check = 0;
+  ck_assert_uint_eq(ovl_host_bytes_per_op(&o), 3 * op);
+  o.race_check = 1;
+  o.fix_check = 0;
   /* The cpu backend queues commands on the host, linearly in ranks. */
   o.backend = "cpu";
   o.nranks = 1;

@@ -173,9 +173,13 @@ static int races_only(const sim_options *o, const char *path, unsigned modes,
   if ((rc = sim_parse_schedule(path, &sched)) >= 0)
     return rc;
   rc = sim_bind_schedule(sched, &bopts, &mem, &prog);
-  ovl_schedule_free(sched);
-  if (rc >= 0)
+  if (rc >= 0) {
+    ovl_schedule_free(sched);
     return rc;
+  }
+  /* The fixes are re-checked against the schedule: kept to the end. */
+  pl.schedule = sched;
+  pl.bind = &bopts;
   rc = sim_check_host_memory(prog, path, &mem, false);
   if (rc < 0 && (st = ovl_pipeline_run(NULL, prog, &pl, &report, &err)) !=
                     OVL_OK) {
@@ -191,6 +195,7 @@ static int races_only(const sim_options *o, const char *path, unsigned modes,
   }
   ovl_report_free(report);
   ovl_program_free(prog);
+  ovl_schedule_free(sched);
   return rc;
 }
 
@@ -427,13 +432,18 @@ static int overlap_sim(int argc, char **argv) {
   bopts.nranks = ovl_world_nranks(world);
   bopts.cpu_defaults = strcmp(ovl_world_backend_name(world), "cpu") == 0;
   rc = sim_bind_schedule(sched, &bopts, &mem, &prog);
-  ovl_schedule_free(sched);
-  sched = NULL;
   if (rc >= 0)
     goto out;
+  if (o.no_races) {
+    ovl_schedule_free(sched);
+    sched = NULL;
+  }
 
   pl.modes = modes;
   pl.races = !o.no_races;
+  /* The race check's fixes are re-checked against the schedule. */
+  pl.schedule = sched;
+  pl.bind = &bopts;
   pl.run = 1;
   pl.run_opts.iters = o.iters - o.warmup;
   pl.run_opts.warmup = o.warmup;

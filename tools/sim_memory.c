@@ -15,6 +15,7 @@ void sim_plan_memory(mem_plan *m, const sim_options *o, int nmodes,
   memset(m, 0, sizeof *m);
   m->ops.nmodes = nmodes;
   m->ops.race_check = o->races_only || !o->no_races;
+  m->ops.fix_check = m->ops.race_check;
   m->ops.nranks = nranks;
   m->ops.backend = backend;
   m->ops.op_times = o->op_times;
@@ -43,8 +44,11 @@ static uint64_t plan_max_ops(const mem_plan *m) {
 /* What the per-op figure covers, for the messages. */
 static const char *per_op_parts(const mem_plan *m, char *buf, size_t len) {
   snprintf(buf, len,
-           "%d op lists (the schedule's and each mode's)%s%s%s%s%s%s",
-           1 + m->nmodes, m->ops.race_check ? ", race check" : "",
+           "%d op lists (the schedule's%s)%s%s%s%s%s%s",
+           1 + m->nmodes + (m->ops.fix_check ? 1 : 0),
+           m->ops.fix_check ? ", each mode's and a fix's re-check"
+                            : " and each mode's",
+           m->ops.race_check ? ", race check" : "",
            m->nranks > 0 && m->cpu ? ", command queues" : "",
            m->ops.op_times || m->ops.trace ? ", timer marks" : "",
            m->ops.op_times ? ", op times" : "",

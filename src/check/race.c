@@ -45,36 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-
-/* ------------------------------------------------------------------ */
-/* Result                                                              */
-/* ------------------------------------------------------------------ */
-
-typedef struct race_rec {
-  int var;
-  char *var_name;
-  ovl_race_access a[2]; /* first (earlier in program order), second */
-  const ovl__opdef *def[2];
-  uint64_t occurrences;
-  char *fix;
-  char *note; /* NULL, or why the second access is unordered */
-} race_rec;
-
-struct ovl_races_s {
-  size_t n, cap;
-  race_rec *races;
-  uint64_t more; /* unordered pairs not listed (beyond OVL_RACES_LIST_MAX) */
-  size_t nops;
-  int nranks;
-  int *ranks; /* 0..nranks-1 */
-  /* The program's stream names (the result does not refer to it). */
-  int nstreams;
-  char **stream_names;
-  /* Dedup table: open addressing, values are race index + 1. */
-  uint32_t *table;
-  size_t tcap;
-};
+#include "check/races.h"
 
 /* ------------------------------------------------------------------ */
 /* Checker state                                                       */
@@ -213,66 +184,6 @@ static ovl_status table_grow(ovl_races *res, ovl_error *err) {
   return OVL_OK;
 }
 
-/* `stream=calc`, `stream=comm, ring_id=R` or `stream=NAME` (one of two
- * static buffers, by `slot`). */
-static const char *stream_attrs(const ovl_program *prog, int s, int slot) {
-  static _Thread_local char buf[2][96];
-  if (s >= OVL_STREAM_COMM(0) && s < OVL_STREAM_COMM(prog->nrings))
-    snprintf(buf[slot], sizeof buf[slot], "stream=comm, ring_id=%d", s - 1);
-  else
-    snprintf(buf[slot], sizeof buf[slot], "stream=%s",
-             ovl__stream_name(prog, s));
-  return buf[slot];
-}
-
-/* The wait ops that order the first access before the second, derived from
- * their streams (Paddle's ops order calc and comm streams in any
- * schedule). */
-static char *fix_text(const ovl_program *prog, const char *var,
-                      const ovl_race_access *a) {
-  char buf[512];
-  int s1 = a[0].stream, s2 = a[1].stream, l1 = a[0].line, l2 = a[1].line;
-  int user = 1 + prog->nrings; /* the first user stream */
-  if ((s1 >= user || s2 >= user) && s1 >= 0 && s2 >= 0)
-    /* A user stream has no Paddle wait op: an event orders it. */
-    snprintf(buf, sizeof buf,
-             "insert event_record(%s, event=%s_ready, %s) after line %d and "
-             "stream_wait_event(%s, event=%s_ready, %s) before line %d",
-             var, var, stream_attrs(prog, s1, 0), l1, var, var,
-             stream_attrs(prog, s2, 1), l2);
-  else if (s1 >= user && s2 < 0)
-    snprintf(buf, sizeof buf,
-             "insert stream_sync(%s, stream=%s) before line %d", var,
-             ovl__stream_name(prog, s1), l2);
-  else if (s1 == OVL_STREAM_CALC && s2 > OVL_STREAM_CALC)
-    snprintf(buf, sizeof buf,
-             "insert c_wait_compute(%s, ring_id=%d) after line %d", var,
-             s2 - 1, l1);
-  else if (s1 > OVL_STREAM_CALC && s2 == OVL_STREAM_CALC)
-    snprintf(buf, sizeof buf,
-             "insert c_wait_comm(%s, ring_id=%d) after line %d", var, s1 - 1,
-             l1);
-  else if (s1 > OVL_STREAM_CALC && s2 < 0)
-    snprintf(buf, sizeof buf,
-             "insert c_wait_comm(%s, ring_id=%d) after line %d (fetch syncs "
-             "the calc stream only; or c_sync_comm_stream(%s, ring_id=%d) "
-             "before line %d)",
-             var, s1 - 1, l1, var, s1 - 1, l2);
-  else if (s1 > OVL_STREAM_CALC && s2 > OVL_STREAM_CALC && s1 != s2)
-    snprintf(buf, sizeof buf,
-             "insert c_wait_comm(%s, ring_id=%d) after line %d and "
-             "c_wait_compute(%s, ring_id=%d) before line %d",
-             var, s1 - 1, l1, var, s2 - 1, l2);
-  else if (s1 == OVL_STREAM_CALC && s2 < 0)
-    snprintf(buf, sizeof buf, "insert c_sync_calc_stream(%s) before line %d",
-             var, l2);
-  else
-    /* Host first, or both on one stream: ordered by construction, so this
-     * cannot be reached; say what must hold. */
-    snprintf(buf, sizeof buf, "order line %d before line %d", l1, l2);
-  return ovl__strdup(buf);
-}
-
 static void fill_access(const checker *c, ovl_race_access *a, uint32_t op,
                         int part, bool write) {
   const ovl__op *o = &c->prog->ops[op];
@@ -372,10 +283,8 @@ static ovl_status report(checker *c, int var, const acc *first,
   r->def[1] = def[1];
   r->occurrences = 1;
   r->var_name = ovl__strdup(c->prog->vars[var].name);
-  r->fix = r->var_name ? fix_text(c->prog, r->var_name, a) : NULL;
   res->n++;
-  if (r->var_name == NULL || r->fix == NULL ||
-      !blind_note(c, part, first->op, &r->note))
+  if (r->var_name == NULL || !blind_note(c, part, first->op, &r->note))
     return ovl__err(err, OVL_ENOMEM, "race check: out of memory");
   res->table[j] = (uint32_t)res->n;
   if (2 * res->n > res->tcap)
@@ -516,6 +425,7 @@ void ovl_races_free(ovl_races *r) {
   for (size_t i = 0; i < r->n; i++) {
     free(r->races[i].var_name);
     free(r->races[i].fix);
+    free(r->races[i].fix_why);
     free(r->races[i].note);
   }
   free(r->races);
@@ -544,8 +454,8 @@ static void checker_free(checker *c) {
   free(c->blind_ev);
 }
 
-ovl_status ovl_race_check(const ovl_program *prog, ovl_races **out,
-                          ovl_error *err) {
+ovl_status ovl__race_check(const ovl_program *prog, bool hints,
+                           ovl_races **out, ovl_error *err) {
   checker c;
   ovl_races *res;
   ovl_status st;
@@ -612,8 +522,21 @@ ovl_status ovl_race_check(const ovl_program *prog, ovl_races **out,
   res->tcap = 0;
   if (res->n > 1)
     qsort(res->races, res->n, sizeof *res->races, race_cmp);
+  /* The hints, once per race listed (check/fix.c): not re-checked here,
+   * since that needs the schedule (ovl_races_check_fixes). */
+  if (hints && (st = ovl__fix_hints(prog, res,
+                                    "not checked: no schedule given",
+                                    err)) != OVL_OK) {
+    ovl_races_free(res);
+    return st;
+  }
   *out = res;
   return OVL_OK;
+}
+
+ovl_status ovl_race_check(const ovl_program *prog, ovl_races **out,
+                          ovl_error *err) {
+  return ovl__race_check(prog, true, out, err);
 }
 
 /* ------------------------------------------------------------------ */
@@ -633,6 +556,8 @@ int ovl_races_get(const ovl_races *r, size_t i, ovl_race_info *info) {
   info->first = rr->a[0];
   info->second = rr->a[1];
   info->fix = rr->fix;
+  info->fix_checked = rr->fix_checked;
+  info->fix_why = rr->fix_why;
   info->note = rr->note;
   info->occurrences = rr->occurrences;
   info->nranks = r->nranks;
@@ -671,7 +596,12 @@ static void fmt_human(ovl__sbuf *b, const ovl_races *r, const char *file) {
     }
     if (rr->note != NULL)
       ovl__sb_printf(b, "  note: %s\n", rr->note);
-    ovl__sb_printf(b, "  fix: %s\n", rr->fix);
+    if (rr->fix_checked)
+      ovl__sb_printf(b, "  fix (checked): %s\n", rr->fix);
+    else if (rr->fix_why != NULL)
+      ovl__sb_printf(b, "  fix (unchecked): %s (%s)\n", rr->fix, rr->fix_why);
+    else
+      ovl__sb_printf(b, "  fix (unchecked): %s\n", rr->fix);
   }
   if (r->more > 0)
     ovl__sb_printf(b,
@@ -712,6 +642,12 @@ static void fmt_json(ovl__sbuf *b, const ovl_races *r, const char *file) {
     fmt_json_access(b, &rr->a[1]);
     ovl__sb_printf(b, ",\"fix\":");
     ovl__sb_json_str(b, rr->fix);
+    ovl__sb_printf(b, ",\"fix_checked\":%s,\"fix_why\":",
+                   rr->fix_checked ? "true" : "false");
+    if (rr->fix_why != NULL)
+      ovl__sb_json_str(b, rr->fix_why);
+    else
+      ovl__sb_puts(b, "null");
     ovl__sb_printf(b, ",\"note\":");
     if (rr->note != NULL)
       ovl__sb_json_str(b, rr->note);

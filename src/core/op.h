@@ -253,6 +253,10 @@ struct ovl__op {
   bool use_calc_stream;
   double scale, bias;
   int root;
+  /* Its index in the program as bound (repeat blocks expanded), kept by
+   * the transforms: with the program's blocks it says which iteration of
+   * which repeat block the op belongs to (check/fix.c). */
+  uint32_t src;
   double us;
   /* Where the op's work goes (ovl__op_place): a stream number, or
    * OVL_STREAM_HOST for host ops. */
@@ -300,6 +304,19 @@ static inline bool ovl__prim_on_host(const ovl__prim *p) {
   return p->kind == OVL_PRIM_HOST_SYNC || p->kind == OVL_PRIM_HOST_READ;
 }
 
+/* A repeat block of the program as bound (check/fix.c places a fix hint
+ * by them): its iterations run `n` ops each (repeat blocks nested in it
+ * expanded), the first starting `off` ops after the start of the
+ * enclosing block's iteration (of the program, at top level). Blocks are
+ * in the order they open, an enclosing block before those inside it;
+ * blocks without ops are left out. */
+typedef struct ovl__block {
+  int line;       /* of `repeat` */
+  int parent;     /* the enclosing block, or -1 */
+  int64_t count;  /* iterations */
+  uint64_t off, n;
+} ovl__block;
+
 typedef struct ovl__param {
   char *name;
   char *value;          /* bound value, as text */
@@ -321,6 +338,12 @@ struct ovl_program_s {
   ovl__var *vars;
   size_t nops;
   ovl__op *ops;
+  /* The form this is (ovl_program_transform): OVL_MODE_ASYNC, the
+   * schedule as written, for a bound program. */
+  ovl_mode mode;
+  /* The repeat blocks of the program as bound (op->src indexes it). */
+  size_t nblocks;
+  ovl__block *blocks;
   size_t nparams;
   ovl__param *params;
   size_t nfetch;
@@ -365,6 +388,14 @@ const char *ovl__stream_name(const ovl_program *prog, int stream);
  * (nstreams) are numbered already. Binding and the transforms call it on
  * every program they make. */
 ovl_status ovl__program_lower(ovl_program *prog, ovl_error *err);
+
+/* The transform of `mode` (core/transform.c) applied to `p` itself (its
+ * ops filtered and rewritten, p->mode set, lowered again); and whether the
+ * form of `mode` keeps an op of row `def` (the sync form has no
+ * c_wait_compute, the comp form no collective, ...). */
+ovl_status ovl__program_transform_inplace(ovl_program *p, ovl_mode mode,
+                                          ovl_error *err);
+bool ovl__mode_keeps(ovl_mode mode, const ovl__opdef *def);
 
 /* Deep copy (used by transforms). */
 ovl_status ovl__program_clone(const ovl_program *prog, ovl_program **out,

@@ -42,24 +42,35 @@ static bool transform_op(ovl__op *op, ovl_mode mode) {
   }
 }
 
-ovl_status ovl_program_transform(const ovl_program *prog, ovl_mode mode,
-                                 ovl_program **out, ovl_error *err) {
-  ovl_program *p;
-  ovl_status st;
-  size_t kept = 0;
+bool ovl__mode_keeps(ovl_mode mode, const ovl__opdef *def) {
+  ovl__op op = {.def = def};
+  return transform_op(&op, mode);
+}
 
-  if (prog == NULL || out == NULL || (int)mode < 0 || mode >= OVL__MODE_COUNT)
-    return ovl__err(err, OVL_EINVAL, "ovl_program_transform: bad argument");
-  st = ovl__program_clone(prog, &p, err);
-  if (st != OVL_OK)
-    return st;
+ovl_status ovl__program_transform_inplace(ovl_program *p, ovl_mode mode,
+                                          ovl_error *err) {
+  size_t kept = 0;
   for (size_t i = 0; i < p->nops; i++) {
     ovl__op op = p->ops[i];
     if (transform_op(&op, mode))
       p->ops[kept++] = op;
   }
   p->nops = kept;
-  st = ovl__program_lower(p, err);
+  p->mode = mode;
+  return ovl__program_lower(p, err);
+}
+
+ovl_status ovl_program_transform(const ovl_program *prog, ovl_mode mode,
+                                 ovl_program **out, ovl_error *err) {
+  ovl_program *p;
+  ovl_status st;
+
+  if (prog == NULL || out == NULL || (int)mode < 0 || mode >= OVL__MODE_COUNT)
+    return ovl__err(err, OVL_EINVAL, "ovl_program_transform: bad argument");
+  st = ovl__program_clone(prog, &p, err);
+  if (st != OVL_OK)
+    return st;
+  st = ovl__program_transform_inplace(p, mode, err);
   if (st != OVL_OK) {
     ovl_program_free(p);
     return st;

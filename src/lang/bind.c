@@ -135,6 +135,10 @@ static ovl_status open_block(binder *B, const stmt *s) {
   B->blocks[B->nblocks].first = B->nops;
   B->blocks[B->nblocks].end = B->nops;
   B->blocks[B->nblocks].count = count.i;
+  B->blocks[B->nblocks].line = s->line;
+  B->blocks[B->nblocks].parent =
+      B->depth > 0 ? (int)B->stack[B->depth].block : -1;
+  B->blocks[B->nblocks].off = B->stack[B->depth].nops;
   frame *f = &B->stack[++B->depth];
   f->line = s->line;
   f->col = s->col;
@@ -155,6 +159,7 @@ static ovl_status close_block(binder *B) {
     return OVL_OK;
   }
   B->blocks[f->block].end = B->nops;
+  B->blocks[f->block].n = f->nops;
   if ((uint64_t)f->count > OVL_MAX_OPS / f->nops ||
       parent->nops + f->nops * (uint64_t)f->count > OVL_MAX_OPS)
     return perr(B, f->line, f->col,
@@ -294,6 +299,21 @@ static ovl_status assemble(binder *B, ovl_program **out) {
     emit(B, 0, B->nops, &b, prog->ops);
   }
   prog->nops = total;
+  for (size_t i = 0; i < total; i++)
+    prog->ops[i].src = (uint32_t)i;
+  if (B->nblocks > 0) {
+    if ((prog->blocks = malloc(B->nblocks * sizeof *prog->blocks)) == NULL)
+      goto nomem;
+    prog->nblocks = B->nblocks;
+    for (size_t k = 0; k < B->nblocks; k++) {
+      const block *bl = &B->blocks[k];
+      prog->blocks[k] = (ovl__block){.line = bl->line,
+                                     .parent = bl->parent,
+                                     .count = bl->count,
+                                     .off = bl->off,
+                                     .n = bl->n};
+    }
+  }
   prog->vars = ovl__shrink(B->vars, B->nvars, sizeof *B->vars);
   prog->nvars = B->nvars;
   B->vars = NULL;

@@ -281,10 +281,16 @@ typedef struct frame {
 } frame;
 
 /* A repeat block as a range of the template: ops [first, end) run `count`
- * times. Blocks are kept in the order they open (outer before inner). */
+ * times. Blocks are kept in the order they open (outer before inner). For
+ * the program's blocks (ovl__block): where `repeat` is, the enclosing
+ * block (-1: none), where its first iteration starts in the enclosing
+ * block's iteration and how many ops an iteration runs, expanded. */
 typedef struct block {
   size_t first, end;
   int64_t count;
+  int line;
+  int parent;
+  uint64_t off, n;
 } block;
 
 /* The first op that needs a ring's comm stream. */

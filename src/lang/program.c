@@ -19,6 +19,7 @@ void ovl_program_free(ovl_program *prog) {
   free(prog->events);
   free(prog->vars);
   free(prog->ops);
+  free(prog->blocks);
   free(prog->params);
   free(prog->fetch);
   free(prog->prims);
@@ -62,6 +63,8 @@ ovl_status ovl__program_clone(const ovl_program *prog, ovl_program **out,
   p->filename = dup_str(prog->filename, &fail);
   p->vars = dup_array(prog->vars, prog->nvars, sizeof *p->vars, &fail);
   p->ops = dup_array(prog->ops, prog->nops, sizeof *p->ops, &fail);
+  p->blocks = dup_array(prog->blocks, prog->nblocks, sizeof *p->blocks,
+                        &fail);
   p->params = dup_array(prog->params, prog->nparams, sizeof *p->params, &fail);
   p->fetch = dup_array(prog->fetch, prog->nfetch, sizeof *p->fetch, &fail);
   p->events = dup_array(prog->events, prog->nevents, sizeof *p->events, &fail);

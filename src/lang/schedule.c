@@ -188,6 +188,22 @@ ovl_status ovl_schedule_load(const char *path, ovl_schedule **out,
   return parse_text(buf, len, path, buf, false, out, err);
 }
 
+const char *ovl__schedule_text(const ovl_schedule *s, size_t *len) {
+  *len = s->len;
+  return s->text;
+}
+
+ovl_status ovl__schedule_parse_owned(char *text, size_t len,
+                                     const char *filename, ovl_schedule **out,
+                                     ovl_error *err) {
+  ovl_status st = check_text(text, len, filename, err);
+  if (st != OVL_OK) {
+    free(text);
+    return st;
+  }
+  return parse_text(text, len, filename, text, false, out, err);
+}
+
 const char *ovl_schedule_filename(const ovl_schedule *s) {
   return s->filename;
 }

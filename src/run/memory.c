@@ -41,6 +41,10 @@ uint64_t ovl_host_bytes_per_op(const ovl_op_memory_opts *o) {
   total = PROGRAM_BYTES_PER_OP * (1 + nmodes);
   if (o->race_check)
     total += ovl__race_bytes_per_op();
+  /* The re-check of a fix holds an edited program (made into its form in
+   * place) beside the others; its race check comes after the form's. */
+  if (o->race_check && o->fix_check)
+    total += PROGRAM_BYTES_PER_OP;
   if (o->trace)
     total += nmodes * SPAN_INDEX_BYTES_PER_OP;
   if (o->backend != NULL)

@@ -146,7 +146,8 @@ static void progress(const ovl_pipeline_opts *o, const ovl_report *r,
     o->progress(o->progress_ctx, r, ev, i);
 }
 
-/* Every mode's form, race-checked, before anything runs. */
+/* Every mode's form, race-checked (and its fixes re-checked, given the
+ * schedule), before anything runs. */
 static ovl_status check_races(ovl_report *r, const ovl_pipeline_opts *o,
                               ovl_error *e) {
   for (size_t i = 0; i < r->nmodes; i++) {
@@ -154,6 +155,8 @@ static ovl_status check_races(ovl_report *r, const ovl_pipeline_opts *o,
     ovl_status st = ovl_program_transform(r->prog, m->mode, &m->prog, e);
     if (st == OVL_OK)
       st = ovl_race_check(m->prog, &m->races, e);
+    if (st == OVL_OK && o->schedule != NULL)
+      st = ovl_races_check_fixes(m->races, m->prog, o->schedule, o->bind, e);
     if (st != OVL_OK)
       return stage_failed(e, o, "race check (%s)", ovl_mode_name(m->mode));
   }

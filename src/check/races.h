@@ -1,0 +1,50 @@
+/*
+ * A race report (ovl_races), shared by the checker that makes it
+ * (check/race.c) and the fix hints that it carries (check/fix.c).
+ */
+#ifndef OVL_CHECK_RACES_H
+#define OVL_CHECK_RACES_H
+
+#include "internal.h"
+
+typedef struct race_rec {
+  int var;
+  char *var_name;
+  ovl_race_access a[2]; /* first (earlier in program order), second */
+  const ovl__opdef *def[2];
+  uint64_t occurrences;
+  /* The fix hint (check/fix.c): an edit of the schedule's text, whether
+   * it was re-checked and removed the race, and if not, why (NULL when
+   * it was). */
+  char *fix;
+  bool fix_checked;
+  char *fix_why;
+  char *note; /* NULL, or why the second access is unordered */
+} race_rec;
+
+struct ovl_races_s {
+  size_t n, cap;
+  race_rec *races;
+  uint64_t more; /* unordered pairs not listed (beyond OVL_RACES_LIST_MAX) */
+  size_t nops;
+  int nranks;
+  int *ranks; /* 0..nranks-1 */
+  /* The program's stream names (the result does not refer to it). */
+  int nstreams;
+  char **stream_names;
+  /* Dedup table: open addressing, values are race index + 1. */
+  uint32_t *table;
+  size_t tcap;
+};
+
+/* The race check of `prog`, with the fix hints (`hints`: the first
+ * candidate of each race, not re-checked) or without (fix NULL). */
+ovl_status ovl__race_check(const ovl_program *prog, bool hints,
+                           ovl_races **out, ovl_error *err);
+
+/* Give every race of `res` (the report of `prog`) its fix hint: the first
+ * candidate, not re-checked, with `why` (check/fix.c). */
+ovl_status ovl__fix_hints(const ovl_program *prog, ovl_races *res,
+                          const char *why, ovl_error *err);
+
+#endif /* OVL_CHECK_RACES_H */
