@@ -154,13 +154,13 @@ if run 4 races-loop-carried --races "$bad/loop_carried_race.sched" &&
   has out "^race 1: 'g' on ranks 0-1 \(2 times in the expanded program\)$" &&
   has out '^  read   c_allreduce_sum +.*loop_carried_race\.sched:26  comm\[0\]$' &&
   has out '^  write  scale +.*loop_carried_race\.sched:21  calc$' &&
-  has out '^  fix: insert c_wait_comm\(g, ring_id=0\) after line 26$' && has out '^1 race in '
+  has out '^  fix \(checked\): insert c_wait_comm\(ring_id=0\) before line 21$' && has out '^1 race in '
 then ok "--races: a race carried by a repeat"; else ko "--races: a race carried by a repeat"; fi
 if run 4 races-in-step --races "$bad/race_not_loop_carried.sched" &&
   has out "^race 1: 'g' on ranks 0-1 \(3 times in the expanded program\)$" &&
   has out '^  write  c_allreduce_sum +.*race_not_loop_carried\.sched:23  comm\[0\]$' &&
   has out '^  read   elementwise_add +.*race_not_loop_carried\.sched:24  calc$' &&
-  has out '^  fix: insert c_wait_comm\(g, ring_id=0\) after line 23$' && has out '^1 race in '
+  has out '^  fix \(checked\): insert c_wait_comm\(g, ring_id=0\) before line 24$' && has out '^1 race in '
 then ok "--races: a race within a step of a repeat"; else ko "--races: a race within a step of a repeat"; fi
 # A user stream's and a collective-less comm stream's races are the
 # schedule's own: sync form keeps them.
@@ -172,7 +172,7 @@ done
 if run 4 races-user-stream --races "$bad/user_stream_missing_wait.sched" &&
   has out '^  write  scale +.*user_stream_missing_wait\.sched:18  copy$' &&
   has out '^  read   scale +.*user_stream_missing_wait\.sched:19  calc$' &&
-  has out '^  fix: insert event_record\(c, event=c_ready, stream=copy\) after line 18 and stream_wait_event\(c, event=c_ready, stream=calc\) before line 19$'
+  has out '^  fix \(checked\): insert event_record\(c, event=c_ready, stream=copy\) and stream_wait_event\(c, event=c_ready, stream=calc\) before line 19$'
 then ok "--races: a user stream's race"; else ko "--races: a user stream's race"; fi
 if run 4 races-comm-no-coll --races "$bad/comm_stream_no_collective.sched" &&
   has out '^  read   scale +.*comm_stream_no_collective\.sched:20  comm\[1\]$' &&
@@ -391,7 +391,7 @@ then ok "user streams: --op-times rows name the stream"; else ko "user streams: 
 if run 4 side-race-json --races --json "$src/tests/schedules/side_race.sched" &&
   grep -q '"first":{"line":5,"col":5,"op":"scale","stream":"side","access":"write"}' "$tmp/out" &&
   grep -q '"second":{"line":6,"col":5,"op":"elementwise_add","stream":"calc","access":"read"}' "$tmp/out" &&
-  grep -q '"fix":"insert event_record(b, event=b_ready, stream=side) after line 5 and stream_wait_event(b, event=b_ready, stream=calc) before line 6"' "$tmp/out" &&
+  grep -q '"fix":"insert event_record(b, event=b_ready, stream=side) and stream_wait_event(b, event=b_ready, stream=calc) before line 6","fix_checked":true' "$tmp/out" &&
   grep -q '"count":1' "$tmp/out" &&
   run 4 side-race --races "$src/tests/schedules/side_race.sched" &&
   has out '^  write  scale +.*side_race\.sched:5  side$'

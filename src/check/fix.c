@@ -312,54 +312,63 @@ static stmts *next_ops(cands *c, int want, unsigned kept, unsigned bits,
 static void candidates(const ovl_program *prog, unsigned kept,
                        const blocks *bx, const names *nm, const race_rec *r,
                        int want, cands *c) {
-  const char *x = r->var_name;
   int s1 = r->a[0].stream, s2 = r->a[1].stream;
   int r1 = s1 - OVL_STREAM_COMM(0), r2 = s2 - OVL_STREAM_COMM(0);
-  char ev[300], at1[300], at2[300];
+  char ev[300], at1[300], at2[300], x[300];
   stmts *e;
   c->n = c->nops = 0;
-  if (s2 == OVL_STREAM_HOST) {
-    /* The host reads (a fetch, which syncs calc only): sync the stream. */
-    if (is_comm(prog, s1)) {
-      if ((e = next_ops(c, want, kept, BIT(OP_SYNC_COMM), 1)) != NULL)
-        STMT(e, 0, "c_sync_comm_stream(%s, ring_id=%d)", x, r1);
-      if ((e = next_ops(c, want, kept, BIT(OP_WAIT_COMM), 1)) != NULL)
-        STMT(e, 0, "c_wait_comm(%s, ring_id=%d)", x, r1);
-    } else if (s1 == OVL_STREAM_CALC &&
-               (e = next_ops(c, want, kept, BIT(OP_SYNC_CALC), 1)) != NULL) {
-      STMT(e, 0, "c_sync_calc_stream(%s)", x);
-    }
-    if ((e = next_ops(c, want, kept, BIT(OP_STREAM_SYNC), 1)) != NULL)
-      STMT(e, 0, "stream_sync(%s, %s)", x,
-           stream_attrs(prog, s1, at1, sizeof at1));
-  } else {
-    if (s1 == OVL_STREAM_CALC && is_comm(prog, s2)) {
-      if ((e = next_ops(c, want, kept, BIT(OP_WAIT_COMPUTE), 1)) != NULL)
-        STMT(e, 0, "c_wait_compute(%s, ring_id=%d)", x, r2);
-    } else if (is_comm(prog, s1) && s2 == OVL_STREAM_CALC) {
-      if ((e = next_ops(c, want, kept, BIT(OP_WAIT_COMM), 1)) != NULL)
-        STMT(e, 0, "c_wait_comm(%s, ring_id=%d)", x, r1);
-    } else if (is_comm(prog, s1) && is_comm(prog, s2)) {
-      /* calc waits for comm[R], then comm[S] for calc. */
-      if ((e = next_ops(c, want, kept,
-                        BIT(OP_WAIT_COMM) | BIT(OP_WAIT_COMPUTE), 2)) != NULL) {
-        STMT(e, 0, "c_wait_comm(%s, ring_id=%d)", x, r1);
-        STMT(e, 1, "c_wait_compute(%s, ring_id=%d)", x, r2);
-      }
-    }
-    if ((e = next_ops(c, want, kept, BIT(OP_RECORD) | BIT(OP_WAIT_EVENT),
-                      2)) != NULL) {
-      fresh_event(nm, x, ev, sizeof ev);
-      STMT(e, 0, "event_record(%s, event=%s, %s)", x, ev,
-           stream_attrs(prog, s1, at1, sizeof at1));
-      STMT(e, 1, "stream_wait_event(%s, event=%s, %s)", x, ev,
-           stream_attrs(prog, s2, at2, sizeof at2));
-    }
-  }
   /* The latest point, then just before the second access. */
   c->lines[0] = place(prog, bx, r->a[0].op, r->a[1].op);
   c->lines[1] = r->a[1].line;
   c->nlines = c->lines[1] != c->lines[0] ? 2 : 1;
+  /* The variable, as the new ops' (dependency) input, where it is declared
+   * before both points: a wait at the top of a loop body that declares it
+   * further down would name an undefined variable. Without it the ops
+   * order the same streams. */
+  int first_line = c->lines[0] < c->lines[1] ? c->lines[0] : c->lines[1];
+  if (prog->vars[r->var].line < first_line)
+    snprintf(x, sizeof x, "%s, ", r->var_name);
+  else
+    x[0] = '\0';
+  if (s2 == OVL_STREAM_HOST) {
+    /* The host reads (a fetch, which syncs calc only): sync the stream. */
+    if (is_comm(prog, s1)) {
+      if ((e = next_ops(c, want, kept, BIT(OP_SYNC_COMM), 1)) != NULL)
+        STMT(e, 0, "c_sync_comm_stream(%sring_id=%d)", x, r1);
+      if ((e = next_ops(c, want, kept, BIT(OP_WAIT_COMM), 1)) != NULL)
+        STMT(e, 0, "c_wait_comm(%sring_id=%d)", x, r1);
+    } else if (s1 == OVL_STREAM_CALC &&
+               (e = next_ops(c, want, kept, BIT(OP_SYNC_CALC), 1)) != NULL) {
+      STMT(e, 0, "c_sync_calc_stream(%.*s)",
+           x[0] != '\0' ? (int)strlen(x) - 2 : 0, x);
+    }
+    if ((e = next_ops(c, want, kept, BIT(OP_STREAM_SYNC), 1)) != NULL)
+      STMT(e, 0, "stream_sync(%s%s)", x,
+           stream_attrs(prog, s1, at1, sizeof at1));
+  } else {
+    if (s1 == OVL_STREAM_CALC && is_comm(prog, s2)) {
+      if ((e = next_ops(c, want, kept, BIT(OP_WAIT_COMPUTE), 1)) != NULL)
+        STMT(e, 0, "c_wait_compute(%sring_id=%d)", x, r2);
+    } else if (is_comm(prog, s1) && s2 == OVL_STREAM_CALC) {
+      if ((e = next_ops(c, want, kept, BIT(OP_WAIT_COMM), 1)) != NULL)
+        STMT(e, 0, "c_wait_comm(%sring_id=%d)", x, r1);
+    } else if (is_comm(prog, s1) && is_comm(prog, s2)) {
+      /* calc waits for comm[R], then comm[S] for calc. */
+      if ((e = next_ops(c, want, kept,
+                        BIT(OP_WAIT_COMM) | BIT(OP_WAIT_COMPUTE), 2)) != NULL) {
+        STMT(e, 0, "c_wait_comm(%sring_id=%d)", x, r1);
+        STMT(e, 1, "c_wait_compute(%sring_id=%d)", x, r2);
+      }
+    }
+    if ((e = next_ops(c, want, kept, BIT(OP_RECORD) | BIT(OP_WAIT_EVENT),
+                      2)) != NULL) {
+      fresh_event(nm, r->var_name, ev, sizeof ev);
+      STMT(e, 0, "event_record(%sevent=%s, %s)", x, ev,
+           stream_attrs(prog, s1, at1, sizeof at1));
+      STMT(e, 1, "stream_wait_event(%sevent=%s, %s)", x, ev,
+           stream_attrs(prog, s2, at2, sizeof at2));
+    }
+  }
   c->n = c->nops * c->nlines;
 }
 
