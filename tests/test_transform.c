@@ -1,5 +1,6 @@
 /* Transforms: sync, async, comp, comm (docs/ARCHITECTURE.md, "Modes"). */
 #include <check.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -244,6 +245,174 @@ START_TEST(mode_names) {
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Edits: an op inserted into a bound program (the race replay's       */
+/* delay).                                                             */
+/* ------------------------------------------------------------------ */
+
+/* The seed's op i, by name, stream and line, for comparisons. */
+static void assert_same_op(const ovl_program *a, size_t i,
+                           const ovl_program *b, size_t j) {
+  ck_assert_ptr_eq(a->ops[i].def, b->ops[j].def);
+  ck_assert_int_eq(a->ops[i].line, b->ops[j].line);
+  ck_assert_int_eq(a->ops[i].col, b->ops[j].col);
+  ck_assert_int_eq(op_stream(a, i), op_stream(b, j));
+}
+
+/* A delay before the first allreduce (op 3), on its comm stream: one more
+ * op, there, at the allreduce's source position; every other op as it was,
+ * shifted; the lowering made again; the original left alone. */
+START_TEST(insert_delay_before_an_op) {
+  ovl_program *p = NULL;
+  ovl_error err = {0};
+  size_t at = 3, n;
+  const ovl__prim *pr;
+  ck_assert_str_eq(seed->ops[at].def->name, "c_allreduce_sum");
+  ck_assert_int_eq(ovl__program_insert_delay(seed, at, OVL_STREAM_COMM(0),
+                                             20000.0, &p, &err),
+                   OVL_OK);
+  ck_assert_uint_eq(p->nops, seed->nops + 1);
+  ck_assert_str_eq(p->ops[at].def->name, "delay");
+  ck_assert_double_eq(p->ops[at].us, 20000.0);
+  ck_assert_int_eq(p->ops[at].ring_id, 0);
+  ck_assert_int_eq(p->ops[at].out, -1);
+  ck_assert_int_eq(p->ops[at].nin, 0);
+  ck_assert_int_eq(p->ops[at].line, seed->ops[at].line);
+  ck_assert_int_eq(p->ops[at].col, seed->ops[at].col);
+  pr = ovl__op_prims(p, at, &n);
+  ck_assert_uint_eq(n, 1);
+  ck_assert_int_eq(pr[0].kind, OVL_PRIM_DELAY);
+  ck_assert_int_eq(pr[0].stream, OVL_STREAM_COMM(0));
+  ck_assert_int_eq(ovl__op_work_stream(p, at), OVL_STREAM_COMM(0));
+  for (size_t i = 0; i < at; i++)
+    assert_same_op(p, i, seed, i);
+  for (size_t i = at; i < seed->nops; i++)
+    assert_same_op(p, i + 1, seed, i);
+  ck_assert_uint_eq(p->nprims, seed->nprims + 1);
+  ck_assert_uint_eq(p->prim_first[p->nops], p->nprims);
+  ck_assert_uint_eq(p->nvars, seed->nvars);
+  ck_assert_uint_eq(p->nfetch, seed->nfetch);
+  ck_assert_int_eq(p->nstreams, seed->nstreams);
+  /* The original is untouched: its op there is still the allreduce. */
+  ck_assert_str_eq(seed->ops[at].def->name, "c_allreduce_sum");
+  ck_assert_uint_eq(seed->prim_first[seed->nops], seed->nprims);
+  ovl_program_free(p);
+}
+END_TEST
+
+/* At the start (before op 0) on calc, and at the end (before = nops),
+ * which takes the last op's position. */
+START_TEST(insert_delay_at_either_end) {
+  ovl_program *p = NULL;
+  ovl_error err = {0};
+  ck_assert_int_eq(ovl__program_insert_delay(seed, 0, OVL_STREAM_CALC, 5.0,
+                                             &p, &err),
+                   OVL_OK);
+  ck_assert_str_eq(p->ops[0].def->name, "delay");
+  ck_assert_int_eq(op_stream(p, 0), OVL_STREAM_CALC);
+  ck_assert_int_eq(p->ops[0].line, seed->ops[0].line);
+  assert_same_op(p, 1, seed, 0);
+  ovl_program_free(p);
+  p = NULL;
+  ck_assert_int_eq(ovl__program_insert_delay(seed, seed->nops,
+                                             OVL_STREAM_CALC, 0.0, &p, &err),
+                   OVL_OK);
+  ck_assert_uint_eq(p->nops, seed->nops + 1);
+  ck_assert_str_eq(p->ops[seed->nops].def->name, "delay");
+  ck_assert_int_eq(p->ops[seed->nops].line, seed->ops[seed->nops - 1].line);
+  assert_same_op(p, seed->nops - 1, seed, seed->nops - 1);
+  ovl_program_free(p);
+}
+END_TEST
+
+/* A user stream (stream=side) is a stream like any other. */
+START_TEST(insert_delay_on_a_user_stream) {
+  static const char text[] =
+      "x = data(shape=[4], init=uniform)\n"
+      "y = scale(x, scale=2.0, stream=side)\n"
+      "fetch(x)\n";
+  ovl_parse_opts po = {.nranks = 2};
+  ovl_program *g = NULL, *p = NULL;
+  ovl_error err = {0};
+  int side;
+  ck_assert_int_eq(ovl_program_parse(text, strlen(text), "u.sched", &po, &g,
+                                     &err),
+                   OVL_OK);
+  side = op_stream(g, 0);
+  ck_assert_str_eq(ovl__stream_name(g, side), "side");
+  ck_assert_int_eq(ovl__program_insert_delay(g, 0, side, 10.0, &p, &err),
+                   OVL_OK);
+  ck_assert_int_eq(op_stream(p, 0), side);
+  ck_assert_int_eq(p->ops[0].ring_id, 0);
+  ovl_program_free(p);
+  ovl_program_free(g);
+}
+END_TEST
+
+/* The race checker sees the same races in the edited program: a delay
+ * orders nothing. The race's ops move up by one past the insertion. */
+START_TEST(insert_delay_keeps_the_races) {
+  static const char text[] =
+      "x = data(shape=[4], init=uniform)\n"
+      "c = scale(x, scale=3.0)\n"
+      "c_allreduce_sum(c, ring_id=0)\n"
+      "c_wait_comm(c, ring_id=0)\n"
+      "fetch(c)\n";
+  ovl_parse_opts po = {.nranks = 2};
+  ovl_program *g = NULL, *p = NULL;
+  ovl_races *r0 = NULL, *r1 = NULL;
+  ovl_race_info a, b;
+  ovl_error err = {0};
+  ck_assert_int_eq(ovl_program_parse(text, strlen(text), "r.sched", &po, &g,
+                                     &err),
+                   OVL_OK);
+  ck_assert_int_eq(ovl_race_check(g, &r0, &err), OVL_OK);
+  ck_assert_uint_eq(ovl_races_count(r0), 1);
+  ck_assert_int_eq(ovl_races_get(r0, 0, &a), 0);
+  ck_assert_int_eq(ovl__program_insert_delay(g, a.first.op, a.first.stream,
+                                             100.0, &p, &err),
+                   OVL_OK);
+  ck_assert_int_eq(ovl_race_check(p, &r1, &err), OVL_OK);
+  ck_assert_uint_eq(ovl_races_count(r1), 1);
+  ck_assert_int_eq(ovl_races_get(r1, 0, &b), 0);
+  ck_assert_uint_eq(b.first.op, a.first.op + 1);
+  ck_assert_uint_eq(b.second.op, a.second.op + 1);
+  ck_assert_int_eq(b.first.line, a.first.line);
+  ck_assert_str_eq(b.var, a.var);
+  ovl_races_free(r0);
+  ovl_races_free(r1);
+  ovl_program_free(p);
+  ovl_program_free(g);
+}
+END_TEST
+
+/* Out of range: the position, the stream (the host is none), the delay.
+ * Nothing is made. */
+START_TEST(insert_delay_refuses_bad_arguments) {
+  ovl_program *p = NULL;
+  ovl_error err = {0};
+  ck_assert_int_eq(ovl__program_insert_delay(seed, seed->nops + 1,
+                                             OVL_STREAM_CALC, 1.0, &p, &err),
+                   OVL_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "the program has"));
+  ck_assert_int_eq(ovl__program_insert_delay(seed, 0, OVL_STREAM_HOST, 1.0,
+                                             &p, &err),
+                   OVL_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "not the host"));
+  ck_assert_int_eq(ovl__program_insert_delay(seed, 0, seed->nstreams, 1.0,
+                                             &p, &err),
+                   OVL_EINVAL);
+  ck_assert_int_eq(ovl__program_insert_delay(seed, 0, OVL_STREAM_CALC, -1.0,
+                                             &p, &err),
+                   OVL_EINVAL);
+  ck_assert_int_eq(ovl__program_insert_delay(seed, 0, OVL_STREAM_CALC,
+                                             NAN, &p, &err),
+                   OVL_EINVAL);
+  ck_assert_int_eq(ovl__program_insert(seed, 0, NULL, &p, &err), OVL_EINVAL);
+  ck_assert_ptr_null(p);
+}
+END_TEST
+
 static Suite *transform_suite(void) {
   Suite *s = suite_create("transform");
   TCase *tc = tcase_create("core");
@@ -257,6 +426,11 @@ static Suite *transform_suite(void) {
   tcase_add_test(tc, sync_keeps_generic_stream_ops);
   tcase_add_test(tc, comm_and_comp_with_generic_ops);
   tcase_add_test(tc, mode_names);
+  tcase_add_test(tc, insert_delay_before_an_op);
+  tcase_add_test(tc, insert_delay_at_either_end);
+  tcase_add_test(tc, insert_delay_on_a_user_stream);
+  tcase_add_test(tc, insert_delay_keeps_the_races);
+  tcase_add_test(tc, insert_delay_refuses_bad_arguments);
   suite_add_tcase(s, tc);
   return s;
 }

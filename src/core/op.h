@@ -401,6 +401,20 @@ bool ovl__mode_keeps(ovl_mode mode, const ovl__opdef *def);
 ovl_status ovl__program_clone(const ovl_program *prog, ovl_program **out,
                               ovl_error *err);
 
+/* Edits (core/transform.c): a new program, lowered, that is `prog` with
+ * `op` inserted before op `before` (0..nops; nops appends). `op` must be
+ * bound for `prog` (its variables, stream and event numbered as prog's).
+ * OVL_EINVAL for `before` out of range, OVL_ENOMEM past OVL_MAX_OPS. */
+ovl_status ovl__program_insert(const ovl_program *prog, size_t before,
+                               const ovl__op *op, ovl_program **out,
+                               ovl_error *err);
+/* The same with `delay(us=US, stream=S)` (S a stream of prog: calc, a comm
+ * stream or a user stream; not the host), given the source position of the
+ * op it is inserted before. */
+ovl_status ovl__program_insert_delay(const ovl_program *prog, size_t before,
+                                     int stream, double us,
+                                     ovl_program **out, ovl_error *err);
+
 /* Input generation: a pure function of (seed, rank, element index), so any
  * process can produce any rank's inputs. Returns the double the element is
  * initialised with, already rounded to the variable's dtype. */

@@ -16,7 +16,14 @@
  * are the schedule's own stream program and are kept as written, so a
  * schedule that puts work on a comm stream must order it itself, in every
  * mode.
+ *
+ * Edits (ovl__program_insert, ovl__program_insert_delay): one op inserted
+ * into a bound program, lowered again; the race replay (run/replay.c)
+ * delays a stream this way.
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "internal.h"
 
 /* Whether `op` survives in `mode`; may rewrite it in place. */
@@ -77,4 +84,102 @@ ovl_status ovl_program_transform(const ovl_program *prog, ovl_mode mode,
   }
   *out = p;
   return OVL_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Edits: one op inserted into a bound program (the race replay's      */
+/* perturbation, run/replay.c).                                        */
+/* ------------------------------------------------------------------ */
+
+ovl_status ovl__program_insert(const ovl_program *prog, size_t before,
+                               const ovl__op *op, ovl_program **out,
+                               ovl_error *err) {
+  ovl_program *p;
+  ovl__op *ops;
+  ovl_status st;
+
+  if (prog == NULL || op == NULL || op->def == NULL || out == NULL)
+    return ovl__err(err, OVL_EINVAL, "ovl__program_insert: bad argument");
+  if (before > prog->nops)
+    return ovl__err(err, OVL_EINVAL,
+                    "%s: cannot insert an op before op %zu: the program has "
+                    "%zu ops",
+                    prog->filename, before, prog->nops);
+  if (prog->nops >= OVL_MAX_OPS)
+    return ovl__err(err, OVL_ENOMEM,
+                    "%s: cannot insert an op: the program has the most ops "
+                    "a program may have (%u)",
+                    prog->filename, (unsigned)OVL_MAX_OPS);
+  st = ovl__program_clone(prog, &p, err);
+  if (st != OVL_OK)
+    return st;
+  ops = malloc((prog->nops + 1) * sizeof *ops);
+  if (ops == NULL) {
+    ovl_program_free(p);
+    return ovl__err(err, OVL_ENOMEM, "out of memory inserting an op");
+  }
+  if (before > 0)
+    memcpy(ops, prog->ops, before * sizeof *ops);
+  ops[before] = *op;
+  if (prog->nops > before)
+    memcpy(ops + before + 1, prog->ops + before,
+           (prog->nops - before) * sizeof *ops);
+  free(p->ops);
+  p->ops = ops;
+  p->nops = prog->nops + 1;
+  /* The clone's lowering describes the old op list: make it again. */
+  st = ovl__program_lower(p, err);
+  if (st != OVL_OK) {
+    ovl_program_free(p);
+    return st;
+  }
+  *out = p;
+  return OVL_OK;
+}
+
+ovl_status ovl__program_insert_delay(const ovl_program *prog, size_t before,
+                                     int stream, double us,
+                                     ovl_program **out, ovl_error *err) {
+  const ovl__opdef *def = ovl__opdef_find("delay");
+  const ovl__op *at;
+  ovl__op op;
+
+  if (prog == NULL || out == NULL || def == NULL)
+    return ovl__err(err, OVL_EINVAL,
+                    "ovl__program_insert_delay: bad argument");
+  if (stream < 0 || stream >= prog->nstreams)
+    return ovl__err(err, OVL_EINVAL,
+                    "%s: cannot delay stream %d: the program has %d streams "
+                    "(a delay needs a stream, not the host)",
+                    prog->filename, stream, prog->nstreams);
+  if (!(us >= 0.0) || us > 1e12)
+    return ovl__err(err, OVL_EINVAL,
+                    "%s: a delay of %g us: must be between 0 and 1e12",
+                    prog->filename, us);
+  if (before > prog->nops)
+    return ovl__err(err, OVL_EINVAL,
+                    "%s: cannot insert an op before op %zu: the program has "
+                    "%zu ops",
+                    prog->filename, before, prog->nops);
+  /* As binding makes `delay(us=US, stream=...)`, written where the op it
+   * delays is (or, at the end, where the last op is). */
+  memset(&op, 0, sizeof op);
+  op.def = def;
+  at = before < prog->nops ? &prog->ops[before]
+       : prog->nops > 0    ? &prog->ops[prog->nops - 1]
+                           : NULL;
+  op.line = at != NULL ? at->line : 0;
+  op.col = at != NULL ? at->col : 0;
+  /* In the same iteration of the same repeat block as that op. */
+  op.src = at != NULL ? at->src : 0;
+  op.out = -1;
+  op.scale = 1.0;
+  op.us = us;
+  op.event = -1;
+  op.ring_id = stream >= OVL_STREAM_COMM(0) &&
+                       stream < OVL_STREAM_COMM(prog->nrings)
+                   ? stream - OVL_STREAM_COMM(0)
+                   : 0;
+  op.stream = stream;
+  return ovl__program_insert(prog, before, &op, out, err);
 }
