@@ -87,7 +87,10 @@ ovl_status tool_tune_world(ovl_world *world, unsigned chaos_seed,
 static int flush_errno;
 
 void flush_output(FILE *f) {
-  if (fflush(f) != 0 && flush_errno == 0)
+  /* A write that failed inside printf (its text was more than the
+   * buffer) left the error flag and errno, and an empty buffer: this
+   * flush succeeds, and errno is still the write's. */
+  if ((fflush(f) != 0 || ferror(f)) && flush_errno == 0)
     flush_errno = errno;
 }
 

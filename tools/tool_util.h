@@ -70,8 +70,9 @@ bool host_memory_overridden(void);
 uint64_t host_memory_from(const char *proc_cgroup, const char *cgroup_root,
                           uint64_t phys);
 
-/* fflush(f) where the output must show now (a table's row); an error is
- * kept for close_output(), which reports it. */
+/* fflush(f) where the output must show now (a table's row), or right after
+ * a long printf; an error, of the flush or of a write before it, is kept
+ * for close_output(), which reports it. */
 void flush_output(FILE *f);
 
 /* Flushes and closes `f`, a stream of the tool's output (stdout) that
