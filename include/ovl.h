@@ -713,7 +713,49 @@ typedef struct ovl_pipeline_opts_s {
    * not re-checked. It must outlive the call. */
   const ovl_schedule *schedule;
   const ovl_bind_opts *bind;
+  /* Replay the races found (needs `races` and a world; see "Race replay"
+   * below): 0 none; OVL_REPLAY_ALL every race of every form; K >= 1 race K
+   * (as the race report numbers them: ovl_races_get(races, K - 1)) of each
+   * form that has one. A K that no form has is refused (OVL_EINVAL, the
+   * message says how many races each form has). */
+  long replay;
+  /* The replay's delay in microseconds; 0: the default (see "Race
+   * replay"). It must be shorter than the world's timeout. */
+  double replay_delay_us;
 } ovl_pipeline_opts;
+
+/*
+ * Race replay: a deterministic perturbation that makes a race show as
+ * wrong numbers (ovl_pipeline_opts.replay). For race K of a form, the form
+ * is run with one op inserted: delay(us=D) on the stream of the race's
+ * first access, just before that access. The second access is not ordered
+ * after the first, so nothing it waits for (streams, events, host syncs)
+ * waits for the delay: its stream, or the host, runs ahead and the second
+ * access happens before the first; on every rank alike. Each run is one
+ * iteration with no warmup, so that a buffer that is not an input still
+ * holds what the backend fills fresh memory with (NaN on cpu and cuda)
+ * until it is written, and a read that comes too early cannot read a
+ * right value left by an earlier iteration. The fetched values are
+ * compared with the float64 reference (the pipeline's rtol and atol): the
+ * race is *shown* when any element differs, and the replay names the first
+ * (lowest rank, then fetched variable, then element).
+ *
+ * Before its replays, a form is run once plainly (the same one iteration,
+ * no delay): its time sets D, and its comparison says whether the numbers
+ * were wrong without any delay. D is replay_delay_us, or by default
+ * max(OVL_REPLAY_MIN_DELAY_US, 4 x the plain run's time): longer than
+ * anything the second access can wait for, a whole iteration, with a
+ * margin for a busy machine; at most half the world's timeout.
+ *
+ * A race is not replayed (shown 0, `why` says so) when its form's numbers
+ * are not compared (comp, comm, or nothing fetched) or its first access is
+ * on the host (there is no stream to delay; the host orders everything it
+ * enqueues after its own accesses, so the race checker reports no such
+ * race). A replay whose numbers match says why where it can tell: nothing
+ * fetched is computed from the variable after the first access.
+ */
+#define OVL_REPLAY_ALL (-1L)
+#define OVL_REPLAY_MIN_DELAY_US 20000.0
 
 /* Run the pipeline of `opts` on `prog` (as parsed for the world's rank
  * count). `world` may be NULL when opts->run is 0. On success *out holds
@@ -805,6 +847,54 @@ ovl_status ovl_report_op_times(const ovl_report *r, size_t i,
                                ovl_op_time **rows, size_t *nrows,
                                ovl_error *err);
 
+/* One race replayed (see "Race replay"). Strings live as long as the
+ * report (and `var` as the program given to ovl_pipeline_run). */
+typedef struct ovl_replay_s {
+  size_t race; /* its index in the form's race report: race + 1 as printed */
+  /* 1: the numbers came out wrong. */
+  int shown;
+  /* Where the delay went: on `stream` just before op `op` of the form's
+   * program (the race's first access), at source line `line`; stream -1
+   * (host) when it was not replayed. */
+  int stream;
+  const char *stream_name;
+  size_t op;
+  int line;
+  double delay_us; /* the delay; NaN when it was not replayed */
+  /* When shown: the first element out of tolerance, on `rank`, of fetched
+   * variable `fetch_index` (named `var`), at flat index `index`
+   * (ovl_var_index_text); what it held and what the reference says; and
+   * the elements out of tolerance and compared, all ranks and variables. */
+  int rank;
+  size_t fetch_index;
+  const char *var;
+  int64_t index;
+  double got, expected;
+  int64_t mismatched, checked;
+  /* When not shown: why ("the numbers matched (nothing fetched is
+   * computed from 't' after line 12)", "not replayed (comp-only numbers
+   * are not compared with the reference)"). */
+  const char *why;
+} ovl_replay;
+
+/* The replay of one form of a report. */
+typedef struct ovl_report_replay_s {
+  size_t n;                  /* races replayed (or not, with why) */
+  const ovl_replay *replays; /* [n], in race order */
+  /* The plain run (one iteration, no delay): whether it ran, its time,
+   * and its comparison (elements compared, out of tolerance). */
+  int plain_ran;
+  double plain_s;
+  int64_t plain_checked, plain_mismatched;
+  /* The delay used; NaN when nothing was replayed. */
+  double delay_us;
+} ovl_report_replay;
+/* The replay of mode i; returns 0, or -1 (out zeroed) when i is out of
+ * range or the report was made without replay. A form none of whose races
+ * was asked for has n == 0. */
+int ovl_report_replay_get(const ovl_report *r, size_t i,
+                          ovl_report_replay *out);
+
 /* The verdict of a report: "PASS", "FAIL: numeric mismatch" (any element
  * out of tolerance) or "FAIL: races" (numbers right, races found). */
 const char *ovl_report_result(const ovl_report *r);
@@ -842,7 +932,9 @@ ovl_status ovl_report_json(const ovl_report *r,
  * tools/overlap_sim --races --json writes), each under its form's name,
  * one alone too: {"modes": {"sync": REPORT, "async": REPORT}} and "\n",
  * REPORT as ovl_races_format gives it. The report must have been made with
- * the race check. *text is malloc'd (free() it). */
+ * the race check. A report made with the replay has a second key,
+ * "replay" (what --replay --json writes; README, "Finding ordering
+ * bugs"). *text is malloc'd (free() it). */
 ovl_status ovl_report_races_json(const ovl_report *r, char **text,
                                  size_t *len, ovl_error *err);
 

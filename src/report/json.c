@@ -318,8 +318,87 @@ ovl_status ovl_report_json(const ovl_report *r,
   return finish(&b, text, len, err);
 }
 
+/* One race replayed (ovl.h, "Race replay"). */
+static void json_replay_one(ovl__sbuf *b, const ovl_program *prog,
+                            const ovl_replay *x) {
+  ovl__sb_printf(b, "{\"race\": %zu, \"shown\": %s, \"delay\": ",
+                 x->race + 1, x->shown ? "true" : "false");
+  if (isnan(x->delay_us)) {
+    ovl__sb_puts(b, "null");
+  } else {
+    ovl__sb_puts(b, "{\"stream\": ");
+    ovl__sb_json_str(b, x->stream_name);
+    ovl__sb_printf(b, ", \"op\": %zu, \"line\": %d, \"us\": ", x->op,
+                   x->line);
+    sb_num(b, x->delay_us);
+    ovl__sb_puts(b, "}");
+  }
+  if (x->shown) {
+    ovl_var_info v;
+    char idx[128];
+    ovl_program_fetch_info(prog, x->fetch_index, &v);
+    ovl_var_index_text(&v, x->index, idx, sizeof idx);
+    ovl__sb_printf(b, ", \"rank\": %d, \"var\": ", x->rank);
+    ovl__sb_json_str(b, x->var);
+    ovl__sb_printf(b, ", \"index\": %lld, \"at\": ", (long long)x->index);
+    ovl__sb_json_str(b, idx);
+    ovl__sb_puts(b, ", \"got\": ");
+    sb_num(b, x->got);
+    ovl__sb_puts(b, ", \"expected\": ");
+    sb_num(b, x->expected);
+  } else {
+    ovl__sb_puts(b, ", \"rank\": null, \"var\": null, \"index\": null, "
+                    "\"at\": null, \"got\": null, \"expected\": null");
+  }
+  ovl__sb_printf(b, ", \"mismatched\": %lld, \"checked\": %lld, "
+                    "\"why\": ",
+                 (long long)x->mismatched, (long long)x->checked);
+  sb_str_or_null(b, x->why);
+  ovl__sb_puts(b, "}");
+}
+
+/* The replay of every form of a report made with it, as the value of
+ * "replay" (README, "Finding ordering bugs"). */
+static void json_replay(ovl__sbuf *b, const ovl_report *r) {
+  ovl_report_machine mc;
+  size_t count = 0, shown = 0;
+  ovl_report_machine_get(r, &mc);
+  ovl__sb_puts(b, "{\"backend\": ");
+  sb_str_or_null(b, mc.backend);
+  ovl__sb_printf(b, ", \"ranks\": %d, \"modes\": {", mc.nranks);
+  for (size_t i = 0; i < ovl_report_mode_count(r); i++) {
+    ovl_report_mode m;
+    ovl_report_replay rp;
+    ovl_report_mode_get(r, i, &m);
+    ovl_report_replay_get(r, i, &rp);
+    ovl__sb_printf(b, "%s\"%s\": {\"plain\": ", i ? ", " : "",
+                   ovl_mode_name(m.mode));
+    if (rp.plain_ran) {
+      ovl__sb_puts(b, "{\"time_s\": ");
+      sb_num(b, rp.plain_s);
+      ovl__sb_printf(b, ", \"checked\": %lld, \"mismatched\": %lld}",
+                     (long long)rp.plain_checked,
+                     (long long)rp.plain_mismatched);
+    } else {
+      ovl__sb_puts(b, "null");
+    }
+    ovl__sb_puts(b, ", \"delay_us\": ");
+    sb_num_or_null(b, rp.delay_us);
+    ovl__sb_puts(b, ", \"races\": [");
+    for (size_t k = 0; k < rp.n; k++) {
+      ovl__sb_puts(b, k ? ", " : "");
+      json_replay_one(b, ovl_report_program(r), &rp.replays[k]);
+      count++;
+      shown += rp.replays[k].shown != 0;
+    }
+    ovl__sb_puts(b, "]}");
+  }
+  ovl__sb_printf(b, "}, \"count\": %zu, \"shown\": %zu}", count, shown);
+}
+
 ovl_status ovl_report_races_json(const ovl_report *r, char **text,
                                  size_t *len, ovl_error *err) {
+  ovl_report_replay rp;
   ovl__sbuf b = {0};
   size_t n = ovl_report_mode_count(r);
 
@@ -344,6 +423,12 @@ ovl_status ovl_report_races_json(const ovl_report *r, char **text,
     ovl__sb_printf(&b, "%s\"%s\": ", i ? ", " : "", ovl_mode_name(m.mode));
     sb_races(&b, m.races, ovl_report_program(r));
   }
-  ovl__sb_puts(&b, "}}\n");
+  ovl__sb_puts(&b, "}");
+  /* Made with the replay: its results too. */
+  if (ovl_report_replay_get(r, 0, &rp) == 0) {
+    ovl__sb_puts(&b, ", \"replay\": ");
+    json_replay(&b, r);
+  }
+  ovl__sb_puts(&b, "}\n");
   return finish(&b, text, len, err);
 }

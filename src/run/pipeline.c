@@ -28,6 +28,7 @@ typedef struct {
   bool checked;      /* its numbers are compared with the reference */
   ovl_check check;
   double total, median, min, max;
+  ovl__replay_form replay; /* with replay: its races replayed */
 } report_mode;
 
 struct ovl_report_s {
@@ -35,6 +36,7 @@ struct ovl_report_s {
   size_t nmodes;
   report_mode modes[N_ORDER];
   bool races; /* made with the race check */
+  bool replay; /* made with the race replay */
   /* The machine (with a run): copied from the world. */
   char *backend, *devices;
   char **device_names; /* [nranks] */
@@ -51,6 +53,7 @@ void ovl_report_free(ovl_report *r) {
     ovl_races_free(m->races);
     ovl_program_free(m->prog);
     ovl_check_release(&m->check);
+    ovl__replay_form_release(&m->replay);
   }
   if (r->device_names != NULL)
     for (int k = 0; k < r->nranks; k++)
@@ -70,7 +73,9 @@ static bool mode_checked(const ovl_program *prog, ovl_mode mode) {
 
 int ovl_pipeline_needs_reference(const ovl_program *prog,
                                  const ovl_pipeline_opts *o) {
-  if (prog == NULL || o == NULL || !o->run || o->reference != NULL)
+  /* A replay may need it (whether it does depends on the races found). */
+  if (prog == NULL || o == NULL || (!o->run && o->replay == 0) ||
+      o->reference != NULL)
     return 0;
   for (size_t k = 0; k < N_ORDER; k++)
     if ((o->modes & OVL_MODE_BIT(run_order[k])) &&
@@ -187,6 +192,83 @@ static ovl_status run_mode(ovl_report *r, size_t i, ovl_world *world,
   return OVL_OK;
 }
 
+/* Whether the replay asks for a race of mode m. */
+static bool replay_selects(const report_mode *m, long which) {
+  size_t n = m->races != NULL ? ovl_races_count(m->races) : 0;
+  return which == OVL_REPLAY_ALL ? n > 0
+                                 : which >= 1 && (size_t)which <= n;
+}
+
+/* Race K of the replay must be in some form: else say what there is. */
+static ovl_status check_replay_race(const ovl_report *r,
+                                    const ovl_pipeline_opts *o,
+                                    ovl_error *e) {
+  char list[512];
+  size_t off = 0;
+  if (o->replay == OVL_REPLAY_ALL)
+    return OVL_OK;
+  for (size_t i = 0; i < r->nmodes; i++)
+    if (replay_selects(&r->modes[i], o->replay))
+      return OVL_OK;
+  list[0] = '\0';
+  for (size_t i = 0; i < r->nmodes; i++)
+    off += ovl_races_count(r->modes[i].races);
+  if (off == 0) {
+    ovl__err(e, OVL_EINVAL, "there is no race %ld to replay: no races were "
+             "found", o->replay);
+    return stage_failed(e, o, "replay");
+  }
+  off = 0;
+  for (size_t i = 0; i < r->nmodes && off < sizeof list; i++) {
+    size_t n = ovl_races_count(r->modes[i].races);
+    const char *name = ovl_mode_name(r->modes[i].mode);
+    if (n == 0)
+      off += (size_t)snprintf(list + off, sizeof list - off,
+                              "%sthe %s form has no races", i ? "; " : "",
+                              name);
+    else if (n == 1)
+      off += (size_t)snprintf(list + off, sizeof list - off,
+                              "%sthe %s form has race 1 only", i ? "; " : "",
+                              name);
+    else
+      off += (size_t)snprintf(list + off, sizeof list - off,
+                              "%sthe %s form has races 1 to %zu",
+                              i ? "; " : "", name, n);
+  }
+  ovl__err(e, OVL_EINVAL, "there is no race %ld to replay: %s", o->replay,
+           list);
+  return stage_failed(e, o, "replay");
+}
+
+/* Why mode m's numbers are not compared with the reference, or NULL. */
+static const char *not_compared(const ovl_program *prog, ovl_mode mode) {
+  if (mode_checked(prog, mode))
+    return NULL;
+  if (mode == OVL_MODE_COMP)
+    return "comp-only numbers are not compared with the reference";
+  if (mode == OVL_MODE_COMM)
+    return "comm-only numbers are not compared with the reference";
+  return "nothing is fetched";
+}
+
+/* Every form's races asked for, replayed (ovl.h, "Race replay"). */
+static ovl_status replay_races(ovl_report *r, ovl_world *world,
+                               const ovl_reference *ref,
+                               const ovl_pipeline_opts *o, ovl_error *e) {
+  for (size_t i = 0; i < r->nmodes; i++) {
+    report_mode *m = &r->modes[i];
+    ovl_status st;
+    if (!replay_selects(m, o->replay))
+      continue;
+    st = ovl__replay_form_run(world, r->prog, m->prog, m->races, o->replay,
+                              not_compared(r->prog, m->mode), ref, o->rtol,
+                              o->atol, o->replay_delay_us, &m->replay, e);
+    if (st != OVL_OK)
+      return stage_failed(e, o, "replay (%s)", ovl_mode_name(m->mode));
+  }
+  return OVL_OK;
+}
+
 static ovl_status pipeline(ovl_report *r, ovl_world *world,
                            const ovl_pipeline_opts *o, ovl_error *e) {
   ovl_reference *own = NULL;
@@ -196,20 +278,32 @@ static ovl_status pipeline(ovl_report *r, ovl_world *world,
   if (o->races && (st = check_races(r, o, e)) != OVL_OK)
     return st;
   progress(o, r, OVL_PIPELINE_CHECKED, 0);
-  if (!o->run)
+  if (o->replay != 0 && (st = check_replay_race(r, o, e)) != OVL_OK)
+    return st;
+  if (!o->run && o->replay == 0)
     return OVL_OK;
 
   /* Nothing fetched, nothing to compare: no reference either (a sweep of
-   * a 1 GiB collective need not interpret it in float64). */
+   * a 1 GiB collective need not interpret it in float64). The runs and
+   * the replays share it. */
   for (size_t i = 0; i < r->nmodes; i++) {
     report_mode *m = &r->modes[i];
     m->checked = mode_checked(r->prog, m->mode);
-    if (m->checked && ref == NULL) {
+    if (m->checked && ref == NULL &&
+        (o->run || (o->replay != 0 && replay_selects(m, o->replay)))) {
       st = ovl_reference_compute(r->prog, ovl_world_nranks(world), &own, e);
       if (st != OVL_OK)
         return stage_failed(e, o, "reference");
       ref = own;
     }
+  }
+  if (o->replay != 0 && (st = replay_races(r, world, ref, o, e)) != OVL_OK) {
+    ovl_reference_free(own);
+    return st;
+  }
+  if (!o->run) {
+    ovl_reference_free(own);
+    return OVL_OK;
   }
   progress(o, r, OVL_PIPELINE_READY, 0);
   for (size_t i = 0; i < r->nmodes && st == OVL_OK; i++) {
@@ -234,8 +328,27 @@ ovl_status ovl_pipeline_run(ovl_world *world, const ovl_program *prog,
   if (out != NULL)
     *out = NULL;
   if (prog == NULL || opts == NULL || out == NULL ||
-      (opts->run && world == NULL))
+      ((opts->run || opts->replay != 0) && world == NULL))
     return ovl__err(err, OVL_EINVAL, "ovl_pipeline_run: bad argument");
+  if (opts->replay != 0 &&
+      (!opts->races || (opts->replay != OVL_REPLAY_ALL && opts->replay < 1)))
+    return ovl__err(err, OVL_EINVAL,
+                    "ovl_pipeline_run: replay %ld: replay needs the race "
+                    "check, and a race number >= 1 or OVL_REPLAY_ALL",
+                    opts->replay);
+  if (!(opts->replay_delay_us >= 0) || opts->replay_delay_us > 1e12)
+    return ovl__err(err, OVL_EINVAL,
+                    "ovl_pipeline_run: replay delay %g us: must be between "
+                    "0 (the default) and 1e12",
+                    opts->replay_delay_us);
+  /* A stream waiting for the delayed one would time out. */
+  if (opts->replay != 0 && world != NULL &&
+      opts->replay_delay_us >= world->timeout_s * 1e6)
+    return ovl__err(err, OVL_EINVAL,
+                    "replay: a delay of %g s is not shorter than the "
+                    "timeout (%g s): a stream waiting for the delayed one "
+                    "would time out",
+                    opts->replay_delay_us * 1e-6, world->timeout_s);
   if ((opts->modes & ~all) != 0)
     return ovl__err(err, OVL_EINVAL,
                     "ovl_pipeline_run: unknown mode bits 0x%x",
@@ -245,15 +358,17 @@ ovl_status ovl_pipeline_run(ovl_world *world, const ovl_program *prog,
     return ovl__err(err, OVL_ENOMEM, "out of memory");
   r->prog = prog;
   r->races = opts->races != 0;
+  r->replay = opts->replay != 0;
   for (size_t k = 0; k < N_ORDER; k++) {
     report_mode *m = &r->modes[r->nmodes];
     if (!(opts->modes & OVL_MODE_BIT(run_order[k])))
       continue;
     m->mode = run_order[k];
     m->total = m->median = m->min = m->max = NAN;
+    m->replay.delay_us = NAN;
     r->nmodes++;
   }
-  if (opts->run)
+  if (opts->run || opts->replay != 0)
     st = copy_machine(r, world, &e);
   if (st == OVL_OK)
     st = pipeline(r, world, opts, &e);
@@ -314,6 +429,26 @@ int ovl_report_find(const ovl_report *r, ovl_mode mode) {
     if (r->modes[i].mode == mode && r->modes[i].res != NULL)
       return (int)i;
   return -1;
+}
+
+int ovl_report_replay_get(const ovl_report *r, size_t i,
+                          ovl_report_replay *out) {
+  const ovl__replay_form *f;
+  if (out == NULL)
+    return -1;
+  memset(out, 0, sizeof *out);
+  out->plain_s = out->delay_us = NAN;
+  if (r == NULL || i >= r->nmodes || !r->replay)
+    return -1;
+  f = &r->modes[i].replay;
+  out->n = f->n;
+  out->replays = f->items;
+  out->plain_ran = f->plain_ran;
+  out->plain_s = f->plain_ran ? f->plain_s : NAN;
+  out->plain_checked = f->plain_checked;
+  out->plain_mismatched = f->plain_mismatched;
+  out->delay_us = f->delay_us;
+  return 0;
 }
 
 /* The total of a mode that ran, or NaN. */

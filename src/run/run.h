@@ -54,6 +54,32 @@ ovl_status ovl__result_set_machine(ovl_result *res, const ovl_world *world,
 int ovl__result_prim_span(const ovl_result *res, int rank, size_t p,
                           double *start, double *end);
 
+/* The race replay of one form (run/replay.c; ovl.h, "Race replay"). */
+typedef struct ovl__replay_form {
+  bool plain_ran;
+  double plain_s;
+  int64_t plain_checked, plain_mismatched;
+  double delay_us; /* NaN when nothing was replayed */
+  size_t n;
+  ovl_replay *items; /* [n] */
+  char **whys;       /* [n]: the items' `why`, owned */
+} ovl__replay_form;
+
+/* Replay the races `which` (OVL_REPLAY_ALL, or K >= 1) of `races`, found
+ * in `form`, the form of `prog` for `mode`: a plain run, then one run per
+ * race with its first access delayed, each compared with `ref` (rtol,
+ * atol). `not_compared`: NULL, or why the form's numbers are not compared
+ * (then nothing runs and every race says so; `ref` may be NULL).
+ * `delay_us`: 0 for the default. On failure `out` is released. */
+ovl_status ovl__replay_form_run(ovl_world *world, const ovl_program *prog,
+                                const ovl_program *form,
+                                const ovl_races *races, long which,
+                                const char *not_compared,
+                                const ovl_reference *ref, double rtol,
+                                double atol, double delay_us,
+                                ovl__replay_form *out, ovl_error *err);
+void ovl__replay_form_release(ovl__replay_form *f);
+
 /* A barrier that a failed rank can open for everyone (barrier_abort), and
  * whose count can drop (threads that will never come). */
 typedef struct {
