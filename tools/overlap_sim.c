@@ -8,7 +8,8 @@
  * -> the pipeline (ovl_pipeline_run: forms, race checks, reference, runs,
  * comparisons) -> the table, summary, mismatches, races, --show, op times
  * (tools/sim_report.c) -> the output files (tools/outfile.c; their text
- * from the library).
+ * from the library). --races stops after the race checks; --replay
+ * replays the races found instead of the timed runs (tools/sim_replay.c).
  *
  * Exit codes: 0 ok, 1 numeric mismatch, 2 usage or schedule error (also an
  * output file that is the schedule or another output), 3 runtime error
@@ -26,6 +27,7 @@
 #include "ovl.h"
 #include "sim_flags.h"
 #include "sim_memory.h"
+#include "sim_replay.h"
 #include "sim_report.h"
 #include "tool_util.h"
 
@@ -130,17 +132,24 @@ static int count_modes(unsigned modes) {
 /* --races: parse and check, run nothing (no device is touched).        */
 /* ------------------------------------------------------------------ */
 
-/* The reports on stdout, or as JSON on stdout (--json) or to --json=FILE,
- * which is written whole as a run's output files are. Returns the exit
- * status. */
+/* The reports on stdout (with --replay, the replay lines after them; -q:
+ * those only), or as JSON on stdout (--json) or to --json=FILE, which is
+ * written whole as a run's output files are. Returns -1, or the exit
+ * status of a failure. */
 static int races_output(const sim_options *o, const ovl_report *report,
                         const outfile *json) {
   ovl_error err = {0};
   char *text = NULL;
   size_t len = 0;
 
-  if (o->json == NULL)
-    return sim_print_races(report, false, stdout) < 0 ? EXIT_RUNTIME : -1;
+  if (o->json == NULL) {
+    if (!(o->replay != 0 && o->quiet) &&
+        sim_print_races(report, false, stdout) < 0)
+      return EXIT_RUNTIME;
+    if (o->replay != 0)
+      sim_print_replay(report);
+    return -1;
+  }
   if (ovl_report_races_json(report, &text, &len, &err) != OVL_OK) {
     fprintf(stderr, "%s: races: %s\n", progname, err.msg);
     return EXIT_RUNTIME;
@@ -199,10 +208,6 @@ static int races_only(const sim_options *o, const char *path, unsigned modes,
   return rc;
 }
 
-/* ------------------------------------------------------------------ */
-/* A run                                                               */
-/* ------------------------------------------------------------------ */
-
 /* The world the flags ask for, tuned. Returns -1, or the exit status of a
  * failure (message printed). */
 static int make_world(const sim_options *o, ovl_world **world) {
@@ -218,6 +223,71 @@ static int make_world(const sim_options *o, ovl_world **world) {
   fprintf(stderr, "%s: %s\n", progname, err.msg);
   return st == OVL_ENODEV || st == OVL_EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
 }
+
+/* ------------------------------------------------------------------ */
+/* --replay: check, then replay every race found (or race K) on the     */
+/* world: no timed run.                                                 */
+/* ------------------------------------------------------------------ */
+
+static int replay_only(const sim_options *o, const char *path,
+                       unsigned modes, const outfile *json) {
+  ovl_bind_opts bopts = {.defines = o->defines, .ndefines = o->ndefines};
+  ovl_schedule *sched = NULL;
+  ovl_pipeline_opts pl = {.modes = modes,
+                          .races = 1,
+                          .run = 0,
+                          .rtol = o->rtol,
+                          .atol = o->atol,
+                          .replay = o->replay,
+                          .replay_delay_us = o->replay_delay_us};
+  ovl_world *world = NULL;
+  ovl_program *prog = NULL;
+  ovl_report *report = NULL;
+  ovl_error err = {0};
+  ovl_status st;
+  mem_plan mem;
+  int rc;
+
+  if ((rc = sim_parse_schedule(path, &sched)) >= 0)
+    return rc;
+  if ((rc = make_world(o, &world)) >= 0)
+    goto out;
+  sim_plan_memory(&mem, o, count_modes(modes), ovl_world_backend_name(world),
+                  ovl_world_nranks(world));
+  bopts.nranks = ovl_world_nranks(world);
+  bopts.cpu_defaults = strcmp(ovl_world_backend_name(world), "cpu") == 0;
+  if ((rc = sim_bind_schedule(sched, &bopts, &mem, &prog)) >= 0)
+    goto out;
+  /* The fixes are re-checked against the schedule, as --races does. */
+  pl.schedule = sched;
+  pl.bind = &bopts;
+  rc = sim_check_host_memory(prog, path, &mem,
+                             ovl_pipeline_needs_reference(prog, &pl));
+  if (rc >= 0)
+    goto out;
+  st = ovl_pipeline_run(world, prog, &pl, &report, &err);
+  if (st != OVL_OK) {
+    fprintf(stderr, "%s: %s\n", progname, err.msg);
+    rc = runtime_exit(st);
+    goto out;
+  }
+  rc = races_output(o, report, json);
+  if (rc < 0) {
+    ovl_report_summary sum;
+    ovl_report_summary_get(report, &sum);
+    rc = sum.races > 0 ? EXIT_RACES : EXIT_SUCCESS;
+  }
+out:
+  ovl_schedule_free(sched);
+  ovl_report_free(report);
+  ovl_program_free(prog);
+  ovl_world_free(world);
+  return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* A run                                                               */
+/* ------------------------------------------------------------------ */
 
 /* The table as the pipeline fills it: the header once the race checks
  * are done, the column names once the reference is ready, each row as its
@@ -399,6 +469,10 @@ static int overlap_sim(int argc, char **argv) {
     goto out;
   /* Modes, in the order they run: sync, async, comp, comm. */
   modes = sim_modes(&o);
+  if (o.replay != 0) {
+    rc = replay_only(&o, path, modes, &outs[OUT_JSON]);
+    goto out;
+  }
   if (o.races_only) {
     rc = races_only(&o, path, modes, &outs[OUT_JSON]);
     goto out;

@@ -70,6 +70,20 @@ void sim_usage(FILE *f) {
           "says its form)\n"
           "      --no-races       skip the race check a run makes before "
           "it executes\n"
+          "      --replay[=K]     check for races as --races, then replay "
+          "each race (or race\n"
+          "                       K of each form): one run with the stream "
+          "of its first\n"
+          "                       access delayed just before it, so that "
+          "the second access\n"
+          "                       runs first; prints 'FORM race K shown: "
+          "rank R VAR[i] got\n"
+          "                       X expected Y', or 'not shown' and why; "
+          "exit 4 if any race\n"
+          "      --replay-delay=US  the replay's delay in microseconds "
+          "(default: the\n"
+          "                       larger of 20 ms and 4 x a plain run of the "
+          "form)\n"
           "      --json=FILE      the results of the run as JSON (stable "
           "keys, see README;\n"
           "                       FILE '-' is stdout, and the table then "
@@ -99,7 +113,8 @@ void sim_usage(FILE *f) {
           "      --chaos=SEED     cpu: seeded random delays before every op "
           "on every stream,\n"
           "                       so that a racy schedule shows wrong "
-          "numbers (SEED >= 1)\n"
+          "numbers (SEED >= 1;\n"
+          "                       --replay is the deterministic way)\n"
           "      --comm-priority=high|default\n"
           "                       cuda: stream priority of the comm streams\n"
           "      --nccl-min-ctas=N, --nccl-max-ctas=N\n"
@@ -125,7 +140,7 @@ void sim_usage(FILE *f) {
           "error (device,\n"
           "collective timeout, an output file or standard output not "
           "written), 4 races\n"
-          "found (numbers right).\n",
+          "found (numbers right; --races and --replay: races found).\n",
           progname);
 }
 
@@ -145,7 +160,9 @@ int sim_parse_flags(int argc, char **argv, sim_options *o) {
     OPT_MAX_CTAS,
     OPT_TRACE,
     OPT_SVG,
-    OPT_TRACE_ITER
+    OPT_TRACE_ITER,
+    OPT_REPLAY,
+    OPT_REPLAY_DELAY
   };
   static const struct option longopts[] = {
       {"backend", required_argument, NULL, 'b'},
@@ -162,6 +179,8 @@ int sim_parse_flags(int argc, char **argv, sim_options *o) {
       {"races", no_argument, NULL, OPT_RACES},
       {"chaos", required_argument, NULL, OPT_CHAOS},
       {"no-races", no_argument, NULL, OPT_NO_RACES},
+      {"replay", optional_argument, NULL, OPT_REPLAY},
+      {"replay-delay", required_argument, NULL, OPT_REPLAY_DELAY},
       {"json", optional_argument, NULL, OPT_JSON},
       {"trace", required_argument, NULL, OPT_TRACE},
       {"svg", required_argument, NULL, OPT_SVG},
@@ -260,6 +279,26 @@ int sim_parse_flags(int argc, char **argv, sim_options *o) {
     case OPT_NO_RACES:
       o->no_races = 1;
       break;
+    case OPT_REPLAY: {
+      int k;
+      if (optarg == NULL) {
+        o->replay = OVL_REPLAY_ALL;
+        break;
+      }
+      if (!parse_int(optarg, 1, INT_MAX, &k))
+        return usage_error("--replay=%s: not a race number (1, 2, ... as "
+                           "the race report numbers them; --replay alone: "
+                           "every race)",
+                           escape_arg(optarg, quoted, sizeof quoted));
+      o->replay = k;
+      break;
+    }
+    case OPT_REPLAY_DELAY:
+      if (!parse_double(optarg, 1, 1e9, &o->replay_delay_us))
+        return usage_error("--replay-delay: '%s' is not a number of "
+                           "microseconds (1 to 1e9)",
+                           escape_arg(optarg, quoted, sizeof quoted));
+      break;
     case OPT_JSON:
       if (optarg != NULL && optarg[0] == '\0')
         return usage_error("--json=: empty file name");
@@ -306,6 +345,8 @@ int sim_parse_flags(int argc, char **argv, sim_options *o) {
       break;
     case 'h':
       sim_usage(stdout);
+      /* Longer than stdout's buffer: a write error happens in there. */
+      flush_output(stdout);
       return 0;
     case 'V':
       printf("overlap_sim (overlap-sim) %s\n", OVL_VERSION_STRING);
@@ -318,12 +359,25 @@ int sim_parse_flags(int argc, char **argv, sim_options *o) {
   }
   if (o->races_only && o->no_races)
     return usage_error("--races and --no-races exclude each other");
-  if (o->json_bare && !o->races_only)
+  if (o->replay != 0 && o->no_races)
+    return usage_error("--replay replays the races the check finds: it "
+                       "cannot go with --no-races");
+  if (o->replay_delay_us > 0 && o->replay == 0)
+    return usage_error("--replay-delay needs --replay");
+  if (o->replay != 0 && o->chaos_seed != 0)
+    return usage_error("--replay is deterministic: --chaos would add "
+                       "random delays to it");
+  if (o->json_bare && !o->races_only && o->replay == 0)
     return usage_error("--json needs a file for the results of a run "
                        "(--json=FILE, or --json=- for stdout); --json "
-                       "alone is for --races");
-  if (o->races_only && (o->trace != NULL || o->svg != NULL))
+                       "alone is for --races and --replay");
+  if (o->races_only && o->replay == 0 &&
+      (o->trace != NULL || o->svg != NULL))
     return usage_error("--races runs nothing: %s needs a run",
+                       o->trace != NULL ? "--trace" : "--svg");
+  if (o->replay != 0 && (o->trace != NULL || o->svg != NULL))
+    return usage_error("--replay makes untimed runs of one iteration: %s "
+                       "needs a run",
                        o->trace != NULL ? "--trace" : "--svg");
   if (o->trace_iter_given && o->trace == NULL && o->svg == NULL)
     return usage_error("--trace-iter needs --trace or --svg");

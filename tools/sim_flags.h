@@ -32,6 +32,10 @@ typedef struct {
   int comm_priority_high;
   int nccl_min_ctas, nccl_max_ctas;
   unsigned chaos_seed;
+  /* --replay[=K]: 0 off, OVL_REPLAY_ALL every race, K race K; and
+   * --replay-delay=US (0: the library's default). */
+  long replay;
+  double replay_delay_us;
   const char *schedule;
 } sim_options;
 
