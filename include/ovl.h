@@ -737,8 +737,10 @@ typedef struct ovl_pipeline_opts_s {
  * until it is written, and a read that comes too early cannot read a
  * right value left by an earlier iteration. The fetched values are
  * compared with the float64 reference (the pipeline's rtol and atol): the
- * race is *shown* when any element differs, and the replay names the first
- * (lowest rank, then fetched variable, then element).
+ * race is *shown* when an element differs in a fetched variable that
+ * depends on the race's variable (it, or one computed from it after the
+ * first access), and the replay names the first (lowest rank, then fetched
+ * variable, then element).
  *
  * Before its replays, a form is run once plainly (the same one iteration,
  * no delay): its time sets D, and its comparison says whether the numbers
@@ -863,14 +865,20 @@ typedef struct ovl_replay_s {
   double delay_us; /* the delay; NaN when it was not replayed */
   /* When shown: the first element out of tolerance, on `rank`, of fetched
    * variable `fetch_index` (named `var`), at flat index `index`
-   * (ovl_var_index_text); what it held and what the reference says; and
-   * the elements out of tolerance and compared, all ranks and variables. */
+   * (ovl_var_index_text); what it held and what the reference says. Only
+   * fetched variables that depend on the race's variable count (fetched
+   * at or after its first access, it or a variable computed from it): a
+   * wrong value elsewhere comes from something else (another race). */
   int rank;
   size_t fetch_index;
   const char *var;
   int64_t index;
   double got, expected;
+  /* Elements out of tolerance and compared, all ranks, in the fetched
+   * variables that depend on the race's variable; and out of tolerance in
+   * the other fetched variables. */
   int64_t mismatched, checked;
+  int64_t other_mismatched;
   /* When not shown: why ("the numbers matched (nothing fetched is
    * computed from 't' after line 12)", "not replayed (comp-only numbers
    * are not compared with the reference)"). */

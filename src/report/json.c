@@ -351,8 +351,9 @@ static void json_replay_one(ovl__sbuf *b, const ovl_program *prog,
                     "\"at\": null, \"got\": null, \"expected\": null");
   }
   ovl__sb_printf(b, ", \"mismatched\": %lld, \"checked\": %lld, "
-                    "\"why\": ",
-                 (long long)x->mismatched, (long long)x->checked);
+                    "\"other_mismatched\": %lld, \"why\": ",
+                 (long long)x->mismatched, (long long)x->checked,
+                 (long long)x->other_mismatched);
   sb_str_or_null(b, x->why);
   ovl__sb_puts(b, "}");
 }

@@ -68,51 +68,41 @@ static bool op_fetches(const ovl_program *p, size_t i) {
   return false;
 }
 
-/* Whether anything fetched at or after op `from` is computed from variable
- * `var` (read by a fetch, or by an op whose output is, and so on). 1 yes,
- * 0 no, -1 out of memory. */
-static int fetched_depends(const ovl_program *p, int var, size_t from) {
+/* Which fetched variables depend on variable `var` from op `from` on:
+ * dep[i] for fetched variable i (prog->fetch), set when a fetch at or
+ * after `from` reads `var`, or a variable computed from it (by an op that
+ * reads it, at or after `from`), and so on. Over-approximates (a variable
+ * once computed from `var` stays so). Returns how many, or -1 when out of
+ * memory. */
+static long fetched_depends(const ovl_program *p, int var, size_t from,
+                            bool *dep) {
   bool *tainted = calloc(p->nvars ? p->nvars : 1, sizeof *tainted);
-  int found = 0;
+  long n = 0;
   if (tainted == NULL)
     return -1;
+  memset(dep, 0, (p->nfetch ? p->nfetch : 1) * sizeof *dep);
   tainted[var] = true;
-  for (size_t i = from; i < p->nops && !found; i++) {
+  for (size_t i = from; i < p->nops; i++) {
     const ovl__op *op = &p->ops[i];
-    bool reads = false;
+    bool reads = false, fetches;
     if (!op->def->reads)
       continue;
-    for (int k = 0; k < op->nin; k++)
-      reads = reads || tainted[op->in[k]];
-    if (!reads)
-      continue;
-    if (op_fetches(p, i))
-      found = 1;
-    else if (op->def->writes && op->out >= 0)
+    fetches = op_fetches(p, i);
+    for (int k = 0; k < op->nin; k++) {
+      if (!tainted[op->in[k]])
+        continue;
+      reads = true;
+      for (size_t f = 0; fetches && f < p->nfetch; f++)
+        if (p->fetch[f] == op->in[k] && !dep[f]) {
+          dep[f] = true;
+          n++;
+        }
+    }
+    if (reads && !fetches && op->def->writes && op->out >= 0)
       tainted[op->out] = true;
   }
   free(tainted);
-  return found;
-}
-
-/* Why race `info` did not show although it was replayed, in a new string
- * (NULL: out of memory). */
-static char *why_matched(const ovl_program *form, const ovl_race_info *info) {
-  char buf[512];
-  int v = var_index(form, info->var);
-  int dep = v < 0 ? 1 : fetched_depends(form, v, info->first.op);
-  if (dep < 0)
-    return NULL;
-  if (dep == 0)
-    snprintf(buf, sizeof buf,
-             "the numbers matched (nothing fetched is computed from '%s' "
-             "after line %d)",
-             info->var, info->first.line);
-  else
-    snprintf(buf, sizeof buf,
-             "the numbers matched (the two accesses in the other order "
-             "gave the same fetched values)");
-  return ovl__strdup(buf);
+  return n;
 }
 
 /* The delay of the replays: the caller's, or the default from the plain
@@ -136,6 +126,58 @@ static ovl_status choose_delay(const ovl_world *world, double given_us,
   return OVL_OK;
 }
 
+/* Fill `it` from the replay's comparison: shown when a fetched variable
+ * that depends on the race's variable (dep[]) differs; the first such
+ * element, and the counts over those variables. Else *why (owned) says
+ * why not. False only when out of memory. */
+static bool judge(const ovl_program *prog, const ovl_race_info *info,
+                  const ovl_check *chk, const bool *dep, long ndep,
+                  int nranks, ovl_replay *it, char **why) {
+  const ovl_mismatch *first = NULL, *other = NULL;
+  char buf[512];
+  it->checked = 0;
+  for (size_t f = 0; f < prog->nfetch; f++)
+    if (dep[f])
+      it->checked += (int64_t)nranks * prog->vars[prog->fetch[f]].numel;
+  for (size_t k = 0; k < chk->nmismatch; k++) {
+    const ovl_mismatch *mm = &chk->mismatch[k];
+    if (dep[mm->fetch_index]) {
+      it->mismatched += mm->count;
+      if (first == NULL)
+        first = mm;
+    } else {
+      it->other_mismatched += mm->count;
+      if (other == NULL)
+        other = mm;
+    }
+  }
+  if (first != NULL) {
+    it->shown = 1;
+    it->rank = first->rank;
+    it->fetch_index = first->fetch_index;
+    it->var = prog->vars[prog->fetch[first->fetch_index]].name;
+    it->index = first->first_index;
+    it->got = first->got;
+    it->expected = first->expected;
+    return true;
+  }
+  if (ndep == 0)
+    snprintf(buf, sizeof buf,
+             "the numbers matched (nothing fetched is computed from '%s' "
+             "after line %d)",
+             info->var, info->first.line);
+  else if (other != NULL)
+    snprintf(buf, sizeof buf,
+             "the numbers matched where they depend on '%s' ('%s' differs, "
+             "but does not depend on it: another race)",
+             info->var, prog->vars[prog->fetch[other->fetch_index]].name);
+  else
+    snprintf(buf, sizeof buf,
+             "the numbers matched (the two accesses in the other order "
+             "gave the same fetched values)");
+  return (*why = ovl__strdup(buf)) != NULL;
+}
+
 /* Replay one race (its info in `info`) with the delay `us`; fills `it`
  * and its why (*why, owned). */
 static ovl_status replay_one(ovl_world *world, const ovl_program *prog,
@@ -146,36 +188,43 @@ static ovl_status replay_one(ovl_world *world, const ovl_program *prog,
                              char **why, ovl_error *err) {
   ovl_program *edited = NULL;
   ovl_check chk;
+  bool *dep;
+  long ndep;
+  int v = var_index(form, info->var);
   double secs;
   ovl_status st;
 
   memset(&chk, 0, sizeof chk);
+  dep = calloc(form->nfetch ? form->nfetch : 1, sizeof *dep);
+  if (dep == NULL)
+    return ovl__err(err, OVL_ENOMEM, "out of memory");
+  /* A variable the checker names is the form's; else count every fetched
+   * variable as depending on it. */
+  if (v >= 0) {
+    ndep = fetched_depends(form, v, info->first.op, dep);
+  } else {
+    for (size_t f = 0; f < form->nfetch; f++)
+      dep[f] = true;
+    ndep = (long)form->nfetch;
+  }
+  if (ndep < 0) {
+    free(dep);
+    return ovl__err(err, OVL_ENOMEM, "out of memory");
+  }
   st = ovl__program_insert_delay(form, info->first.op, info->first.stream,
                                  us, &edited, err);
   if (st == OVL_OK)
     st = run_once(world, prog, edited, ref, rtol, atol, &chk, &secs, err);
   ovl_program_free(edited);
   if (st != OVL_OK) {
+    free(dep);
     ovl_check_release(&chk);
     return st;
   }
   it->delay_us = us;
-  it->mismatched = chk.mismatched;
-  it->checked = chk.checked;
-  if (chk.mismatched > 0 && chk.nmismatch > 0) {
-    const ovl_mismatch *mm = &chk.mismatch[0];
-    ovl_var_info v;
-    ovl_program_fetch_info(prog, mm->fetch_index, &v);
-    it->shown = 1;
-    it->rank = mm->rank;
-    it->fetch_index = mm->fetch_index;
-    it->var = v.name;
-    it->index = mm->first_index;
-    it->got = mm->got;
-    it->expected = mm->expected;
-  } else if ((*why = why_matched(form, info)) == NULL) {
+  if (!judge(prog, info, &chk, dep, ndep, ovl_world_nranks(world), it, why))
     st = ovl__err(err, OVL_ENOMEM, "out of memory");
-  }
+  free(dep);
   ovl_check_release(&chk);
   return st;
 }
