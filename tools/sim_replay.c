@@ -16,6 +16,16 @@ static const char *delay_text(double us, char *buf, size_t len) {
   return buf;
 }
 
+/* A value as %.9g, a NaN as "nan" whatever its sign (fresh buffers are
+ * NaN: a read that came before any write). */
+static const char *num_text(double v, char *buf, size_t len) {
+  if (isnan(v))
+    snprintf(buf, len, "nan");
+  else
+    snprintf(buf, len, "%.9g", v);
+  return buf;
+}
+
 long sim_print_replay(const ovl_report *r) {
   const ovl_program *prog = ovl_report_program(r);
   ovl_report_machine mc;
@@ -62,13 +72,15 @@ long sim_print_replay(const ovl_report *r) {
       total++;
       if (x->shown) {
         ovl_var_info v;
-        char idx[128];
+        char idx[128], got[40], exp[40];
         ovl_program_fetch_info(prog, x->fetch_index, &v);
         ovl_var_index_text(&v, x->index, idx, sizeof idx);
-        printf("%s race %zu shown: rank %d %s%s got %.9g expected %.9g "
+        printf("%s race %zu shown: rank %d %s%s got %s expected %s "
                "(%lld of %lld elements differ; %s delayed %s before line "
                "%d)\n",
-               mode, x->race + 1, x->rank, x->var, idx, x->got, x->expected,
+               mode, x->race + 1, x->rank, x->var, idx,
+               num_text(x->got, got, sizeof got),
+               num_text(x->expected, exp, sizeof exp),
                (long long)x->mismatched, (long long)x->checked,
                x->stream_name, delay_text(x->delay_us, d, sizeof d),
                x->line);
