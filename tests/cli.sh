@@ -128,7 +128,7 @@ then ok "--chaos=0 refused"; else ko "--chaos=0 refused"; fi
 # wrong numbers, once as written and once without the schedule's own
 # delay lines (which show the bug in a plain run), so that only the
 # replay's delay is left; the good twins have no races to replay.
-replay_shown_re='^[a-z]+ race [0-9]+ shown: rank [0-9]+ [A-Za-z_][A-Za-z0-9_]*\[[0-9,]+\] got ([-+0-9.e]+|nan|-?inf) expected ([-+0-9.e]+|nan|-?inf) \([0-9]+ of [0-9]+ elements differ; [^ ]+ delayed [0-9.]+ ms before line [0-9]+\)$'
+replay_shown_re='^[a-z]+ race [0-9]+ shown: rank [0-9]+ [A-Za-z_][A-Za-z0-9_]*\[[0-9,]+\] got ([-+0-9.e]+|nan|-?inf) expected ([-+0-9.e]+|nan|-?inf) \([0-9]+ of [0-9]+ elements differ; [^ ]+ delayed [0-9.]+ m?s before line [0-9]+\)$'
 # all_shown: every race the report lists was replayed and shown.
 all_shown() {
   n=$(grep -c '^race [0-9]*: ' "$tmp/out")
@@ -156,7 +156,7 @@ done
 # last allreduce may still write it. Chaos seldom shows it; the replay
 # (its delay scaled to the plain run) does.
 grep -v '^c_wait_comm' "$src/schedules/seed.sched" >"$tmp/seed_nowait.sched"
-if run_racy 4 replay-seed-nowait --replay "$tmp/seed_nowait.sched" && all_shown &&
+if run_racy 4 replay-seed-nowait --replay -D cols=20 "$tmp/seed_nowait.sched" && all_shown &&
   has out '^async race 1 shown: rank 0 out\[0,0\] got '
 then ok "--replay: the seed without its final c_wait_comm"; else ko "--replay: the seed without its final c_wait_comm"; fi
 # Race K, -q (the replay lines only), and races that do not show, each
