@@ -2,7 +2,8 @@
  * Tests of the cuda backend on real GPUs: elementwise kernels against the
  * host, every collective on one GPU and on all of them, the wait-op event
  * semantics (a missing wait really reads stale data), NaN poison, the delay
- * kernel, and the sync timeout that turns a stuck collective into an error.
+ * kernel, the sync timeout that turns a stuck collective into an error, and
+ * the race replay (--replay) of every schedule in schedules/bad/.
  *
  * Skips (exit 77) where no GPU is visible. CUDA is never initialised in this
  * process: main() counts devices in a forked child, and Check forks every
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1173,6 +1175,120 @@ START_TEST(test_trace_spans) {
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* The race replay (src/run/replay.c) on GPUs: every race of every     */
+/* schedule in schedules/bad/ (as written, and without its own delay    */
+/* lines), and of the seed without its final c_wait_comm, shows as      */
+/* wrong numbers: the delay is the delay kernel on the first access's   */
+/* stream.                                                             */
+/* ------------------------------------------------------------------ */
+
+#ifndef OVL_SRCDIR
+#define OVL_SRCDIR "."
+#endif
+
+/* The file's text without the lines `drop` begins, after any blanks
+ * (NULL: none); malloc'd, *len its length. */
+static char *read_without(const char *path, const char *drop, size_t *len) {
+  FILE *f = fopen(path, "r");
+  char line[4096];
+  char *text = NULL;
+  size_t n = 0;
+  ck_assert_msg(f != NULL, "cannot open %s", path);
+  while (fgets(line, sizeof line, f) != NULL) {
+    size_t k = strlen(line), lead = strspn(line, " \t");
+    if (drop != NULL && strncmp(line + lead, drop, strlen(drop)) == 0)
+      continue;
+    text = realloc(text, n + k + 1);
+    ck_assert_ptr_nonnull(text);
+    memcpy(text + n, line, k + 1);
+    n += k;
+  }
+  fclose(f);
+  *len = n;
+  return text;
+}
+
+/* Replay every race of `text` on `world`; every one must show. Returns how
+ * many races were replayed. */
+static size_t replay_all_shown(ovl_world *world, const char *name,
+                               const char *text, size_t len, int nranks) {
+  ovl_parse_opts po = {.nranks = nranks};
+  ovl_pipeline_opts pl = {.modes = OVL_MODE_BIT(OVL_MODE_SYNC) |
+                                   OVL_MODE_BIT(OVL_MODE_ASYNC),
+                          .races = 1, .rtol = 1e-5, .atol = 1e-6,
+                          .replay = OVL_REPLAY_ALL};
+  ovl_program *prog = NULL;
+  ovl_report *r = NULL;
+  ovl_error err = {0};
+  size_t total = 0;
+
+  ck_assert_msg(ovl_program_parse(text, len, name, &po, &prog, &err) ==
+                    OVL_OK,
+                "%s: %s", name, err.msg);
+  ck_assert_msg(ovl_pipeline_run(world, prog, &pl, &r, &err) == OVL_OK,
+                "%s: %s", name, err.msg);
+  for (size_t i = 0; i < ovl_report_mode_count(r); i++) {
+    ovl_report_replay rp;
+    ck_assert_int_eq(ovl_report_replay_get(r, i, &rp), 0);
+    for (size_t k = 0; k < rp.n; k++) {
+      const ovl_replay *x = &rp.replays[k];
+      ck_assert_msg(x->shown, "%s: race %zu not shown (delay %g us on %s "
+                              "before line %d, plain run %g s): %s",
+                    name, x->race + 1, x->delay_us, x->stream_name, x->line,
+                    rp.plain_s, x->why);
+      ck_assert(x->mismatched > 0);
+      total++;
+    }
+  }
+  ovl_report_free(r);
+  ovl_program_free(prog);
+  return total;
+}
+
+START_TEST(test_replay_bad_schedules) {
+  const char *dir = OVL_SRCDIR "/schedules/bad";
+  ovl_world_opts wo = {.backend = "cuda", .nranks = 2, .timeout_s = 30};
+  ovl_world *world = NULL;
+  ovl_error err = {0};
+  DIR *d;
+  struct dirent *e;
+  size_t files = 0, races = 0, len;
+  char path[4096], *text;
+
+  if (ngpus < 2)
+    return; /* the collectives' races need two ranks to change a sum */
+  ck_assert_msg(ovl_world_create(&wo, &world, &err) == OVL_OK, "%s",
+                err.msg);
+  d = opendir(dir);
+  ck_assert_msg(d != NULL, "cannot open %s", dir);
+  while ((e = readdir(d)) != NULL) {
+    size_t n = strlen(e->d_name);
+    if (n < 6 || strcmp(e->d_name + n - 6, ".sched") != 0)
+      continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    text = read_without(path, NULL, &len);
+    races += replay_all_shown(world, path, text, len, 2);
+    free(text);
+    text = read_without(path, "delay(", &len);
+    races += replay_all_shown(world, path, text, len, 2);
+    free(text);
+    files++;
+  }
+  closedir(d);
+  ck_assert_uint_ge(files, 11);
+  ck_assert_uint_ge(races, 2 * files);
+  /* The seed without its final c_wait_comm, at full size. */
+  text = read_without(OVL_SRCDIR "/schedules/seed.sched", "c_wait_comm",
+                      &len);
+  ck_assert_uint_eq(replay_all_shown(world, "seed_no_wait_comm.sched", text,
+                                     len, 2),
+                    1);
+  free(text);
+  ovl_world_free(world);
+}
+END_TEST
+
 static Suite *cuda_suite(void) {
   Suite *s = suite_create("cuda");
   TCase *tc = tcase_create("cuda");
@@ -1192,6 +1308,7 @@ static Suite *cuda_suite(void) {
   tcase_add_test(tc, test_stuck_collective);
   tcase_add_test(tc, test_invalid);
   tcase_add_test(tc, test_trace_spans);
+  tcase_add_test(tc, test_replay_bad_schedules);
   suite_add_tcase(s, tc);
   return s;
 }
