@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_util.h"
 #include "ovl.h"
 
 #ifndef OVL_SRCDIR
@@ -51,21 +52,11 @@ static const char nofetch_text[] =
     "c_wait_comm(y, ring_id=0)\n";
 
 static ovl_program *parse(const char *text, const char *name) {
-  ovl_parse_opts po = {.nranks = 2};
-  ovl_program *p = NULL;
-  ovl_error err = {0};
-  ovl_status st = ovl_program_parse(text, strlen(text), name, &po, &p, &err);
-  ck_assert_msg(st == OVL_OK, "parse %s: %s", name, err.msg);
-  return p;
+  return tu_parse(text, name, 2);
 }
 
 static ovl_world *make_world(double timeout_s) {
-  ovl_world_opts wo = {.backend = "cpu", .nranks = 2, .timeout_s = timeout_s};
-  ovl_world *w = NULL;
-  ovl_error err = {0};
-  ck_assert_msg(ovl_world_create(&wo, &w, &err) == OVL_OK, "world: %s",
-                err.msg);
-  return w;
+  return tu_cpu_world(2, timeout_s);
 }
 
 static ovl_pipeline_opts run_opts(unsigned modes) {
@@ -671,11 +662,4 @@ static Suite *pipeline_suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(pipeline_suite());
-  int failed;
-  srunner_run_all(sr, CK_NORMAL);
-  failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+int main(void) { return tu_run_suite(pipeline_suite()); }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_util.h"
 #include "ovl.h"
 
 #ifndef OVL_SRCDIR
@@ -24,14 +25,7 @@
 /* Every program here comes from schedule text, through the parser, and is
  * looked at only through the public API (ovl.h). */
 static ovl_program *parse_as(const char *text, const char *file, int nranks) {
-  ovl_parse_opts po = {.nranks = nranks};
-  ovl_error err = {0};
-  ovl_program *p = NULL;
-  ovl_status st =
-      ovl_program_parse(text, strlen(text), file, &po, &p, &err);
-  ck_assert_msg(st == OVL_OK, "parse: %s", err.msg);
-  ck_assert_ptr_nonnull(p);
-  return p;
+  return tu_parse(text, file, nranks);
 }
 
 static ovl_program *parse(const char *text, int nranks) {
@@ -1082,11 +1076,4 @@ static Suite *race_suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(race_suite());
-  int failed;
-  srunner_run_all(sr, CK_NORMAL);
-  failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+int main(void) { return tu_run_suite(race_suite()); }

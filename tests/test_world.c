@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check_util.h"
 #include "internal.h"
 
 /* Built with ThreadSanitizer (gcc defines __SANITIZE_THREAD__, clang has
@@ -31,26 +32,17 @@
 
 /* A cpu world; chaos_seed 0 is no chaos. */
 static ovl_world *make_chaos_world(int nranks, unsigned chaos_seed) {
-  ovl_world_opts wo = {.backend = "cpu", .nranks = nranks, .timeout_s = 10};
-  ovl_world *w = NULL;
+  ovl_world *w = tu_cpu_world(nranks, 10);
   ovl_error err = {0};
   char seed[32];
-  ovl_status st = ovl_world_create(&wo, &w, &err);
-  ck_assert_msg(st == OVL_OK, "world: %s", err.msg);
+  ovl_status st;
   snprintf(seed, sizeof seed, "%u", chaos_seed);
   st = ovl_world_set(w, "chaos_seed", seed, &err);
   ck_assert_msg(st == OVL_OK, "chaos_seed: %s", err.msg);
   return w;
 }
 
-static ovl_world *make_world(int nranks) {
-  ovl_world_opts wo = {.backend = "cpu", .nranks = nranks, .timeout_s = 10};
-  ovl_world *w = NULL;
-  ovl_error err = {0};
-  ovl_status st = ovl_world_create(&wo, &w, &err);
-  ck_assert_msg(st == OVL_OK, "world: %s", err.msg);
-  return w;
-}
+static ovl_world *make_world(int nranks) { return tu_cpu_world(nranks, 10); }
 
 static ovl_program *load(const char *rel, int nranks, const char **defines,
                          size_t ndefines) {
@@ -66,13 +58,7 @@ static ovl_program *load(const char *rel, int nranks, const char **defines,
 }
 
 static ovl_program *parse_text(const char *text, int nranks) {
-  ovl_parse_opts po = {.nranks = nranks};
-  ovl_program *p = NULL;
-  ovl_error err = {0};
-  ovl_status st =
-      ovl_program_parse(text, strlen(text), "t.sched", &po, &p, &err);
-  ck_assert_msg(st == OVL_OK, "parse: %s\n%s", err.msg, text);
-  return p;
+  return tu_parse(text, "t.sched", nranks);
 }
 
 /* Run `prog` in `mode` for warmup + iters iterations, check the last
@@ -987,11 +973,4 @@ static Suite *world_suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(world_suite());
-  int failed;
-  srunner_run_all(sr, CK_NORMAL);
-  failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+int main(void) { return tu_run_suite(world_suite()); }
