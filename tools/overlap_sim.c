@@ -165,49 +165,6 @@ static int races_output(const sim_options *o, const ovl_report *report,
   return -1;
 }
 
-static int races_only(const sim_options *o, const char *path, unsigned modes,
-                      const outfile *json) {
-  ovl_bind_opts bopts = {.defines = o->defines, .ndefines = o->ndefines,
-                         .nranks = o->ranks > 0 ? o->ranks : 2};
-  ovl_schedule *sched = NULL;
-  ovl_pipeline_opts pl = {.modes = modes, .races = 1, .run = 0};
-  ovl_program *prog = NULL;
-  ovl_report *report = NULL;
-  ovl_error err = {0};
-  ovl_status st;
-  mem_plan mem;
-  int rc;
-
-  sim_plan_memory(&mem, o, count_modes(modes), NULL, 0);
-  if ((rc = sim_parse_schedule(path, &sched)) >= 0)
-    return rc;
-  rc = sim_bind_schedule(sched, &bopts, &mem, &prog);
-  if (rc >= 0) {
-    ovl_schedule_free(sched);
-    return rc;
-  }
-  /* The fixes are re-checked against the schedule: kept to the end. */
-  pl.schedule = sched;
-  pl.bind = &bopts;
-  rc = sim_check_host_memory(prog, path, &mem, false);
-  if (rc < 0 && (st = ovl_pipeline_run(NULL, prog, &pl, &report, &err)) !=
-                    OVL_OK) {
-    fprintf(stderr, "%s: %s\n", progname, err.msg);
-    rc = runtime_exit(st);
-  }
-  if (rc < 0)
-    rc = races_output(o, report, json);
-  if (rc < 0) {
-    ovl_report_summary sum;
-    ovl_report_summary_get(report, &sum);
-    rc = sum.races > 0 ? EXIT_RACES : EXIT_SUCCESS;
-  }
-  ovl_report_free(report);
-  ovl_program_free(prog);
-  ovl_schedule_free(sched);
-  return rc;
-}
-
 /* The world the flags ask for, tuned. Returns -1, or the exit status of a
  * failure (message printed). */
 static int make_world(const sim_options *o, ovl_world **world) {
@@ -225,13 +182,17 @@ static int make_world(const sim_options *o, ovl_world **world) {
 }
 
 /* ------------------------------------------------------------------ */
-/* --replay: check, then replay every race found (or race K) on the     */
-/* world: no timed run.                                                 */
+/* --races and --replay: no timed run                                   */
 /* ------------------------------------------------------------------ */
 
-static int replay_only(const sim_options *o, const char *path,
-                       unsigned modes, const outfile *json) {
-  ovl_bind_opts bopts = {.defines = o->defines, .ndefines = o->ndefines};
+/* The race check of every form asked; with --replay, then the replay of
+ * every race found (or race K) on the world the flags ask for. --races
+ * alone touches no device: it binds for --ranks (default 2) with the plain
+ * defaults. */
+static int check_only(const sim_options *o, const char *path, unsigned modes,
+                      const outfile *json) {
+  ovl_bind_opts bopts = {.defines = o->defines, .ndefines = o->ndefines,
+                         .nranks = o->ranks > 0 ? o->ranks : 2};
   ovl_schedule *sched = NULL;
   ovl_pipeline_opts pl = {.modes = modes,
                           .races = 1,
@@ -250,15 +211,18 @@ static int replay_only(const sim_options *o, const char *path,
 
   if ((rc = sim_parse_schedule(path, &sched)) >= 0)
     return rc;
-  if ((rc = make_world(o, &world)) >= 0)
-    goto out;
-  sim_plan_memory(&mem, o, count_modes(modes), ovl_world_backend_name(world),
-                  ovl_world_nranks(world));
-  bopts.nranks = ovl_world_nranks(world);
-  bopts.cpu_defaults = strcmp(ovl_world_backend_name(world), "cpu") == 0;
+  if (o->replay != 0) {
+    if ((rc = make_world(o, &world)) >= 0)
+      goto out;
+    bopts.nranks = ovl_world_nranks(world);
+    bopts.cpu_defaults = strcmp(ovl_world_backend_name(world), "cpu") == 0;
+  }
+  sim_plan_memory(&mem, o, count_modes(modes),
+                  world != NULL ? ovl_world_backend_name(world) : NULL,
+                  world != NULL ? ovl_world_nranks(world) : 0);
   if ((rc = sim_bind_schedule(sched, &bopts, &mem, &prog)) >= 0)
     goto out;
-  /* The fixes are re-checked against the schedule, as --races does. */
+  /* The fixes are re-checked against the schedule: kept to the end. */
   pl.schedule = sched;
   pl.bind = &bopts;
   rc = sim_check_host_memory(prog, path, &mem,
@@ -469,12 +433,8 @@ static int overlap_sim(int argc, char **argv) {
     goto out;
   /* Modes, in the order they run: sync, async, comp, comm. */
   modes = sim_modes(&o);
-  if (o.replay != 0) {
-    rc = replay_only(&o, path, modes, &outs[OUT_JSON]);
-    goto out;
-  }
-  if (o.races_only) {
-    rc = races_only(&o, path, modes, &outs[OUT_JSON]);
+  if (o.replay != 0 || o.races_only) {
+    rc = check_only(&o, path, modes, &outs[OUT_JSON]);
     goto out;
   }
 
