@@ -64,6 +64,10 @@ ovl_status ovl__schedule_parse_owned(char *text, size_t len,
 /* Numeric check (check.c)                                             */
 /* ------------------------------------------------------------------ */
 
+/* The check's rule for one element: NaN matches NaN only, an infinity
+ * only itself, anything else within atol + rtol * |exp|. */
+bool ovl__element_matches(double got, double exp, double rtol, double atol);
+
 /* The body of ovl_check_result, with the values under test read through
  * `got` instead of an ovl_result: got(ctx, rank, i) is fetched variable i
  * on `rank` as doubles (NULL: never fetched, which makes the whole variable

@@ -509,16 +509,6 @@ static bool order_dependent(const ovl_program *prog, int var, int rank,
   return false;
 }
 
-/* The numeric check's rule for one element (src/check/check.c). */
-static bool element_matches(double got, double exp, double rtol,
-                            double atol) {
-  if (isnan(got) || isnan(exp))
-    return isnan(got) && isnan(exp);
-  if (isinf(got) || isinf(exp))
-    return got == exp;
-  return fabs(got - exp) <= atol + rtol * fabs(exp);
-}
-
 /* The check's mismatches, less the elements whose value depends on the
  * reduction order: their count goes to bs->order_skipped, the rest stay
  * mismatches (chk->mismatched is recounted). */
@@ -534,7 +524,7 @@ static void drop_order_dependent(backend_state *bs, const ovl_program *prog,
     const double *exp = ovl_reference_fetched(ref, mm->rank, mm->fetch_index);
     int64_t count = 0, first = -1;
     for (int64_t i = 0; got != NULL && i < mm->numel; i++) {
-      if (element_matches(got[i], exp[i], chk->rtol, chk->atol))
+      if (ovl__element_matches(got[i], exp[i], chk->rtol, chk->atol))
         continue;
       if (order_dependent(prog, var, mm->rank, i)) {
         bs->order_skipped++;

@@ -11,8 +11,8 @@
 
 #include "internal.h"
 
-static bool element_matches(double got, double exp, double rtol,
-                            double atol) {
+bool ovl__element_matches(double got, double exp, double rtol,
+                          double atol) {
   if (isnan(got) || isnan(exp))
     return isnan(got) && isnan(exp);
   if (isinf(got) || isinf(exp))
@@ -27,7 +27,7 @@ static int64_t count_mismatches(const double *got, const double *exp,
                                 size_t *first) {
   int64_t count = 0;
   for (size_t i = 0; i < n; i++) {
-    if (element_matches(got[i], exp[i], rtol, atol))
+    if (ovl__element_matches(got[i], exp[i], rtol, atol))
       continue;
     if (count == 0)
       *first = i;
