@@ -7,6 +7,8 @@
 #define OVL_TESTS_CHECK_UTIL_H
 
 #include <check.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +35,64 @@ static inline ovl_world *tu_cpu_world(int nranks, double timeout_s) {
   ovl_status st = ovl_world_create(&wo, &w, &err);
   ck_assert_msg(st == OVL_OK, "world: %s", err.msg);
   return w;
+}
+
+/* The source tree (the build passes it). */
+#ifndef OVL_SRCDIR
+#define OVL_SRCDIR "."
+#endif
+
+/* A file under the source tree, whole, as a terminated string. */
+static inline char *tu_read_source_file(const char *rel) {
+  char path[4096];
+  FILE *f;
+  char *text;
+  long n;
+  snprintf(path, sizeof path, "%s/%s", OVL_SRCDIR, rel);
+  f = fopen(path, "rb");
+  ck_assert_msg(f != NULL, "cannot open %s", path);
+  ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+  n = ftell(f);
+  ck_assert_int_ge(n, 0);
+  rewind(f);
+  text = malloc((size_t)n + 1);
+  ck_assert_ptr_nonnull(text);
+  ck_assert_uint_eq(fread(text, 1, (size_t)n, f), (size_t)n);
+  text[n] = '\0';
+  fclose(f);
+  return text;
+}
+
+/* Valid UTF-8, checked independently of the library's escaping: decode
+ * every sequence to its code point and refuse overlong forms, surrogates
+ * and anything above U+10FFFF. */
+static inline bool tu_utf8_valid(const unsigned char *s) {
+  while (*s) {
+    unsigned cp, n;
+    if (*s < 0x80) {
+      s++;
+      continue;
+    }
+    if ((*s & 0xe0) == 0xc0)
+      n = 2, cp = *s & 0x1fu;
+    else if ((*s & 0xf0) == 0xe0)
+      n = 3, cp = *s & 0x0fu;
+    else if ((*s & 0xf8) == 0xf0)
+      n = 4, cp = *s & 0x07u;
+    else
+      return false;
+    for (unsigned k = 1; k < n; k++) {
+      if ((s[k] & 0xc0) != 0x80)
+        return false;
+      cp = cp << 6 | (s[k] & 0x3fu);
+    }
+    if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) ||
+        (n == 4 && cp < 0x10000) || (cp >= 0xd800 && cp <= 0xdfff) ||
+        cp > 0x10ffff)
+      return false;
+    s += n;
+  }
+  return true;
 }
 
 /* Run a suite; the exit status of a test program. */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_util.h"
 #include "internal.h"
 
 /* ovl__sb_json_str of s, without the quotes; free() it. */
@@ -25,38 +26,6 @@ static char *json_body(const char *s) {
     ck_assert_str_eq(got_, want);                                            \
     free(got_);                                                              \
   } while (0)
-
-/* Valid UTF-8, checked independently of json_str.h: decode every sequence
- * to its code point and refuse overlong forms, surrogates and anything
- * above U+10FFFF. */
-static bool utf8_valid(const unsigned char *s) {
-  while (*s) {
-    unsigned cp, n;
-    if (*s < 0x80) {
-      s++;
-      continue;
-    }
-    if ((*s & 0xe0) == 0xc0)
-      n = 2, cp = *s & 0x1fu;
-    else if ((*s & 0xf0) == 0xe0)
-      n = 3, cp = *s & 0x0fu;
-    else if ((*s & 0xf8) == 0xf0)
-      n = 4, cp = *s & 0x07u;
-    else
-      return false;
-    for (unsigned k = 1; k < n; k++) {
-      if ((s[k] & 0xc0) != 0x80)
-        return false;
-      cp = cp << 6 | (s[k] & 0x3fu);
-    }
-    if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) ||
-        (n == 4 && cp < 0x10000) || (cp >= 0xd800 && cp <= 0xdfff) ||
-        cp > 0x10ffff)
-      return false;
-    s += n;
-  }
-  return true;
-}
 
 START_TEST(json_string_escapes) {
   JSON_BODY_EQ("", "");
@@ -118,7 +87,7 @@ START_TEST(json_string_random_bytes_are_valid) {
     /* Plain tests, one assertion a failure: every ck_assert is a message
      * to Check's parent process, too slow a million times over under the
      * sanitizers. */
-    if (!utf8_valid((const unsigned char *)got))
+    if (!tu_utf8_valid((const unsigned char *)got))
       ck_abort_msg("not UTF-8 for round %d", round);
     for (const char *p = got; *p; p++)
       control |= (unsigned char)*p < 0x20;
@@ -141,10 +110,4 @@ static Suite *base_suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(base_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? 0 : 1;
-}
+int main(void) { return tu_run_suite(base_suite()); }

@@ -11,36 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_util.h"
 #include "ovl.h"
 
-#ifndef OVL_SRCDIR
-#define OVL_SRCDIR "."
-#endif
 
 /* ------------------------------------------------------------------ */
 /* Helpers                                                             */
 /* ------------------------------------------------------------------ */
-
-/* A file under the source tree, whole, as a terminated string. */
-static char *read_source_file(const char *rel) {
-  char path[4096];
-  FILE *f;
-  char *text;
-  long n;
-  snprintf(path, sizeof path, "%s/%s", OVL_SRCDIR, rel);
-  f = fopen(path, "rb");
-  ck_assert_msg(f != NULL, "cannot open %s", path);
-  ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
-  n = ftell(f);
-  ck_assert_int_ge(n, 0);
-  rewind(f);
-  text = malloc((size_t)n + 1);
-  ck_assert_ptr_nonnull(text);
-  ck_assert_uint_eq(fread(text, 1, (size_t)n, f), (size_t)n);
-  text[n] = '\0';
-  fclose(f);
-  return text;
-}
 
 /* A schedule text's form of `mode` on 2 ranks (bound with `bind`, NULL:
  * the defaults), its races, and their fixes re-checked. */
@@ -163,7 +140,7 @@ static void expect_checked(const checked *c, const char *text, size_t i,
 
 /* The sync form has no c_wait_comm: its fix is an event pair. */
 START_TEST(sync_form_gets_an_event_pair) {
-  char *text = read_source_file("tests/schedules/sync_only_race.sched");
+  char *text = tu_read_source_file("tests/schedules/sync_only_race.sched");
   checked c = check_text(text, OVL_MODE_SYNC);
   ck_assert_uint_eq(ovl_races_count(c.races), 1);
   expect_checked(&c, text, 0, OVL_MODE_SYNC,
@@ -231,7 +208,7 @@ END_TEST
 
 /* The host reads what a stream wrote: a host sync of that stream. */
 START_TEST(stream_to_host_gets_a_sync) {
-  char *text = read_source_file("schedules/bad/fetch_without_wait_comm.sched");
+  char *text = tu_read_source_file("schedules/bad/fetch_without_wait_comm.sched");
   checked c = check_text(text, OVL_MODE_ASYNC);
   ck_assert_uint_eq(ovl_races_count(c.races), 1);
   expect_checked(&c, text, 0, OVL_MODE_ASYNC,
@@ -255,9 +232,9 @@ END_TEST
 /* calc -> comm and comm -> calc in the async form: Paddle's wait ops;
  * across rings: both. */
 START_TEST(async_form_gets_paddle_wait_ops) {
-  char *t1 = read_source_file("schedules/bad/missing_wait_compute.sched");
-  char *t2 = read_source_file("schedules/bad/missing_wait_comm.sched");
-  char *t3 = read_source_file("schedules/bad/cross_ring.sched");
+  char *t1 = tu_read_source_file("schedules/bad/missing_wait_compute.sched");
+  char *t2 = tu_read_source_file("schedules/bad/missing_wait_comm.sched");
+  char *t3 = tu_read_source_file("schedules/bad/cross_ring.sched");
   checked c = check_text(t1, OVL_MODE_ASYNC);
   expect_checked(&c, t1, 0, OVL_MODE_ASYNC,
                  "insert c_wait_compute(c, ring_id=0) before line 14");
@@ -285,7 +262,7 @@ END_TEST
  * (before `out = elementwise_sub(c, d)`), not in it; without its
  * c_wait_compute, before the loop. */
 START_TEST(seed_waits_go_outside_the_loop) {
-  char *seed = read_source_file("schedules/seed.sched");
+  char *seed = tu_read_source_file("schedules/seed.sched");
   const char *cut[] = {"c_wait_comm(c, ring_id=0)\n",
                        "c_wait_compute(c, ring_id=0)\n"};
   const char *line[] = {"out = elementwise_sub(c, d)", "repeat 64 {"};
@@ -403,7 +380,7 @@ END_TEST
 /* No candidate can be re-checked (the op limit leaves no room for one
  * more op): unchecked, the first candidate, and why. */
 START_TEST(no_candidate_works) {
-  char *text = read_source_file("schedules/bad/missing_wait_compute.sched");
+  char *text = tu_read_source_file("schedules/bad/missing_wait_compute.sched");
   ovl_bind_opts b = {.nranks = 2, .max_ops = 5};
   checked c = check_with(text, OVL_MODE_ASYNC, &b);
   ovl_race_info in;
@@ -461,7 +438,7 @@ END_TEST
 /* ------------------------------------------------------------------ */
 
 START_TEST(bad_arguments) {
-  char *text = read_source_file("schedules/bad/missing_wait_compute.sched");
+  char *text = tu_read_source_file("schedules/bad/missing_wait_compute.sched");
   checked c = check_text(text, OVL_MODE_ASYNC);
   ovl_error err = {0};
   ovl_program *sync = NULL;
@@ -487,7 +464,7 @@ END_TEST
 
 /* Given the schedule, the pipeline re-checks every form's fixes. */
 START_TEST(pipeline_checks_fixes_given_the_schedule) {
-  char *text = read_source_file("tests/schedules/sync_only_race.sched");
+  char *text = tu_read_source_file("tests/schedules/sync_only_race.sched");
   ovl_schedule *s = NULL;
   ovl_program *p = NULL;
   ovl_bind_opts b = {.nranks = 2};
@@ -545,11 +522,4 @@ static Suite *fix_suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(fix_suite());
-  int failed;
-  srunner_run_all(sr, CK_NORMAL);
-  failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+int main(void) { return tu_run_suite(fix_suite()); }

@@ -14,9 +14,6 @@
 #include "check_util.h"
 #include "ovl.h"
 
-#ifndef OVL_SRCDIR
-#define OVL_SRCDIR "."
-#endif
 
 /* ------------------------------------------------------------------ */
 /* Helpers                                                             */
@@ -99,27 +96,6 @@ static void expect_one(const char *text, const char *var, const char *op1,
   ck_assert_int_eq(in.ranks[1], 1);
   ck_assert_uint_eq(in.occurrences, 1);
   ovl_races_free(r);
-}
-
-/* A file under the source tree, whole, as a terminated string. */
-static char *read_source_file(const char *rel) {
-  char path[4096];
-  FILE *f;
-  char *text;
-  long n;
-  snprintf(path, sizeof path, "%s/%s", OVL_SRCDIR, rel);
-  f = fopen(path, "rb");
-  ck_assert_msg(f != NULL, "cannot open %s", path);
-  ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
-  n = ftell(f);
-  ck_assert_int_ge(n, 0);
-  rewind(f);
-  text = malloc((size_t)n + 1);
-  ck_assert_ptr_nonnull(text);
-  ck_assert_uint_eq(fread(text, 1, (size_t)n, f), (size_t)n);
-  text[n] = '\0';
-  fclose(f);
-  return text;
 }
 
 /* `text` with its one line that is exactly `line` (no newline) blanked,
@@ -250,7 +226,7 @@ static const char missing_wait_compute[] =
     "fetch(c)\n";                                             /* 8 */
 
 START_TEST(seed_is_clean_in_async_and_sync_modes) {
-  char *text = read_source_file("schedules/seed.sched"), *no_wait;
+  char *text = tu_read_source_file("schedules/seed.sched"), *no_wait;
   ovl_error err = {0};
   ovl_program *seed = parse_as(text, "seed.sched", 2), *p;
   ovl_races *r;
@@ -705,45 +681,12 @@ END_TEST
 
 /* ---- the JSON report is valid UTF-8 whatever the schedule's path ---- */
 
-/* Valid UTF-8, checked independently of the library (whose escaping
- * test_base.c tests): decode every sequence
- * to its code point and refuse overlong forms, surrogates and anything
- * above U+10FFFF. */
-static bool utf8_valid(const unsigned char *s) {
-  while (*s) {
-    unsigned cp, n;
-    if (*s < 0x80) {
-      s++;
-      continue;
-    }
-    if ((*s & 0xe0) == 0xc0)
-      n = 2, cp = *s & 0x1fu;
-    else if ((*s & 0xf0) == 0xe0)
-      n = 3, cp = *s & 0x0fu;
-    else if ((*s & 0xf8) == 0xf0)
-      n = 4, cp = *s & 0x07u;
-    else
-      return false;
-    for (unsigned k = 1; k < n; k++) {
-      if ((s[k] & 0xc0) != 0x80)
-        return false;
-      cp = cp << 6 | (s[k] & 0x3fu);
-    }
-    if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) ||
-        (n == 4 && cp < 0x10000) || (cp >= 0xd800 && cp <= 0xdfff) ||
-        cp > 0x10ffff)
-      return false;
-    s += n;
-  }
-  return true;
-}
-
 START_TEST(json_report_of_a_latin1_path) {
   ovl_program *p = parse_as(missing_wait_compute, "dir\xff-\xc3\xa9/bad.sched", 2);
   ovl_races *r = check(p);
   char *t = format(r, p, 1);
   ck_assert_msg(json_ok(t), "not JSON: %s", t);
-  ck_assert(utf8_valid((const unsigned char *)t));
+  ck_assert(tu_utf8_valid((const unsigned char *)t));
   ck_assert_ptr_nonnull(strstr(t, "\"schedule\":\"dir\\ufffd-\xc3\xa9/bad.sched\""));
   free(t);
   ovl_races_free(r);
