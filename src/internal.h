@@ -96,6 +96,15 @@ typedef struct ovl__brank ovl__brank;   /* backend state of one rank */
  * Every error message names the rank, and the stream where one is involved;
  * the executor adds the op and its source line.
  */
+/* One send or receive of a point-to-point call (backend p2p). */
+typedef struct ovl__p2p_item {
+  bool send;       /* else a receive */
+  int peer;        /* the other rank */
+  ovl_dtype dtype;
+  void *buf;       /* send: read; receive: written */
+  size_t count;    /* elements */
+} ovl__p2p_item;
+
 typedef struct ovl__backend_ops {
   const char *name;
   /* (main) Devices usable by this backend; 0 if none. Never fails. */
@@ -186,12 +195,29 @@ typedef struct ovl__backend_ops {
                             const void *y, double scale, double bias,
                             size_t n, ovl_error *err);
   /* Collective on `ring`, queued on `stream`. count is the element count of
-   * `send` (allreduce, broadcast, allgather) or of `recv` (reducescatter, as
-   * NCCL's recvcount). */
+   * `send` (allreduce, broadcast, allgather, reduce, alltoall: all of it,
+   * nranks parts) or of `recv` (reducescatter, as NCCL's recvcount);
+   * barrier: send and recv NULL, count 1. `tag`: the flight record's
+   * number of this call (ring_progress). */
   ovl_status (*collective)(ovl__brank *br, int stream, int ring,
                            ovl__coll coll, ovl__redop redop, ovl_dtype dtype,
                            const void *send, void *recv, size_t count,
-                           int root, ovl_error *err);
+                           int root, uint64_t tag, ovl_error *err);
+  /* Point-to-point on `ring`, queued on `stream`: items[0..n) progress
+   * together, with NCCL group semantics (n == 1: a lone ncclSend or
+   * ncclRecv; n > 1: ncclGroupStart, the items, ncclGroupEnd). The k-th
+   * send from rank a to rank b on a ring matches the k-th receive on rank
+   * b from rank a, counted in the order the host enqueues them; a matched
+   * pair must agree on dtype and count. `tag`: as for collective, the
+   * number of the last item. */
+  ovl_status (*p2p)(ovl__brank *br, int stream, int ring,
+                    const ovl__p2p_item *items, int n, uint64_t tag,
+                    ovl_error *err);
+  /* (the rank's thread, or main once the rank's thread is done) Flight
+   * record: the tag of the last collective or point-to-point call of
+   * `ring` this rank has completed (0: none). Works after a timeout and
+   * after world_abort; never blocks. */
+  uint64_t (*ring_progress)(ovl__brank *br, int ring);
   /* Keep `stream` busy for `us` microseconds. */
   ovl_status (*delay)(ovl__brank *br, int stream, double us, ovl_error *err);
 

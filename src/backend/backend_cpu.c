@@ -424,8 +424,10 @@ static ovl_status cpu_elementwise(ovl__brank *br, int stream_idx, ovl__ew fn,
 static ovl_status cpu_collective(ovl__brank *br, int stream_idx, int ring_id,
                                  ovl__coll coll, ovl__redop redop,
                                  ovl_dtype dtype, const void *send, void *recv,
-                                 size_t count, int root, ovl_error *err) {
+                                 size_t count, int root, uint64_t tag,
+                                 ovl_error *err) {
   stream *s = ovl__cpu_get_stream(br, stream_idx, err);
+  (void)tag; /* TODO(issue 13): the flight record */
   cmd c;
   char what[128];
   ovl_status st;

@@ -210,5 +210,9 @@ void ovl__cpu_collective_compute(const slot *sl, int nranks) {
           memmove(dst, sl->a[q].send, count * esize);
       }
     break;
+  case OVL_COLL_REDUCE:
+  case OVL_COLL_ALLTOALL:
+  case OVL_COLL_BARRIER:
+    break; /* TODO(issue 13) */
   }
 }

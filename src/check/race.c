@@ -361,6 +361,8 @@ static ovl_status step_prim(checker *c, const ovl__op *o, uint32_t i,
   case OVL_PRIM_KERNEL:
   case OVL_PRIM_COLL:
   case OVL_PRIM_DELAY:
+  case OVL_PRIM_SEND:
+  case OVL_PRIM_RECV:
     host_enqueue(c, s);
     CLK(c, s)[s]++;
     return p->kind == OVL_PRIM_DELAY ? OVL_OK

@@ -9,7 +9,9 @@
  * Rules every lowering keeps (ovl__program_lower checks them):
  *   - one primitive is the op's main one (the span the op is drawn and
  *     timed by);
- *   - an op's primitives are all host primitives or all stream ones.
+ *   - an op's primitives are all host primitives, or stream primitives
+ *     followed by host ones (barrier: its collective, then a host sync);
+ *     the main one is a stream primitive in the second case.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +75,24 @@ int ovl__lower_sync_comm(const ovl__op *op, int nrings, ovl__prim *out) {
   return 1;
 }
 
+/* send_v2 / recv_v2: calc or the ring's comm stream (use_calc_stream). */
+int ovl__lower_p2p(const ovl__op *op, int nrings, ovl__prim *out) {
+  (void)nrings;
+  out[0] = prim(op->def->p2p == OVL_P2P_SEND ? OVL_PRIM_SEND : OVL_PRIM_RECV,
+                ovl__op_place(op), -1, true);
+  return 1;
+}
+
+/* barrier (Paddle's barrier op): the collective on the calc stream, then
+ * the host syncs calc. */
+int ovl__lower_barrier(const ovl__op *op, int nrings, ovl__prim *out) {
+  (void)op;
+  (void)nrings;
+  out[0] = prim(OVL_PRIM_COLL, OVL_STREAM_CALC, -1, true);
+  out[1] = prim(OVL_PRIM_HOST_SYNC, OVL_STREAM_CALC, -1, false);
+  return 2;
+}
+
 int ovl__lower_delay(const ovl__op *op, int nrings, ovl__prim *out) {
   (void)nrings;
   out[0] = prim(OVL_PRIM_DELAY, ovl__op_place(op), -1, true);
@@ -114,11 +134,15 @@ int ovl__lower_stream_sync(const ovl__op *op, int nrings, ovl__prim *out) {
 
 /* Whether a lowering keeps the rules of the file comment. */
 static bool prims_ok(const ovl__prim *p, int n, int nstreams, int nevents) {
-  int mains = 0, host = 0;
+  int mains = 0, host = 0, main_host = 0;
+  bool all_host = ovl__prim_on_host(&p[0]);
   if (n < 1 || n > OVL_MAX_PRIMS_PER_OP)
     return false;
   for (int k = 0; k < n; k++) {
     mains += p[k].main != 0;
+    main_host += p[k].main && ovl__prim_on_host(&p[k]);
+    if (k > 0 && ovl__prim_on_host(&p[k - 1]) && !ovl__prim_on_host(&p[k]))
+      return false; /* a stream primitive after a host one */
     host += ovl__prim_on_host(&p[k]);
     if (p[k].kind != OVL_PRIM_HOST_READ &&
         (p[k].stream < 0 || p[k].stream >= nstreams))
@@ -127,7 +151,7 @@ static bool prims_ok(const ovl__prim *p, int n, int nstreams, int nevents) {
         (p[k].event < 0 || p[k].event >= nevents))
       return false;
   }
-  return mains == 1 && (host == 0 || host == n);
+  return mains == 1 && (all_host ? host == n : main_host == 0);
 }
 
 ovl_status ovl__program_lower(ovl_program *prog, ovl_error *err) {

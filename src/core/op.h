@@ -48,7 +48,17 @@ typedef enum {
   OVL_COLL_ALLREDUCE,
   OVL_COLL_BROADCAST,
   OVL_COLL_ALLGATHER,
-  OVL_COLL_REDUCESCATTER
+  OVL_COLL_REDUCESCATTER,
+  /* ncclReduce: the root's output gets the reduction; the other ranks'
+   * outputs are not written (NCCL uses recvbuff on the root only). */
+  OVL_COLL_REDUCE,
+  /* Paddle's alltoall: the input split into nranks equal parts along dim
+   * 0; part j goes to rank j, and the part from rank j lands at part j of
+   * the output. cuda: grouped ncclSend/ncclRecv. Never in place. */
+  OVL_COLL_ALLTOALL,
+  /* Paddle's barrier: every rank of the ring meets; moves no data of the
+   * schedule (cuda: a one-element allreduce of the backend's own). */
+  OVL_COLL_BARRIER
 } ovl__coll;
 
 /* The element count a collective is called with, NCCL's convention: the
@@ -56,14 +66,15 @@ typedef enum {
 size_t ovl__coll_count(ovl__coll coll, int64_t send_numel,
                        int64_t recv_numel);
 /* Whether element i of every rank's output depends only on element i of
- * the inputs (allreduce, broadcast): the reference evaluates such runs of
- * primitives block by block. */
+ * the inputs (allreduce, broadcast, reduce, barrier): the reference
+ * evaluates such runs of primitives block by block. */
 bool ovl__coll_is_local(ovl__coll coll);
 /* "allreduce", "broadcast", ...; "sum", "max", ... */
 const char *ovl__coll_name(ovl__coll coll);
 const char *ovl__redop_name(ovl__redop op);
-/* Whether the collective takes a reduction. */
+/* Whether the collective takes a reduction; a root. */
 bool ovl__coll_has_redop(ovl__coll coll);
+bool ovl__coll_has_root(ovl__coll coll);
 
 /* The number of variable inputs of an elementwise function. */
 static inline int ovl__ew_arity(ovl__ew fn) {
@@ -88,8 +99,19 @@ enum {
   OVL_ATTR_ROOT = 1u << 4,
   OVL_ATTR_US = 1u << 5,
   OVL_ATTR_STREAM = 1u << 6,
-  OVL_ATTR_EVENT = 1u << 7
+  OVL_ATTR_EVENT = 1u << 7,
+  /* Point-to-point (send_v2, recv_v2): the other rank, an integer
+   * expression that may depend on `rank` (DESIGN.md 2.2). */
+  OVL_ATTR_PEER = 1u << 8,
+  /* recv_v2: the received variable's shape and dtype (as data()'s). */
+  OVL_ATTR_OUT_SHAPE = 1u << 9,
+  OVL_ATTR_DTYPE = 1u << 10
 };
+/* Every op also takes ranks=[...] (the ranks that run it; all of them
+ * when absent): it is not a bit of `attrs`. */
+
+/* Point-to-point direction of a row (ovl__opdef.p2p). */
+typedef enum { OVL_P2P_NONE, OVL_P2P_SEND, OVL_P2P_RECV } ovl__p2p;
 
 /* What the modes (core/transform.c) do with an op. */
 enum {
@@ -165,6 +187,8 @@ struct ovl__opdef {
   ovl__ew ew;
   ovl__coll coll;
   ovl__redop redop;
+  /* send_v2 / recv_v2: which; OVL_P2P_NONE for every other row. */
+  ovl__p2p p2p;
 };
 
 /* The table, terminated by a row with name == NULL. */
@@ -202,6 +226,12 @@ int ovl__lower_event_record(const ovl__op *op, int nrings, ovl__prim *out);
 int ovl__lower_stream_wait_event(const ovl__op *op, int nrings,
                                  ovl__prim *out);
 int ovl__lower_stream_sync(const ovl__op *op, int nrings, ovl__prim *out);
+int ovl__lower_p2p(const ovl__op *op, int nrings, ovl__prim *out);
+int ovl__lower_barrier(const ovl__op *op, int nrings, ovl__prim *out);
+const char *ovl__shape_alltoall(const ovl__opdef *def, const ovl__shape *in,
+                                const char *const *names, int nin,
+                                int nranks, ovl__shape *out, char *msg,
+                                size_t size);
 
 /* ------------------------------------------------------------------ */
 /* Programs                                                            */
@@ -262,6 +292,25 @@ struct ovl__op {
    * OVL_STREAM_HOST for host ops. */
   int stream;
   int event;                 /* named event: index into prog->events, or -1 */
+  /* The ranks that run the op (bit r: rank r), from ranks=[...]; every
+   * rank of the program (ovl__program_all_ranks) when absent. A rank
+   * whose bit is clear skips the op entirely: it enqueues nothing, reads
+   * and writes nothing, and does not take part in the op's collective. */
+  uint64_t ranks;
+  /* send_v2 / recv_v2: the other rank; c_broadcast / c_reduce_*: `root`
+   * above. When either depends on `rank`, rank_attr >= 0 and the values of
+   * rank r are prog->rank_attrs[rank_attr + 2 * r] (peer) and [... + 1]
+   * (root), defined for the ranks in `ranks` (use ovl__op_peer and
+   * ovl__op_root, never the fields, outside binding). -1: `peer` and
+   * `root` hold the values of every rank. */
+  int peer;
+  int32_t rank_attr;
+  /* NCCL group (`group { }`): 0 outside one; else the number of the
+   * group's instance (1, 2, ... in program order; each iteration of a
+   * repeat block around a group is a new instance). The ops of one
+   * instance are consecutive in the program, share ring_id and stream,
+   * and are send_v2 / recv_v2 only. */
+  uint32_t group;
 };
 
 /* The stream an op's work goes to, from its row and attributes: for an op
@@ -282,7 +331,13 @@ typedef enum {
   OVL_PRIM_RECORD,    /* record `event` on `stream` */
   OVL_PRIM_WAIT,      /* `stream` waits for `event`'s last record */
   OVL_PRIM_HOST_SYNC, /* the host waits until `stream` is drained */
-  OVL_PRIM_HOST_READ  /* the host copies the op's inputs to host memory */
+  OVL_PRIM_HOST_READ, /* the host copies the op's inputs to host memory */
+  /* Point-to-point on `stream`, ring op->ring_id, with rank
+   * ovl__op_peer(): send the op's input / receive into its output. The
+   * consecutive SEND/RECV primitives of one group instance (op->group) on
+   * a rank are issued as one backend call (NCCL group semantics). */
+  OVL_PRIM_SEND,
+  OVL_PRIM_RECV
 } ovl__prim_kind;
 
 struct ovl__prim {
@@ -298,7 +353,15 @@ struct ovl__prim {
  * kernels, collectives, delays. */
 static inline bool ovl__prim_works(const ovl__prim *p) {
   return p->kind == OVL_PRIM_KERNEL || p->kind == OVL_PRIM_COLL ||
-         p->kind == OVL_PRIM_DELAY;
+         p->kind == OVL_PRIM_DELAY || p->kind == OVL_PRIM_SEND ||
+         p->kind == OVL_PRIM_RECV;
+}
+/* Whether a primitive talks to other ranks (collective or
+ * point-to-point): it is numbered on its ring (flight record) and matched
+ * across ranks (check/). */
+static inline bool ovl__prim_is_comm(const ovl__prim *p) {
+  return p->kind == OVL_PRIM_COLL || p->kind == OVL_PRIM_SEND ||
+         p->kind == OVL_PRIM_RECV;
 }
 static inline bool ovl__prim_on_host(const ovl__prim *p) {
   return p->kind == OVL_PRIM_HOST_SYNC || p->kind == OVL_PRIM_HOST_READ;
@@ -358,7 +421,36 @@ struct ovl_program_s {
   size_t nprims;
   ovl__prim *prims;
   uint32_t *prim_first;
+  /* Rank-dependent attributes (ovl__op.rank_attr): 2 * nranks ints per op
+   * that has any (ops expanded from one statement share theirs). */
+  size_t nrank_attrs;
+  int32_t *rank_attrs;
+  /* Whether some op runs on only some ranks, or has a rank-dependent
+   * attribute, or is point-to-point: the ranks do not all run the same
+   * program (the checks and the reference then look at every rank). */
+  bool rank_dependent;
 };
+
+/* Every rank of the program: bits 0 .. nranks-1. */
+static inline uint64_t ovl__program_all_ranks(const ovl_program *prog) {
+  return prog->nranks >= 64 ? ~(uint64_t)0
+                            : (((uint64_t)1 << prog->nranks) - 1);
+}
+/* Whether `rank` runs op `op`. */
+static inline bool ovl__op_on_rank(const ovl__op *op, int rank) {
+  return (op->ranks >> rank) & 1;
+}
+/* The peer and root of `op` on `rank` (a rank that runs it). */
+static inline int ovl__op_peer(const ovl_program *prog, const ovl__op *op,
+                               int rank) {
+  return op->rank_attr < 0 ? op->peer
+                           : prog->rank_attrs[op->rank_attr + 2 * rank];
+}
+static inline int ovl__op_root(const ovl_program *prog, const ovl__op *op,
+                               int rank) {
+  return op->rank_attr < 0 ? op->root
+                           : prog->rank_attrs[op->rank_attr + 2 * rank + 1];
+}
 
 /* The primitives of op i. */
 static inline const ovl__prim *ovl__op_prims(const ovl_program *prog,
@@ -368,8 +460,9 @@ static inline const ovl__prim *ovl__op_prims(const ovl_program *prog,
 }
 /* The primitive index of op i's main primitive. */
 size_t ovl__op_main_prim(const ovl_program *prog, size_t i);
-/* Whether op i is performed by the host (its primitives are host
- * primitives; an op never mixes host and stream primitives). */
+/* Whether op i is performed by the host (all its primitives are host
+ * primitives; an op that mixes them, barrier, starts with its stream
+ * ones and is not). */
 bool ovl__op_on_host(const ovl_program *prog, size_t i);
 /* The stream op i does its work on (its kernel, collective or delay), or
  * OVL_STREAM_HOST when it does none. */

@@ -71,6 +71,42 @@ const ovl__opdef ovl__optable[] = {
          0),
     COLL("c_reducescatter", OVL_COLL_REDUCESCATTER, OVL_RED_SUM,
          ovl__shape_scatter, 0),
+    COLL("c_reduce_sum", OVL_COLL_REDUCE, OVL_RED_SUM, ovl__shape_same,
+         OVL_ATTR_ROOT),
+    COLL("c_reduce_max", OVL_COLL_REDUCE, OVL_RED_MAX, ovl__shape_same,
+         OVL_ATTR_ROOT),
+    COLL("c_reduce_min", OVL_COLL_REDUCE, OVL_RED_MIN, ovl__shape_same,
+         OVL_ATTR_ROOT),
+    COLL("c_reduce_prod", OVL_COLL_REDUCE, OVL_RED_PROD, ovl__shape_same,
+         OVL_ATTR_ROOT),
+    /* alltoall: out = alltoall(x); an output is required and must not be
+     * x (binding checks it). */
+    {.name = "alltoall", .min_in = 1, .max_in = 1, .max_out = 1,
+     .attrs = RING | CALC, .roles = OVL_ROLE_COMM,
+     .ring_use = OVL_RING_COLLECTIVE, .reads = true, .writes = true,
+     .stream_verb = "run on", .shape = ovl__shape_alltoall,
+     .lower = ovl__lower_coll, .coll = OVL_COLL_ALLTOALL},
+    /* Point-to-point (Paddle's send_v2 / recv_v2): the stream rule of the
+     * collectives. recv_v2 declares its output from out_shape and dtype
+     * (float32 by default), or writes into an existing variable of that
+     * shape and dtype. */
+    {.name = "send_v2", .min_in = 1, .max_in = 1, .max_out = 0,
+     .attrs = RING | CALC | OVL_ATTR_PEER, .required = OVL_ATTR_PEER,
+     .roles = OVL_ROLE_COMM, .ring_use = OVL_RING_COLLECTIVE, .reads = true,
+     .stream_verb = "run on", .lower = ovl__lower_p2p, .p2p = OVL_P2P_SEND},
+    {.name = "recv_v2", .min_in = 0, .max_in = 0, .max_out = 1,
+     .attrs = RING | CALC | OVL_ATTR_PEER | OVL_ATTR_OUT_SHAPE |
+              OVL_ATTR_DTYPE,
+     .required = OVL_ATTR_PEER | OVL_ATTR_OUT_SHAPE, .roles = OVL_ROLE_COMM,
+     .ring_use = OVL_RING_COLLECTIVE, .writes = true,
+     .stream_verb = "run on", .lower = ovl__lower_p2p, .p2p = OVL_P2P_RECV},
+    /* Paddle's barrier: a collective on the calc stream that every rank
+     * of the ring meets at, then the host syncs calc. Its inputs only
+     * name dependencies. */
+    {.name = "barrier", .min_in = 0, .max_in = OVL_MAX_OP_INPUTS,
+     .max_out = 0, .attrs = RING, .roles = OVL_ROLE_COMM,
+     .ring_use = OVL_RING_COLLECTIVE, .stream_verb = "run on",
+     .lower = ovl__lower_barrier, .coll = OVL_COLL_BARRIER},
     /* Paddle's ordering ops: an event record on one stream and a wait on
      * another (c_wait_compute: comm[R] waits for calc; c_wait_comm: calc
      * waits for comm[R]); the host does not block. */
@@ -207,26 +243,51 @@ const char *ovl__shape_scatter(const ovl__opdef *def, const ovl__shape *in,
   return NULL;
 }
 
+/* alltoall: the input's shape, dim 0 divisible by the ranks. */
+const char *ovl__shape_alltoall(const ovl__opdef *def, const ovl__shape *in,
+                                const char *const *names, int nin,
+                                int nranks, ovl__shape *out, char *msg,
+                                size_t size) {
+  (void)nin;
+  *out = in[0];
+  if (in[0].dims[0] % nranks != 0) {
+    snprintf(msg, size,
+             "%s: dim 0 of '%s' (%lld) is not divisible by %d ranks",
+             def->name, names[0], (long long)in[0].dims[0], nranks);
+    return msg;
+  }
+  return NULL;
+}
+
 /* ------------------------------------------------------------------ */
 /* Collectives and reductions: names and conventions                  */
 /* ------------------------------------------------------------------ */
 
 size_t ovl__coll_count(ovl__coll coll, int64_t send_numel,
                        int64_t recv_numel) {
+  if (coll == OVL_COLL_BARRIER)
+    return 1;
   return (size_t)(coll == OVL_COLL_REDUCESCATTER ? recv_numel : send_numel);
 }
 
 bool ovl__coll_is_local(ovl__coll coll) {
-  return coll == OVL_COLL_ALLREDUCE || coll == OVL_COLL_BROADCAST;
+  return coll == OVL_COLL_ALLREDUCE || coll == OVL_COLL_BROADCAST ||
+         coll == OVL_COLL_REDUCE || coll == OVL_COLL_BARRIER;
 }
 
 bool ovl__coll_has_redop(ovl__coll coll) {
-  return coll == OVL_COLL_ALLREDUCE || coll == OVL_COLL_REDUCESCATTER;
+  return coll == OVL_COLL_ALLREDUCE || coll == OVL_COLL_REDUCESCATTER ||
+         coll == OVL_COLL_REDUCE;
+}
+
+bool ovl__coll_has_root(ovl__coll coll) {
+  return coll == OVL_COLL_BROADCAST || coll == OVL_COLL_REDUCE;
 }
 
 const char *ovl__coll_name(ovl__coll coll) {
   static const char *const names[] = {"allreduce", "broadcast", "allgather",
-                                      "reducescatter"};
+                                      "reducescatter", "reduce", "alltoall",
+                                      "barrier"};
   return (unsigned)coll < sizeof names / sizeof names[0] ? names[coll] : "?";
 }
 

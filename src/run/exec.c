@@ -267,8 +267,11 @@ static ovl_status exec_prim(rank_t *rk, const ovl__op *op,
     return be->collective(br, p->stream, op->ring_id, def->coll, def->redop,
                           x->dtype, rk->dev[op->in[0]], rk->dev[op->out],
                           ovl__coll_count(def->coll, x->numel, o->numel),
-                          op->root, err);
+                          op->root, 0, err);
   }
+  case OVL_PRIM_SEND:
+  case OVL_PRIM_RECV: /* TODO(issue 13) */
+    return ovl__err(err, OVL_EINVAL, "point-to-point is not implemented yet");
   case OVL_PRIM_DELAY:
     return be->delay(br, p->stream, op->us, err);
   case OVL_PRIM_RECORD:
