@@ -178,11 +178,11 @@ START_TEST(test_basics) {
   ck_assert_int_eq(B->stream_wait_event(br, CALC, -1, &err), OVL_EINVAL);
   CK_OK(B->mem_alloc(br, 16, &p, E));
   ck_assert_int_eq(B->collective(br, CALC, 2, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
-                                 OVL_DTYPE_FLOAT32, p, p, 4, 0, &err),
+                                 OVL_DTYPE_FLOAT32, p, p, 4, 0, 0, &err),
                    OVL_EINVAL);
   ck_assert_msg(strstr(err.msg, "rank 1") != NULL, "%s", err.msg);
   ck_assert_int_eq(B->collective(br, CALC, 0, OVL_COLL_BROADCAST, OVL_RED_SUM,
-                                 OVL_DTYPE_FLOAT32, p, p, 4, 3, &err),
+                                 OVL_DTYPE_FLOAT32, p, p, 4, 3, 0, &err),
                    OVL_EINVAL);
   /* Nothing was queued by the refused calls. */
   CK_OK(B->stream_sync(br, CALC, E));
@@ -816,7 +816,7 @@ static void coll_rank(rank_arg *a) {
     int stream = (int)(ci + (size_t)r) % 2 ? CALC : COMM0;
     ROK(a, B->collective(br, stream, 0, c->coll, c->redop, dt, send, recv,
                          c->coll == OVL_COLL_REDUCESCATTER ? recv_n : send_n,
-                         n - 1, E));
+                         n - 1, 0, E));
     ROK(a, B->stream_sync(br, stream, E));
     ROK(a, B->mem_download(br, hbuf, recv, recv_n * es, E));
     for (size_t i = 0; i < recv_n; i++) {
@@ -889,14 +889,14 @@ static void mismatch_rank(rank_arg *a) {
   ROK(a, B->mem_alloc(br, 64 * sizeof(float), &p, E));
   for (int k = 0; k < 2; k++)
     ROK(a, B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
-                         OVL_DTYPE_FLOAT32, p, p, 10, 0, E));
+                         OVL_DTYPE_FLOAT32, p, p, 10, 0, 0, E));
   if (a->rank == 1 && cx->variant == 0)
     ROK(a, B->collective(br, COMM0, 0, OVL_COLL_BROADCAST, OVL_RED_SUM,
-                         OVL_DTYPE_FLOAT32, p, p, 10, 0, E));
+                         OVL_DTYPE_FLOAT32, p, p, 10, 0, 0, E));
   else
     ROK(a, B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
                          OVL_DTYPE_FLOAT32, p, p,
-                         a->rank == 1 ? 11 : 10, 0, E));
+                         a->rank == 1 ? 11 : 10, 0, 0, E));
   a->st[0] = B->stream_sync(br, COMM0, &err);
   memcpy(a->msg[0], err.msg, sizeof err.msg);
   B->mem_free(br, p);
@@ -949,7 +949,7 @@ static void timeout_rank(rank_arg *a) {
     pthread_barrier_wait(bar); /* until the others have failed */
   double t0 = ovl__now();
   ROK(a, B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
-                       OVL_DTYPE_FLOAT32, p, p, 16, 0, E));
+                       OVL_DTYPE_FLOAT32, p, p, 16, 0, 0, E));
   a->st[0] = B->stream_sync(br, COMM0, &err);
   a->t[0] = ovl__now() - t0;
   memcpy(a->msg[0], err.msg, sizeof err.msg);
@@ -1010,14 +1010,14 @@ static void abort_rank(rank_arg *a) {
   if (a->rank == 0) {
     double t0 = ovl__now();
     ROK(a, B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
-                         OVL_DTYPE_FLOAT32, p, p, 16, 0, E));
+                         OVL_DTYPE_FLOAT32, p, p, 16, 0, 0, E));
     a->st[0] = B->stream_sync(br, COMM0, &err);
     a->t[0] = ovl__now() - t0;
     memcpy(a->msg[0], err.msg, sizeof err.msg);
     /* After the abort, a new collective fails at once. */
     t0 = ovl__now();
     ROK(a, B->collective(br, CALC, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
-                         OVL_DTYPE_FLOAT32, p, p, 16, 0, E));
+                         OVL_DTYPE_FLOAT32, p, p, 16, 0, 0, E));
     a->st[1] = B->stream_sync(br, CALC, &err);
     a->t[1] = ovl__now() - t0;
   }
@@ -1113,7 +1113,7 @@ static void sticky_rank(rank_arg *a) {
   ROK(a, B->mem_upload(br, one, h, sizeof h, E));
   /* #0 mismatches (counts 16 and 8) on calc. */
   ROK(a, B->collective(br, CALC, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
-                       OVL_DTYPE_FLOAT32, p, p, a->rank ? 8 : 16, 0, E));
+                       OVL_DTYPE_FLOAT32, p, p, a->rank ? 8 : 16, 0, 0, E));
   ROK(a, B->elementwise(br, CALC, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, y, one,
                         NULL, 0, 0, 16, E));
   ROK(a, B->event_record(br, EV_COMPUTE0, CALC, E));
@@ -1133,7 +1133,7 @@ static void sticky_rank(rank_arg *a) {
   /* #1: rank 0 on its failed calc stream, rank 1 on its healthy comm. */
   double t0 = ovl__now();
   ROK(a, B->collective(br, a->rank ? COMM0 : CALC, 0, OVL_COLL_ALLREDUCE,
-                       OVL_RED_SUM, OVL_DTYPE_FLOAT32, p, p, 16, 0, E));
+                       OVL_RED_SUM, OVL_DTYPE_FLOAT32, p, p, 16, 0, 0, E));
   a->st[2] = B->stream_sync(br, a->rank ? COMM0 : CALC, &err);
   a->t[2] = ovl__now() - t0;
   memcpy(a->msg[2], err.msg, sizeof err.msg);
@@ -1186,7 +1186,7 @@ static void many_rank(rank_arg *a) {
   ROK(a, B->mem_upload(br, y, z, sizeof z, E));
   for (int k = 0; k < K; k++) {
     ROK(a, B->collective(br, CALC, k % 2, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
-                         OVL_DTYPE_FLOAT32, one, t, 4, 0, E));
+                         OVL_DTYPE_FLOAT32, one, t, 4, 0, 0, E));
     ROK(a, B->elementwise(br, CALC, OVL_EW_ADD, OVL_DTYPE_FLOAT32, y, y, t, 0,
                           0, 4, E));
   }
@@ -1228,9 +1228,9 @@ static void seq_rank(rank_arg *a) {
   if (a->rank == 0)
     ROK(a, B->delay(br, COMM0, 100e3, E));
   ROK(a, B->collective(br, s0, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
-                       OVL_DTYPE_FLOAT32, p0, p0, 8, 0, E));
+                       OVL_DTYPE_FLOAT32, p0, p0, 8, 0, 0, E));
   ROK(a, B->collective(br, CALC, 0, OVL_COLL_ALLREDUCE, OVL_RED_MAX,
-                       OVL_DTYPE_FLOAT32, p1, p1, 4, 0, E));
+                       OVL_DTYPE_FLOAT32, p1, p1, 4, 0, 0, E));
   ROK(a, B->stream_sync(br, s0, E));
   ROK(a, B->stream_sync(br, CALC, E));
   ROK(a, B->mem_download(br, h, p0, sizeof h, E));

@@ -598,7 +598,7 @@ static void coll_body(world_run *w, int rank, ovl__brank *br) {
         RK_OK(upload(br, s, h, n, dt, E));
         RK_OK(poison(br, d, n * dsize(dt), E));
         RK_OK(B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, (ovl__redop)op,
-                           dt, s, d, n, 0, E));
+                           dt, s, d, n, 0, 0, E));
         RK_OK(B->stream_sync(br, COMM0, E));
         RK_OK(download(br, got, d, n, dt, E));
         RK_SAME(what, got, want, n);
@@ -607,7 +607,7 @@ static void coll_body(world_run *w, int rank, ovl__brank *br) {
                  ovl__redop_name((ovl__redop)op), ovl_dtype_name(dt), n);
         RK_OK(upload(br, d, h, n, dt, E));
         RK_OK(B->collective(br, CALC, 0, OVL_COLL_ALLREDUCE, (ovl__redop)op,
-                           dt, d, d, n, 0, E));
+                           dt, d, d, n, 0, 0, E));
         RK_OK(B->stream_sync(br, CALC, E));
         RK_OK(download(br, got, d, n, dt, E));
         RK_SAME(what, got, want, n);
@@ -623,7 +623,7 @@ static void coll_body(world_run *w, int rank, ovl__brank *br) {
       RK_OK(upload(br, s, h, n, dt, E));
       RK_OK(poison(br, d, n * dsize(dt), E));
       RK_OK(B->collective(br, COMM0, 0, OVL_COLL_BROADCAST, OVL_RED_SUM, dt,
-                         s, d, n, root, E));
+                         s, d, n, root, 0, E));
       RK_OK(B->stream_sync(br, COMM0, E));
       RK_OK(download(br, got, d, n, dt, E));
       RK_SAME(what, got, want, n);
@@ -631,7 +631,7 @@ static void coll_body(world_run *w, int rank, ovl__brank *br) {
                ovl_dtype_name(dt), n);
       RK_OK(upload(br, d, h, n, dt, E));
       RK_OK(B->collective(br, CALC, 0, OVL_COLL_BROADCAST, OVL_RED_SUM, dt, d,
-                         d, n, root, E));
+                         d, n, root, 0, E));
       RK_OK(B->stream_sync(br, CALC, E));
       RK_OK(download(br, got, d, n, dt, E));
       RK_SAME(what, got, want, n);
@@ -647,7 +647,7 @@ static void coll_body(world_run *w, int rank, ovl__brank *br) {
       RK_OK(upload(br, s, h, n, dt, E));
       RK_OK(poison(br, d, n * (size_t)R * dsize(dt), E));
       RK_OK(B->collective(br, COMM0, 0, OVL_COLL_ALLGATHER, OVL_RED_SUM, dt, s,
-                         d, n, 0, E));
+                         d, n, 0, 0, E));
       RK_OK(B->stream_sync(br, COMM0, E));
       RK_OK(download(br, got, d, n * (size_t)R, dt, E));
       RK_SAME(what, got, want, n * (size_t)R);
@@ -668,7 +668,7 @@ static void coll_body(world_run *w, int rank, ovl__brank *br) {
         RK_OK(upload(br, s, h, n * (size_t)R, dt, E));
         RK_OK(poison(br, d, n * dsize(dt), E));
         RK_OK(B->collective(br, CALC, 0, OVL_COLL_REDUCESCATTER,
-                           (ovl__redop)op, dt, s, d, n, 0, E));
+                           (ovl__redop)op, dt, s, d, n, 0, 0, E));
         RK_OK(B->stream_sync(br, CALC, E));
         RK_OK(download(br, got, d, n, dt, E));
         RK_SAME(what, got, want, n);
@@ -703,10 +703,10 @@ static void two_rings_body(world_run *w, int rank, ovl__brank *br) {
   RK_OK(upload(br, a, h, n, OVL_DTYPE_FLOAT32, E));
   RK_OK(upload(br, b, h, n, OVL_DTYPE_FLOAT32, E));
   RK_OK(B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
-                     OVL_DTYPE_FLOAT32, a, a, n, 0, E));
+                     OVL_DTYPE_FLOAT32, a, a, n, 0, 0, E));
   RK_OK(B->stream_sync(br, COMM0, E));
   RK_OK(B->collective(br, COMM1, 1, OVL_COLL_ALLREDUCE, OVL_RED_MAX,
-                     OVL_DTYPE_FLOAT32, b, b, n, 0, E));
+                     OVL_DTYPE_FLOAT32, b, b, n, 0, 0, E));
   RK_OK(B->stream_sync(br, COMM1, E));
   RK_OK(download(br, got, a, n, OVL_DTYPE_FLOAT32, E));
   RK_CHECK(got[0] == w->nranks * (w->nranks + 1) / 2.0 &&
@@ -753,7 +753,7 @@ static void wait_body(world_run *w, int rank, ovl__brank *br) {
   /* Warm up the ring so that the cases below time only themselves. */
   RK_OK(upload(br, x, h, n, OVL_DTYPE_FLOAT32, E));
   RK_OK(B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
-                     OVL_DTYPE_FLOAT32, x, res, n, 0, E));
+                     OVL_DTYPE_FLOAT32, x, res, n, 0, 0, E));
   RK_OK(B->stream_sync(br, COMM0, E));
 
   /* (a) c_wait_compute: comm waits for the write, R = nranks * NEW. */
@@ -766,7 +766,7 @@ static void wait_body(world_run *w, int rank, ovl__brank *br) {
   RK_OK(B->event_record(br, EV_COMPUTE0, CALC, E));
   RK_OK(B->stream_wait_event(br, COMM0, EV_COMPUTE0, E));
   RK_OK(B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
-                     OVL_DTYPE_FLOAT32, x, res, n, 0, E));
+                     OVL_DTYPE_FLOAT32, x, res, n, 0, 0, E));
   RK_OK(B->stream_sync(br, COMM0, E));
   RK_OK(B->stream_sync(br, CALC, E));
   RK_OK(download(br, got, res, n, OVL_DTYPE_FLOAT32, E));
@@ -785,7 +785,7 @@ static void wait_body(world_run *w, int rank, ovl__brank *br) {
                       NULL, 1.0, 0.0, n, E));
   RK_OK(B->stream_wait_event(br, COMM0, EV_COMM0, E));
   RK_OK(B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
-                     OVL_DTYPE_FLOAT32, x, res, n, 0, E));
+                     OVL_DTYPE_FLOAT32, x, res, n, 0, 0, E));
   RK_OK(B->stream_sync(br, COMM0, E));
   RK_OK(download(br, got, res, n, OVL_DTYPE_FLOAT32, E));
   RK_CHECK(got[0] == R * OLD && got[n - 1] == R * OLD,
@@ -810,7 +810,7 @@ static void wait_body(world_run *w, int rank, ovl__brank *br) {
   RK_OK(B->event_record(br, EV_COMPUTE0, COMM1, E));
   RK_OK(B->stream_wait_event(br, COMM0, EV_COMPUTE0, E));
   RK_OK(B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
-                     OVL_DTYPE_FLOAT32, x, res, n, 0, E));
+                     OVL_DTYPE_FLOAT32, x, res, n, 0, 0, E));
   RK_OK(B->stream_sync(br, COMM0, E));
   RK_OK(download(br, got, res, n, OVL_DTYPE_FLOAT32, E));
   RK_CHECK(got[0] == R * OLD && got[n - 1] == R * OLD,
@@ -825,7 +825,7 @@ static void wait_body(world_run *w, int rank, ovl__brank *br) {
   RK_BARRIER();
   RK_OK(B->delay(br, COMM0, WAIT_DELAY_US, E));
   RK_OK(B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
-                     OVL_DTYPE_FLOAT32, x, res, n, 0, E));
+                     OVL_DTYPE_FLOAT32, x, res, n, 0, 0, E));
   RK_OK(B->event_record(br, EV_COMM0, COMM0, E));
   RK_OK(B->stream_wait_event(br, CALC, EV_COMM0, E));
   RK_OK(B->elementwise(br, CALC, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, x, res,
@@ -1002,7 +1002,7 @@ static void timeout_body(world_run *w, int rank, ovl__brank *br) {
   st = B->stream_sync(br, CALC, &err);
   RK_CHECK(st == OVL_EABORTED, "second sync: %s", ovl_err_name(st));
   st = B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
-                     OVL_DTYPE_FLOAT32, p, p, 16, 0, &err);
+                     OVL_DTYPE_FLOAT32, p, p, 16, 0, 0, &err);
   RK_CHECK(st == OVL_EABORTED, "collective after abort: %s",
           ovl_err_name(st));
   B->mem_free(br, p);
@@ -1021,7 +1021,7 @@ static void stuck_body(world_run *w, int rank, ovl__brank *br) {
   RK_OK(B->mem_alloc(br, 1024 * sizeof(float), &p, E));
   if (rank == 0) {
     RK_OK(B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
-                       OVL_DTYPE_FLOAT32, p, p, 1024, 0, E));
+                       OVL_DTYPE_FLOAT32, p, p, 1024, 0, 0, E));
     st = B->stream_sync(br, COMM0, &err);
     RK_CHECK(st == OVL_ETIMEDOUT, "stuck sync: %s: %s", ovl_err_name(st),
             st == OVL_OK ? "" : err.msg);
@@ -1068,18 +1068,18 @@ static void invalid_body(world_run *w, int rank, ovl__brank *br) {
   RK_CHECK(B->delay(br, 2, 1.0, &err) == OVL_EINVAL, "delay on stream 2");
   RK_CHECK(B->delay(br, CALC, -1.0, &err) == OVL_EINVAL, "negative delay");
   RK_CHECK(B->collective(br, CALC, 1, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
-                        OVL_DTYPE_FLOAT32, p, p, 4, 0, &err) == OVL_EINVAL,
+                        OVL_DTYPE_FLOAT32, p, p, 4, 0, 0, &err) == OVL_EINVAL,
           "collective on ring 1");
   RK_CHECK(strstr(err.msg, "ring 1") != NULL, "message: %s", err.msg);
   RK_CHECK(B->collective(br, CALC, 0, OVL_COLL_BROADCAST, OVL_RED_SUM,
-                        OVL_DTYPE_FLOAT32, p, p, 4, w->nranks,
+                        OVL_DTYPE_FLOAT32, p, p, 4, w->nranks, 0,
                         &err) == OVL_EINVAL,
           "broadcast from a rank that does not exist");
   /* The world still works after all that. */
   RK_OK(B->event_record(br, EV_COMPUTE0, CALC, E));
   RK_OK(B->stream_wait_event(br, COMM0, EV_COMPUTE0, E));
   RK_OK(B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
-                     OVL_DTYPE_FLOAT32, p, p, 4, 0, E));
+                     OVL_DTYPE_FLOAT32, p, p, 4, 0, 0, E));
   RK_OK(B->stream_sync(br, COMM0, E));
   B->mem_free(br, p);
 }
