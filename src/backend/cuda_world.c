@@ -423,6 +423,16 @@ void ovl__cuda_world_abort(ovl__bworld *bw) {
   atomic_thread_fence(memory_order_seq_cst);
   pthread_mutex_lock(&bw->abort_lock);
   if (!bw->comms_released) {
+    /* The flight record as it stands: once the communicators are aborted
+     * their kernels leave and every progress event completes. */
+    for (int r = 0; r < bw->nranks; r++) {
+      ovl__brank *br = bw->ranks[r];
+      if (br == NULL || atomic_load(&br->frozen))
+        continue;
+      for (int ring = 0; ring < br->nrings; ring++)
+        br->frozen_done[ring] = ovl__cuda_progress_scan(br, ring);
+      atomic_store(&br->frozen, true);
+    }
     bw->comms_released = true;
     comms_abort(bw);
   }
