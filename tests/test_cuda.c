@@ -212,6 +212,8 @@ static void run_world(int nranks, int comm_rings, int stream_rings,
   if (comm_rings > 1)
     CK_OK(B->world_rings(w->bw, 1, 1u, E));
   CK_OK(B->world_rings(w->bw, comm_rings, (1u << comm_rings) - 1, E));
+  /* Every test may send and receive on its rings. */
+  CK_OK(B->world_p2p(w->bw, (1u << comm_rings) - 1, E));
   for (int r = 0; r < nranks; r++) {
     args[r].w = w;
     args[r].rank = r;

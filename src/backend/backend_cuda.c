@@ -886,6 +886,7 @@ const ovl__backend_ops ovl__backend_cuda = {
     .default_ranks = ovl__cuda_default_ranks,
     .world_init = ovl__cuda_world_init,
     .world_rings = ovl__cuda_world_rings,
+    .world_p2p = ovl__cuda_world_p2p,
     .world_devices = ovl__cuda_world_devices,
     .device_name = ovl__cuda_device_name,
     .world_info = ovl__cuda_world_info,

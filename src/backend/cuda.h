@@ -72,6 +72,8 @@ struct ovl__bworld {
   /* The ranks' state while they exist (rank_init to rank_fini), for
    * world_abort's snapshot of the flight record; under abort_lock. */
   ovl__brank *ranks[OVL_MAX_RANKS];
+  /* Rings whose point-to-point peers are connected (world_p2p). */
+  uint32_t p2p_connected;
   /* Tuning (world_set): comm streams at the highest priority; NCCL CTA
    * limits (0 = NCCL's choice). */
   bool comm_priority_high;
@@ -202,6 +204,8 @@ ovl_status ovl__cuda_world_init(int nranks, double timeout_s,
                                 ovl__bworld **out, ovl_error *err);
 ovl_status ovl__cuda_world_rings(ovl__bworld *bw, int nrings,
                                  uint32_t comm_mask, ovl_error *err);
+ovl_status ovl__cuda_world_p2p(ovl__bworld *bw, uint32_t p2p_mask,
+                               ovl_error *err);
 const char *ovl__cuda_world_devices(ovl__bworld *bw);
 const char *ovl__cuda_device_name(ovl__bworld *bw, int rank);
 void ovl__cuda_world_info(ovl__bworld *bw, ovl_world_info *info);
