@@ -855,8 +855,14 @@ ovl_status ovl_timeline_svg(const ovl_timeline_run *runs, size_t nruns,
  * For each mode asked, in the order sync, async, comp, comm:
  *   1. its form of the program (ovl_program_transform) and, with `races`,
  *      its race check (ovl_race_check) and, given the schedule, the
- *      re-check of its fixes (ovl_races_check_fixes): every form is
- *      checked before anything runs;
+ *      re-check of its fixes (ovl_races_check_fixes), and its deadlock
+ *      check (ovl_deadlock_check); then, once, the mismatch check of the
+ *      program as bound (ovl_mismatch_check; every form that keeps the
+ *      communication has the same; none when comp is the only mode):
+ *      every form is checked before anything runs. A mismatch or a
+ *      deadlock stops the pipeline here, with a report (a run would hang
+ *      or mix buffers): nothing runs, nothing is replayed, and
+ *      ovl_report_not_run says why;
  *   2. with `run`: the float64 reference (ovl_reference_compute), once,
  *      only where a checked mode fetches something (sync and async are
  *      checked; comp and comm numbers are not), unless the caller gives
@@ -878,8 +884,9 @@ typedef struct ovl_report_s ovl_report;
 
 /* What ovl_pipeline_opts.progress is told, as it happens. */
 typedef enum {
-  /* Every race check is done (with `races`; the forms are made); nothing
-   * has run. The only event without `run`. */
+  /* Every check is done (with `races`; the forms are made); nothing has
+   * run. The only event without `run`, or when the checks stop the
+   * pipeline. */
   OVL_PIPELINE_CHECKED = 0,
   /* The reference is ready (where needed); the runs start. */
   OVL_PIPELINE_READY,
@@ -892,7 +899,8 @@ typedef struct ovl_pipeline_opts_s {
   /* OVL_MODE_BIT of each mode asked (run in the order sync, async, comp,
    * comm, whatever the bits' order). */
   unsigned modes;
-  /* Non-zero: race-check each mode's form before anything runs. */
+  /* Non-zero: check each mode's form (races, deadlocks) and the program
+   * (mismatches) before anything runs. */
   int races;
   /* Non-zero: run each form on the world and compare; 0: check only (the
    * world may be NULL; nothing is run, no reference computed). */
@@ -1004,6 +1012,8 @@ typedef struct ovl_report_mode_s {
   /* Seconds of the timed iterations (ovl_result_times): their sum, median,
    * min and max; NaN when it did not run. */
   double total_s, median_s, min_s, max_s;
+  /* Its deadlock report; NULL without the check. */
+  const ovl_deadlocks *deadlocks;
 } ovl_report_mode;
 
 /* Mode i (0-based, in the order run); returns 0, or -1 (info zeroed) if i
@@ -1025,8 +1035,20 @@ typedef struct ovl_report_summary_s {
   int64_t mismatched;
   /* Races found, every form (listed and only counted). */
   uint64_t races;
+  /* Mismatches across ranks (ovl_mismatch_check: collectives, sends and
+   * receives; not elements out of tolerance, which `mismatched` counts),
+   * listed and only counted; deadlocks, every form. */
+  uint64_t mismatches;
+  uint64_t deadlocks;
 } ovl_report_summary;
 void ovl_report_summary_get(const ovl_report *r, ovl_report_summary *out);
+/* The mismatch report of the program as bound; NULL without the check (or
+ * when no form asked keeps the communication). Lives as long as `r`. */
+const ovl_mismatches *ovl_report_mismatches(const ovl_report *r);
+/* Why nothing ran although a run was asked for ("mismatches found: a run
+ * would hang or mix buffers", "deadlocks found: a run would hang"), or
+ * NULL. */
+const char *ovl_report_not_run(const ovl_report *r);
 
 /* The machine the report's runs ran on, from the world (backend NULL and
  * nranks 0 when nothing ran). Strings live as long as the report. */
@@ -1111,17 +1133,21 @@ int ovl_report_replay_get(const ovl_report *r, size_t i,
                           ovl_report_replay *out);
 
 /* The verdict of a report: "PASS", "FAIL: numeric mismatch" (any element
- * out of tolerance) or "FAIL: races" (numbers right, races found). */
+ * out of tolerance), "FAIL: mismatches", "FAIL: deadlocks", "FAIL:
+ * mismatches and deadlocks" (nothing ran), or "FAIL: races" (numbers
+ * right, races found), in that order of precedence. */
 const char *ovl_report_result(const ovl_report *r);
 
 /*
  * The report as the results JSON of tools/overlap_sim --json=FILE (README,
  * "JSON results"): "tool", "version", "schedule", "machine", "options",
- * "modes" (per mode: times, "check", "races", and with op times
- * "op_times"), "speedup", "ideal_speedup", "overlap_efficiency", "result",
- * "exit_status". The "options" object echoes the caller's options, given
- * here; the report gives the rest. Valid UTF-8 whatever the bytes of a
- * path or a name.
+ * "modes" (per mode: times, "check", "races", "deadlocks", and with op
+ * times "op_times"), "mismatches", "not_run", "speedup", "ideal_speedup",
+ * "overlap_efficiency", "result", "exit_status". A report the checks
+ * stopped (ovl_report_not_run) has null times, an empty "iter_s" and
+ * "check" "n/a" in every mode, and "not_run" says why (else null). The
+ * "options" object echoes the caller's options, given here; the report
+ * gives the rest. Valid UTF-8 whatever the bytes of a path or a name.
  */
 typedef struct ovl_report_json_opts_s {
   const char *tool;            /* "overlap_sim" */
@@ -1143,13 +1169,16 @@ typedef struct ovl_report_json_opts_s {
 ovl_status ovl_report_json(const ovl_report *r,
                            const ovl_report_json_opts *opts, char **text,
                            size_t *len, ovl_error *err);
-/* The race reports of every mode of a report, as JSON (what
+/* The check reports of every mode of a report, as JSON (what
  * tools/overlap_sim --races --json writes), each under its form's name,
- * one alone too: {"modes": {"sync": REPORT, "async": REPORT}} and "\n",
- * REPORT as ovl_races_format gives it. The report must have been made with
- * the race check. A report made with the replay has a second key,
- * "replay" (what --replay --json writes; README, "Finding ordering
- * bugs"). *text is malloc'd (free() it). */
+ * one alone too: {"modes": {"sync": REPORT, "async": REPORT}, "deadlocks":
+ * {"sync": DEADLOCKS, "async": DEADLOCKS}, "mismatches": MISMATCHES} and
+ * "\n", REPORT as ovl_races_format gives it, DEADLOCKS as
+ * ovl_deadlocks_format, MISMATCHES as ovl_mismatches_format (null where
+ * not checked). The report must have been made with the checks. A report
+ * made with the replay has one more key, "replay" (what --replay --json
+ * writes; README, "Finding ordering bugs"). *text is malloc'd (free()
+ * it). */
 ovl_status ovl_report_races_json(const ovl_report *r, char **text,
                                  size_t *len, ovl_error *err);
 

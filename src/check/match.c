@@ -556,8 +556,8 @@ void ovl__occ_text(const ovl__match *m, const ovl__occ *o, ovl__sbuf *b) {
     if (o->kind == OVL_MISMATCH_UNMATCHED_SEND) {
       const ovl__citem *it = &m->items[o->items[0]];
       ovl__citem_text(m, it, d, sizeof d);
-      ovl__sb_printf(b, "ring %d: rank %d sends to rank %d: %s", o->ring, a,
-                     rc, d);
+      ovl__sb_printf(b, "ring %d: rank %d issues %s to rank %d", o->ring, a,
+                     d, rc);
       at_text(b, prog, it->op);
       ovl__sb_printf(b, " (its send #%llu to rank %d), and rank %d never "
                         "receives it (it posts %zu receive%s from rank %d on "
@@ -567,8 +567,8 @@ void ovl__occ_text(const ovl__match *m, const ovl__occ *o, ovl__sbuf *b) {
     } else if (o->kind == OVL_MISMATCH_UNMATCHED_RECV) {
       const ovl__citem *it = &m->items[o->items[1]];
       ovl__citem_text(m, it, d, sizeof d);
-      ovl__sb_printf(b, "ring %d: rank %d receives from rank %d: %s",
-                     o->ring, rc, a, d);
+      ovl__sb_printf(b, "ring %d: rank %d issues %s from rank %d", o->ring,
+                     rc, d, a);
       at_text(b, prog, it->op);
       ovl__sb_printf(b, " (its receive #%llu from rank %d), and rank %d "
                         "never sends it (it issues %zu send%s to rank %d on "
@@ -581,10 +581,10 @@ void ovl__occ_text(const ovl__match *m, const ovl__occ *o, ovl__sbuf *b) {
       ovl__sb_printf(b, "ring %d send #%llu from rank %d to rank %d: ",
                      o->ring, (unsigned long long)o->index + 1, a, rc);
       ovl__citem_text(m, s, d, sizeof d);
-      ovl__sb_printf(b, "rank %d sends %s", a, d);
+      ovl__sb_printf(b, "rank %d issues %s", a, d);
       at_text(b, prog, s->op);
       ovl__citem_text(m, v, d, sizeof d);
-      ovl__sb_printf(b, ", rank %d receives %s", rc, d);
+      ovl__sb_printf(b, ", rank %d issues %s", rc, d);
       at_text(b, prog, v->op);
       differs_text(b, o->differs);
       if (o->same_size)
