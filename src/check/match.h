@@ -37,6 +37,8 @@ typedef struct ovl__citem {
   uint32_t tag;
   /* Send / receive: the item it matches, or OVL__NONE. */
   uint32_t partner;
+  /* Its op's group instance (op->group; 0: none). */
+  uint32_t group;
   int16_t stream;
   uint8_t kind; /* OVL__CI_* */
   uint8_t ring;
