@@ -953,6 +953,12 @@ ovl_status ovl_deadlock_check(const ovl_program *prog, ovl_deadlocks **out,
   return OVL_OK;
 }
 
+size_t ovl__order_bytes_per_op(void) {
+  return sizeof(uint64_t) +
+         2 * (3 * sizeof(uint32_t) + sizeof(uint64_t)) +
+         2 * (sizeof(ovl__citem) + 1);
+}
+
 /* ------------------------------------------------------------------ */
 /* Accessors and formatting                                            */
 /* ------------------------------------------------------------------ */

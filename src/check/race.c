@@ -56,6 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check/match.h"
 #include "check/races.h"
 
 /* ------------------------------------------------------------------ */
@@ -547,8 +548,12 @@ void ovl_races_free(ovl_races *r) {
 }
 
 /* A read is kept until the variable's next write, in an array that
- * doubles: a program that only reads a variable keeps up to two per op. */
-size_t ovl__race_bytes_per_op(void) { return 2 * sizeof(acc); }
+ * doubles: a program that only reads a variable keeps up to two per op.
+ * The mismatch and deadlock checks of a program whose ranks differ come
+ * after it (check/deadlock.c says what they keep). */
+size_t ovl__race_bytes_per_op(void) {
+  return 2 * sizeof(acc) + ovl__order_bytes_per_op();
+}
 
 static void checker_free(checker *c) {
   if (c->vs != NULL)
