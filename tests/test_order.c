@@ -304,7 +304,8 @@ START_TEST(repeated_mismatch_is_one_finding) {
                       "r.sched:4:3, rank 1 issues c_allreduce_sum of 'h' "
                       "(float32, 16 elements) at r.sched:5:3; they differ "
                       "in variable (the same size: a run would mix buffers "
-                      "silently) (5 times in the expanded program)\n"
+                      "silently) (5 times in the expanded program, among "
+                      "ranks 0-2)\n"
                       "1 mismatch in r.sched (3 ranks)\n");
   free(t);
   ovl_mismatches_free(m);
