@@ -51,7 +51,8 @@ typedef struct syntax {
 } syntax;
 
 static ovl_status advance(syntax *X) {
-  X->prev_end = X->tok.s + X->tok.n;
+  if (X->tok.s != NULL) /* NULL before the first token */
+    X->prev_end = X->tok.s + X->tok.n;
   if (!ovl__lex_next(&X->lx, &X->tok))
     return perr(X, X->lx.err_line, X->lx.err_col, "%s", X->lx.err_msg);
   return OVL_OK;
