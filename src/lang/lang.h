@@ -394,7 +394,6 @@ typedef struct binder {
    * and for each group of the template (op->group - 1 in the template) its
    * first op, where each expanded instance starts. */
   bool in_group;
-  int group_line, group_col;
   size_t group_op0;  /* the open group's first op, or SIZE_MAX: none yet */
   size_t *group_first;
   size_t ngroups, capgroups;
