@@ -2304,7 +2304,10 @@ START_TEST(test_expressions) {
     snprintf(want, sizeof want, "%lld", cases[i].want);
     ck_assert_msg(strcmp(p->params[1].value, want) == 0, "%s = %s, want %s",
                   cases[i].expr, p->params[1].value, want);
-    ck_assert_str_eq(p->params[1].plain_default, cases[i].expr);
+    if (strchr(cases[i].expr, '\n') == NULL)
+      ck_assert_str_eq(p->params[1].plain_default, cases[i].expr);
+    else /* on one line */
+      ck_assert_str_eq(p->params[1].plain_default, "(n + 1)");
     ovl_program_free(p);
   }
   /* Where they go: repeat counts, dims, ring_id, root, seed, cpu= and
