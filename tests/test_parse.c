@@ -2629,6 +2629,8 @@ START_TEST(test_err_peer_root) {
                    "0..3");
   EXPECT_RANKS_ERR(A10 "send_v2(a, peer=4)\n", 4,
                    "<string>:2:17: peer 4 out of range for 4 ranks (0..3)");
+  EXPECT_RANKS_ERR(A10 "send_v2(a, peer=1)\n", 1,
+                   "<string>:2:17: peer 1 out of range for 1 rank (0..0)");
   EXPECT_RANKS_ERR(A10 "send_v2(a, peer=-1)\n", 4,
                    "<string>:2:17: peer -1 out of range for 4 ranks (0..3)");
   EXPECT_RANKS_ERR(A10 "send_v2(a, peer=nranks)\n", 4,
