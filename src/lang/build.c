@@ -250,9 +250,10 @@ static ovl_status rank_out_of_range(binder *B, const scalar *v,
                                     const define *from) {
   char text[96], on[32] = "", fbuf[DEFINE_FROM_SIZE];
   if (v->kind != V_EXPR)
-    return perr(B, v->line, v->col, "%s %lld out of range for %d ranks (0..%d)%s",
-                what, (long long)val, B->nranks, B->nranks - 1,
-                ovl__from_define(from, fbuf, sizeof fbuf));
+    return perr(B, v->line, v->col,
+                "%s %lld out of range for %d rank%s (0..%d)%s", what,
+                (long long)val, B->nranks, B->nranks == 1 ? "" : "s",
+                B->nranks - 1, ovl__from_define(from, fbuf, sizeof fbuf));
   if (rank >= 0)
     snprintf(on, sizeof on, " on rank %d", rank);
   return perr(B, v->line, v->col, "%s%s%s is %lld%s; ranks are 0..%d", what,
@@ -379,7 +380,7 @@ typedef struct call_attrs {
  * (a rank), or ranges A:B (A..B-1); at least one rank. */
 static ovl_status ranks_attr(binder *B, const kwarg *kw, uint64_t *mask) {
   const value *v = &kw->val;
-  char buf[128], text[96], fbuf[DEFINE_FROM_SIZE];
+  char buf[128], text[160], fbuf[DEFINE_FROM_SIZE];
   const int last = B->nranks - 1;
   ovl_status st;
   *mask = 0;
@@ -402,15 +403,18 @@ static ovl_status ranks_attr(binder *B, const kwarg *kw, uint64_t *mask) {
         return st;
       ovl__expr_text(B->S, it, text, sizeof text);
       snprintf(want, sizeof want, "%lld:%lld", (long long)lo, (long long)hi);
+      /* "2:5", or "1:nranks + 1 (1:5)" */
+      if (strcmp(text, want) != 0) {
+        size_t k = strlen(text);
+        snprintf(text + k, sizeof text - k, " (%s)", want);
+      }
       if (lo > hi)
-        return perr(B, it->line, it->col, "ranks range %s%s%s runs backwards",
-                    text, strcmp(text, want) ? " is " : "",
-                    strcmp(text, want) ? want : "");
+        return perr(B, it->line, it->col, "ranks range %s runs backwards",
+                    text);
       if (lo < 0 || hi > B->nranks)
         return perr(B, it->line, it->col,
-                    "ranks range %s%s%s goes past the ranks; ranks are 0..%d",
-                    text, strcmp(text, want) ? " is " : "",
-                    strcmp(text, want) ? want : "", last);
+                    "ranks range %s goes past the ranks; ranks are 0..%d",
+                    text, last);
       for (int64_t r = lo; r < hi; r++)
         *mask |= (uint64_t)1 << r;
       continue;
