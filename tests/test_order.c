@@ -970,6 +970,38 @@ START_TEST(pipeline_stops_on_a_mismatch) {
 }
 END_TEST
 
+/* The numeric check compares a variable on the ranks that fetch it:
+ * fetch(..., ranks=[...]) fetches only there, and the others are not
+ * checked (nor wrong for having nothing). */
+static const double *fetched_rank1(const void *ctx, int rank, size_t i) {
+  (void)i;
+  return rank == 1 ? (const double *)ctx : NULL;
+}
+
+START_TEST(numeric_check_of_a_fetch_on_some_ranks) {
+  ovl_program *p = tu_parse("x = data(shape=[4], init=fill, value=2.0)\n"
+                            "y = scale(x, scale=3.0)\n"
+                            "fetch(y, ranks=[1])\n",
+                            "f.sched", 2);
+  ovl_reference *ref = NULL;
+  ovl_check c;
+  ovl_error err = {0};
+  const double got[4] = {6, 6, 6, 7};
+  ck_assert_int_eq(ovl_reference_compute(p, 2, &ref, &err), OVL_OK);
+  ck_assert_int_eq(ovl__check_arrays(p, 2, fetched_rank1, got, ref, 0.0,
+                                     0.0, &c, &err),
+                   OVL_OK);
+  /* Rank 1's 4 elements, one wrong; rank 0 not compared. */
+  ck_assert_int_eq(c.checked, 4);
+  ck_assert_int_eq(c.mismatched, 1);
+  ck_assert_uint_eq(c.nmismatch, 1);
+  ck_assert_int_eq(c.mismatch[0].rank, 1);
+  ovl_check_release(&c);
+  ovl_reference_free(ref);
+  ovl_program_free(p);
+}
+END_TEST
+
 START_TEST(bad_arguments) {
   ovl_program *p = tu_parse(swapped, "s.sched", 2);
   ovl_mismatches *m = (ovl_mismatches *)1;
@@ -1029,6 +1061,7 @@ static Suite *order_suite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, pipeline_stops_on_a_deadlock);
   tcase_add_test(tc, pipeline_stops_on_a_mismatch);
+  tcase_add_test(tc, numeric_check_of_a_fetch_on_some_ranks);
   tcase_add_test(tc, bad_arguments);
   suite_add_tcase(s, tc);
   return s;

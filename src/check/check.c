@@ -3,7 +3,9 @@
  * reference. An element matches when |got - ref| <= atol + rtol * |ref|;
  * a NaN matches only a NaN, and an infinity only the same infinity (so a
  * tolerance that overflows to infinity never lets a finite value match an
- * infinite one).
+ * infinite one). A rank checks the variables it fetches: a fetch with
+ * ranks=[...] fetches only there, and a rank that fetches nothing of a
+ * variable has nothing of it to check.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -36,6 +38,35 @@ static int64_t count_mismatches(const double *got, const double *exp,
   return count;
 }
 
+/* Per (fetched variable i, rank r): whether some op that reads on the
+ * host (fetch: a HOST_READ primitive) and runs on r names it; bit r of
+ * on[i] (every bit for an op that runs on every rank). */
+static bool fetched_on(const ovl_program *prog, uint64_t *on,
+                       size_t nfetch) {
+  uint64_t all = ovl__program_all_ranks(prog);
+  /* Each variable's fetch index, + 1 (0: not fetched). */
+  size_t *fi = calloc(prog->nvars + 1, sizeof *fi);
+  if (fi == NULL)
+    return false;
+  for (size_t f = 0; f < nfetch; f++)
+    if (prog->fetch[f] >= 0 && (size_t)prog->fetch[f] < prog->nvars)
+      fi[prog->fetch[f]] = f + 1;
+  for (size_t i = 0; i < prog->nops; i++) {
+    const ovl__op *o = &prog->ops[i];
+    size_t n;
+    const ovl__prim *p = ovl__op_prims(prog, i, &n);
+    bool reads = false;
+    for (size_t k = 0; k < n; k++)
+      reads |= p[k].kind == OVL_PRIM_HOST_READ;
+    for (int k = 0; reads && k < o->nin; k++)
+      if (o->in[k] >= 0 && fi[o->in[k]] != 0)
+        on[fi[o->in[k]] - 1] |=
+            (o->ranks & all) == all ? ~(uint64_t)0 : o->ranks;
+  }
+  free(fi);
+  return true;
+}
+
 ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
                              const double *(*got)(const void *ctx, int rank,
                                                   size_t i),
@@ -43,6 +74,7 @@ ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
                              double rtol, double atol, ovl_check *out,
                              ovl_error *err) {
   size_t nfetch, cap;
+  uint64_t *on;
 
   if (out != NULL)
     memset(out, 0, sizeof *out);
@@ -61,10 +93,23 @@ ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
 
   nfetch = ovl_program_fetch_count(prog);
   cap = (size_t)nranks * nfetch;
+  on = calloc(nfetch + 1, sizeof *on);
+  if (on == NULL)
+    return ovl__err(err, OVL_ENOMEM, "ovl_check_result: out of memory");
   if (cap > 0) {
     out->mismatch = calloc(cap, sizeof *out->mismatch);
-    if (out->mismatch == NULL)
+    if (out->mismatch == NULL) {
+      free(on);
       return ovl__err(err, OVL_ENOMEM, "ovl_check_result: out of memory");
+    }
+  }
+  if (prog->prim_first == NULL)
+    for (size_t i = 0; i < nfetch; i++)
+      on[i] = ~(uint64_t)0;
+  else if (!fetched_on(prog, on, nfetch)) {
+    free(on);
+    ovl_check_release(out);
+    return ovl__err(err, OVL_ENOMEM, "ovl_check_result: out of memory");
   }
 
   for (int r = 0; r < nranks; r++) {
@@ -76,7 +121,10 @@ ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
       int64_t count;
 
       ovl_program_fetch_info(prog, i, &info);
+      if (!((on[i] >> r) & 1))
+        continue; /* rank r does not fetch it */
       if (e == NULL) {
+        free(on);
         ovl_check_release(out);
         return ovl__err(err, OVL_EINVAL,
                         "ovl_check_result: the reference has no value of "
@@ -104,6 +152,7 @@ ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
       out->mismatched += count;
     }
   }
+  free(on);
   if (out->nmismatch == 0) {
     free(out->mismatch);
     out->mismatch = NULL;
