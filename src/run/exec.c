@@ -941,10 +941,19 @@ ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
   free(threads);
   if (run.failed && world->nranks > 1)
     append_positions(&run);
-  /* A hang: what each rank's communication had reached. */
-  if (run.failed && run.first.status == OVL_ETIMEDOUT)
+  /* A hang: what each rank's communication had reached, in the
+   * iteration the ranks were in (the earliest, if they differ). */
+  if (run.failed && run.first.status == OVL_ETIMEDOUT) {
+    int total = opts->warmup + opts->iters;
+    run.flight.iter = total - 1;
+    for (int r = 0; r < world->nranks; r++) {
+      int it = (int)((run.pos_at_fail[r] >> 32) & 0xffffff);
+      if (it < run.flight.iter)
+        run.flight.iter = it;
+    }
     ovl__flight_append(prog, &run.flight, run.first.msg,
                        sizeof run.first.msg);
+  }
   free((void *)run.pos);
   free(run.pos_at_fail);
   flight_free(&run.flight);

@@ -171,16 +171,6 @@ static long tag_op(const seq *q, uint64_t t, int iters) {
   return (long)q->op[(t - 1) % q->len];
 }
 
-/* Where the g-th (from 0, across iterations) member of a class whose
- * per-iteration entries are at[0..n) lies: its tag, or 0 if the run has
- * none. */
-static uint64_t class_tag(const seq *q, const uint32_t *at, uint32_t n,
-                          uint64_t g, int iters) {
-  if (n == 0 || g / n >= (uint64_t)iters)
-    return 0;
-  return g / n * q->len + at[g % n] + 1;
-}
-
 /* ------------------------------------------------------------------ */
 /* The first disagreement                                              */
 /* ------------------------------------------------------------------ */
@@ -272,31 +262,31 @@ static void say_disagree(const ovl_program *prog, int ring, int ra,
              (unsigned long long)ta, ra, da, rb, (unsigned long long)tb, db);
 }
 
-/* Whether op oa (tag ta of rank r on ring R) has a matching other side on
- * every rank it needs; if not, the words in buf. */
-static bool check_tag(const ovl_program *prog, const seqs *ss, int ring,
-                      int r, uint64_t ta, int iters, char *buf,
-                      size_t size) {
+/* Whether entry e of rank r's sequence of `ring` has a matching other
+ * side on every rank it needs, within one iteration (the ranks meet at a
+ * barrier between iterations: nothing of one meets anything of the next);
+ * if not, the words in buf, tags those of iteration `iter`. */
+static bool check_entry(const ovl_program *prog, const seqs *ss, int ring,
+                        int r, uint32_t e, int iter, char *buf,
+                        size_t size) {
   const seq *q = seq_of(ss, r, ring);
-  uint32_t e = (uint32_t)((ta - 1) % q->len);
-  uint64_t it = (ta - 1) / q->len;
+  uint64_t ta = (uint64_t)iter * q->len + e + 1;
   long oa = (long)q->op[e];
   const ovl__prim *p = comm_prim(prog, (size_t)oa);
   sig sa = sig_of(prog, (size_t)oa, r);
+  uint32_t g = q->cls[e];
 
   if (p->kind == OVL_PRIM_COLL) {
-    uint64_t g = it * q->ncoll + q->cls[e];
     for (int b = 0; b < ss->nranks; b++) {
       const seq *qb = seq_of(ss, b, ring);
-      uint64_t tb;
-      long ob;
-      sig sb;
+      uint64_t tb = 0;
+      long ob = -1;
       if (b == r)
         continue;
-      tb = class_tag(qb, qb->coll_at, qb->ncoll, g, iters);
-      ob = tb ? tag_op(qb, tb, iters) : -1;
-      if (ob >= 0) {
-        sb = sig_of(prog, (size_t)ob, b);
+      if (g < qb->ncoll) {
+        tb = (uint64_t)iter * qb->len + qb->coll_at[g] + 1;
+        ob = (long)qb->op[qb->coll_at[g]];
+        sig sb = sig_of(prog, (size_t)ob, b);
         if (sig_eq(&sa, &sb, false))
           continue;
       }
@@ -309,22 +299,17 @@ static bool check_tag(const ovl_program *prog, const seqs *ss, int ring,
     int peer = ovl__op_peer(prog, &prog->ops[oa], r);
     bool send = p->kind == OVL_PRIM_SEND;
     const seq *qb;
-    const uint32_t *off, *at;
-    uint32_t nmine, ntheirs;
-    uint64_t g, tb;
-    long ob;
+    const uint32_t *off;
+    uint64_t tb = 0;
+    long ob = -1;
     if (peer < 0 || peer >= ss->nranks)
       return true;
-    off = send ? q->send_off : q->recv_off;
-    nmine = off[peer + 1] - off[peer];
-    g = it * nmine + q->cls[e];
     qb = seq_of(ss, peer, ring);
     off = send ? qb->recv_off : qb->send_off;
-    at = (send ? qb->recv_at : qb->send_at) + off[r];
-    ntheirs = off[r + 1] - off[r];
-    tb = class_tag(qb, at, ntheirs, g, iters);
-    ob = tb ? tag_op(qb, tb, iters) : -1;
-    if (ob >= 0) {
+    if (g < off[r + 1] - off[r]) {
+      uint32_t eb = (send ? qb->recv_at : qb->send_at)[off[r] + g];
+      tb = (uint64_t)iter * qb->len + eb + 1;
+      ob = (long)qb->op[eb];
       sig sb = sig_of(prog, (size_t)ob, peer);
       if (sig_eq(&sa, &sb, true))
         return true;
@@ -334,56 +319,37 @@ static bool check_tag(const ovl_program *prog, const seqs *ss, int ring,
   }
 }
 
+/* The first entry of `ring` (by position in the iteration, then rank)
+ * that has no match. */
 static bool first_disagreement(const ovl_program *prog, const seqs *ss,
-                               int iters, const uint64_t *limit, char *buf,
-                               size_t size) {
-  uint64_t best = 0;
-  char text[512];
+                               int ring, int iter, char *buf, size_t size) {
+  uint32_t longest = 0;
+  for (int r = 0; r < ss->nranks; r++)
+    if (seq_of(ss, r, ring)->len > longest)
+      longest = seq_of(ss, r, ring)->len;
   buf[0] = '\0';
-  for (int ring = 0; ring < ss->nrings; ring++) {
-    uint64_t lim = 0;
-    for (int r = 0; r < ss->nranks; r++) {
-      const seq *q = seq_of(ss, r, ring);
-      uint64_t all = (uint64_t)q->len * (uint64_t)iters;
-      uint64_t l = limit != NULL ? limit[ring] : all;
-      if (l > all)
-        l = all;
-      if (l > lim)
-        lim = l;
-    }
-    if (best != 0 && lim >= best)
-      lim = best - 1; /* an earlier ring found one at a smaller tag */
-    for (uint64_t t = 1; t <= lim; t++) {
-      bool found = false;
-      for (int r = 0; r < ss->nranks && !found; r++) {
-        const seq *q = seq_of(ss, r, ring);
-        if (t > (uint64_t)q->len * (uint64_t)iters)
-          continue;
-        found = !check_tag(prog, ss, ring, r, t, iters, text, sizeof text);
-      }
-      if (found) {
-        best = t;
-        snprintf(buf, size, "%s", text);
-        break;
-      }
-    }
-  }
-  return best != 0;
+  for (uint32_t e = 0; e < longest; e++)
+    for (int r = 0; r < ss->nranks; r++)
+      if (e < seq_of(ss, r, ring)->len &&
+          !check_entry(prog, ss, ring, r, e, iter, buf, size))
+        return true;
+  return false;
 }
 
-bool ovl__comm_first_disagreement(const ovl_program *prog, int iters,
-                                  const uint64_t *limit, char *buf,
-                                  size_t size) {
+bool ovl__comm_first_disagreement(const ovl_program *prog, int ring,
+                                  int iter, char *buf, size_t size) {
   seqs *ss;
-  bool found;
+  bool found = false;
   if (size > 0)
     buf[0] = '\0';
-  if (prog->nrings == 0 || size == 0)
+  if (prog->nrings == 0 || size == 0 || ring >= prog->nrings)
     return false;
   ss = seqs_build(prog);
   if (ss == NULL)
     return false;
-  found = first_disagreement(prog, ss, iters, limit, buf, size);
+  for (int g = ring < 0 ? 0 : ring;
+       !found && g < (ring < 0 ? prog->nrings : ring + 1); g++)
+    found = first_disagreement(prog, ss, g, iter < 0 ? 0 : iter, buf, size);
   seqs_free(ss);
   return found;
 }
@@ -476,7 +442,6 @@ void ovl__flight_append(const ovl_program *prog, const ovl__flight *f,
   size_t len = strlen(msg);
   seqs *ss;
   char tail[512], entry[400], prev[400];
-  uint64_t *limit;
   bool *done;
   int nentries = 0, shown = 0;
   bool any = false;
@@ -484,9 +449,8 @@ void ovl__flight_append(const ovl_program *prog, const ovl__flight *f,
   if (prog->nrings == 0 || f->nrings != prog->nrings || len + 1 >= size)
     return;
   ss = seqs_build(prog);
-  limit = calloc((size_t)f->nrings, sizeof *limit);
   done = calloc((size_t)f->nranks * (size_t)f->nrings, sizeof *done);
-  if (ss == NULL || limit == NULL || done == NULL)
+  if (ss == NULL || done == NULL)
     goto out;
   for (int k = 0; k < f->nranks * f->nrings; k++)
     if (seq_of(ss, k / f->nrings, k % f->nrings)->len > 0) {
@@ -497,20 +461,28 @@ void ovl__flight_append(const ovl_program *prog, const ovl__flight *f,
     goto out; /* no communication: nothing to record */
 
   /* The conclusion first, so that the entries can be cut to fit. */
-  for (int ring = 0; ring < f->nrings; ring++)
-    for (int r = 0; r < f->nranks; r++) {
-      size_t k = (size_t)r * (size_t)f->nrings + (size_t)ring;
-      if (f->enq_tag[k] > limit[ring])
-        limit[ring] = f->enq_tag[k];
-    }
   {
     char text[400];
-    if (first_disagreement(prog, ss, f->iters, limit, text, sizeof text))
-      snprintf(tail, sizeof tail, "; ranks disagree first at %s", text);
-    else if (first_pending(prog, ss, f, text, sizeof text))
+    size_t tl = 0;
+    int found = 0;
+    tail[0] = '\0';
+    /* The first of each ring, of the first three rings that have one. */
+    for (int ring = 0; ring < f->nrings; ring++) {
+      if (!first_disagreement(prog, ss, ring, f->iter, text, sizeof text))
+        continue;
+      if (++found > 3)
+        continue;
+      if (tl < sizeof tail)
+        tl += (size_t)snprintf(tail + tl, sizeof tail - tl, "%s%s",
+                               found == 1 ? "; ranks disagree first at "
+                                          : "; and at ",
+                               text);
+    }
+    if (found > 3 && tl < sizeof tail)
+      snprintf(tail + tl, sizeof tail - tl, " (and %d more rings)",
+               found - 3);
+    if (found == 0 && first_pending(prog, ss, f, text, sizeof text))
       snprintf(tail, sizeof tail, "; ranks agree; %s", text);
-    else
-      tail[0] = '\0';
   }
 
   /* Entries, ranks with the same one grouped ("ranks 0,2 ring 0: ..."),
@@ -564,6 +536,5 @@ conclude:
     snprintf(msg + len, size - len, "%s", tail);
 out:
   seqs_free(ss);
-  free(limit);
   free(done);
 }
