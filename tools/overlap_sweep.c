@@ -151,8 +151,7 @@ static const char *type_name(ovl_dtype d) {
 }
 
 static const char *redop_name(const options *o) {
-  return o->coll == C_ALLREDUCE || o->coll == C_REDUCESCATTER ? o->redop
-                                                              : "none";
+  return coll_reduces(o->coll) ? o->redop : "none";
 }
 
 static void print_table_header(void) {
@@ -264,8 +263,13 @@ static int overlap_sweep(int argc, char **argv) {
   s.esize = ovl_dtype_size(o.dtype);
   {
     static char opbuf[64];
-    if (o.coll == C_ALLREDUCE)
-      snprintf(opbuf, sizeof opbuf, "c_allreduce_%s", o.redop);
+    if (o.coll == C_ALLREDUCE || o.coll == C_REDUCE)
+      snprintf(opbuf, sizeof opbuf, "c_%s_%s", coll_names[o.coll], o.redop);
+    else if (o.coll == C_ALLTOALL)
+      snprintf(opbuf, sizeof opbuf, "alltoall");
+    else if (o.coll == C_SENDRECV)
+      /* The group's span: its send_v2 and recv_v2 share it. */
+      snprintf(opbuf, sizeof opbuf, "send_v2");
     else
       snprintf(opbuf, sizeof opbuf, "c_%s", coll_names[o.coll]);
     s.op_name = opbuf;
@@ -303,10 +307,17 @@ static int overlap_sweep(int argc, char **argv) {
     printf("# overlap_sweep %s: %s, backend %s, %d ranks (%s)\n",
            OVL_VERSION_STRING, coll_names[o.coll],
            ovl_world_backend_name(world), nranks, ovl_world_devices(world));
-    printf("# %s %s, out of place (y = %s(x)); each measurement: %d "
-           "warmup + %d timed iterations of reps collectives back to back\n",
-           ovl_dtype_name(o.dtype), redop_name(&o), s.op_name, o.warmup,
-           o.iters);
+    if (o.coll == C_SENDRECV)
+      printf("# %s, out of place (group { send_v2(x, peer=rank + 1); y = "
+             "recv_v2(peer=rank - 1) }); each measurement: %d warmup + %d "
+             "timed iterations of reps groups back to back\n",
+             ovl_dtype_name(o.dtype), o.warmup, o.iters);
+    else
+      printf("# %s %s, out of place (y = %s(x)); each measurement: %d "
+             "warmup + %d timed iterations of reps collectives back to "
+             "back\n",
+             ovl_dtype_name(o.dtype), redop_name(&o), s.op_name, o.warmup,
+             o.iters);
     if (o.host_timing)
       printf("# time: host clock, per collective: timed iterations' total "
              "/ (%d iterations x reps), as nccl-tests times (calc and comm: "
@@ -318,10 +329,7 @@ static int overlap_sweep(int argc, char **argv) {
              "iterations x reps collectives x %d ranks\n",
              o.iters, nranks);
     printf("# algbw = size / time; busbw = algbw x %.4g (%s)\n",
-           busbw_factor(o.coll, nranks),
-           o.coll == C_ALLREDUCE   ? "2(n-1)/n"
-           : o.coll == C_BROADCAST ? "1"
-                                   : "(n-1)/n");
+           busbw_factor(o.coll, nranks), busbw_formula(o.coll));
     flush_output(stdout);
   }
 
@@ -512,7 +520,7 @@ static int overlap_sweep(int argc, char **argv) {
       double cslow = m[P_COMM].coll_dev > 0
                          ? m[P_BOTH].coll_dev / m[P_COMM].coll_dev
                          : 0;
-      int root = o.coll == C_BROADCAST ? o.root : -1;
+      int root = coll_has_root(o.coll) ? o.root : -1;
       if (o.csv) {
         printf("%llu,%llu,%s,%s,%d,%d,%d,%d,%s", (unsigned long long)rs.size,
                (unsigned long long)rs.count, type_name(o.dtype),

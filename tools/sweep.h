@@ -20,8 +20,22 @@
 #define MAX_BYTES (1ULL << 40)
 
 /* The collectives, and their names ("allreduce", ...). */
-typedef enum { C_ALLREDUCE, C_BROADCAST, C_ALLGATHER, C_REDUCESCATTER } coll;
-extern const char *const coll_names[4];
+typedef enum {
+  C_ALLREDUCE,
+  C_BROADCAST,
+  C_ALLGATHER,
+  C_REDUCESCATTER,
+  C_REDUCE,
+  C_ALLTOALL,
+  /* nccl-tests' sendrecv: each rank sends to rank + 1 and receives from
+   * rank - 1, in one group (send_v2 and recv_v2). */
+  C_SENDRECV,
+  C__COUNT
+} coll;
+extern const char *const coll_names[C__COUNT];
+/* Whether the collective takes --op; --root. */
+bool coll_reduces(coll c);
+bool coll_has_root(coll c);
 
 /* Where the collectives run: on the calc stream, on a comm stream, on a
  * comm stream with kernels beside them on the calc stream. */
@@ -62,17 +76,22 @@ extern const char *const placement_names[P__COUNT];
 int sweep_parse_flags(int argc, char **argv, options *o);
 
 /* busbw = algbw * factor (nccl-tests' PERFORMANCE.md): allreduce moves
- * 2(n-1)/n of the buffer through each rank's link, allgather and
- * reducescatter (n-1)/n of the total, broadcast the buffer once. */
+ * 2(n-1)/n of the buffer through each rank's link, allgather,
+ * reducescatter and alltoall (n-1)/n of the total, broadcast, reduce and
+ * sendrecv the buffer once. */
 double busbw_factor(coll c, int n);
+/* The factor as a formula, for the header: "2(n-1)/n", "(n-1)/n", "1". */
+const char *busbw_formula(coll c);
 
 /* One row's sizes, as nccl-tests counts them. `size` (the size column and
- * what algbw divides) is the whole buffer for allreduce and broadcast, the
- * receive buffer (nranks x the send buffer) for allgather and the send
- * buffer (nranks x the receive buffer) for reducescatter. `count` is the
- * count passed to the collective: the buffer's elements for allreduce and
- * broadcast, one rank's share for allgather and reducescatter (whose share
- * is rounded down to 16 bytes, as nccl-tests does). */
+ * what algbw divides) is the whole buffer for allreduce, broadcast, reduce
+ * and sendrecv, the receive buffer (nranks x the send buffer) for
+ * allgather, the send buffer (nranks x the receive buffer) for
+ * reducescatter, and either buffer (nranks parts) for alltoall. `count`
+ * is nccl-tests' count column: the buffer's elements for allreduce,
+ * broadcast, reduce and sendrecv, one rank's share (one part) for
+ * allgather, reducescatter and alltoall (rounded down to 16 bytes, as
+ * nccl-tests does). */
 typedef struct {
   uint64_t size;   /* bytes */
   uint64_t count;  /* elements */

@@ -11,8 +11,9 @@
 #include "sweep.h"
 #include "tool_util.h"
 
-const char *const coll_names[4] = {"allreduce", "broadcast", "allgather",
-                                   "reducescatter"};
+const char *const coll_names[C__COUNT] = {
+    "allreduce", "broadcast", "allgather", "reducescatter",
+    "reduce",    "alltoall",  "sendrecv"};
 
 static void usage(FILE *f) {
   fprintf(
@@ -30,10 +31,14 @@ static void usage(FILE *f) {
       "device).\n"
       "\n"
       "  -c, --collective=NAME  allreduce (default), broadcast, allgather, "
-      "reducescatter\n"
-      "  -o, --op=OP            sum (default), max, min, prod (allreduce); "
-      "reducescatter\n"
-      "                         has sum only; broadcast and allgather do "
+      "reducescatter,\n"
+      "                         reduce, alltoall, or sendrecv (nccl-tests': "
+      "each rank sends\n"
+      "                         to rank + 1 and receives from rank - 1 in "
+      "one group)\n"
+      "  -o, --op=OP            sum (default), max, min, prod (allreduce, "
+      "reduce);\n"
+      "                         reducescatter has sum only; the others do "
       "not reduce\n"
       "  -d, --datatype=TYPE    float32 (float, default) or float64 "
       "(double)\n"
@@ -61,7 +66,8 @@ static void usage(FILE *f) {
       "                         cuda 256M: far beyond the L2 cache, so the "
       "kernel is\n"
       "                         memory-bound)\n"
-      "      --root=R           broadcast's root rank (default 0)\n"
+      "      --root=R           broadcast's and reduce's root rank (default "
+      "0)\n"
       "      --timing=device|host\n"
       "                         the table's time: device (default; device "
       "clock around\n"
@@ -190,13 +196,13 @@ int sweep_parse_flags(int argc, char **argv, options *o) {
     switch (c) {
     case 'c': {
       int k;
-      for (k = 0; k < 4; k++)
+      for (k = 0; k < C__COUNT; k++)
         if (strcmp(optarg, coll_names[k]) == 0)
           break;
-      if (k == 4)
+      if (k == C__COUNT)
         return usage_error("--collective: unknown collective '%s' "
                            "(allreduce, broadcast, allgather, "
-                           "reducescatter)",
+                           "reducescatter, reduce, alltoall, sendrecv)",
                            optarg);
       o->coll = (coll)k;
       break;
@@ -364,14 +370,14 @@ int sweep_parse_flags(int argc, char **argv, options *o) {
     return usage_error("unexpected argument '%s' (overlap_sweep takes no "
                        "schedule; it generates its own)",
                        argv[optind]);
-  if (o->redop_given && (o->coll == C_BROADCAST || o->coll == C_ALLGATHER))
+  if (o->redop_given && !coll_reduces(o->coll))
     return usage_error("--op: %s does not reduce", coll_names[o->coll]);
   if (o->coll == C_REDUCESCATTER && strcmp(o->redop, "sum") != 0)
     return usage_error("--op: reducescatter has sum only (c_reducescatter), "
                        "not '%s'",
                        o->redop);
-  if (o->root_given && o->coll != C_BROADCAST)
-    return usage_error("--root: only broadcast has a root");
+  if (o->root_given && !coll_has_root(o->coll))
+    return usage_error("--root: only broadcast and reduce have a root");
   if (o->nsizes > 0 && (o->minb_given || o->maxb_given))
     return usage_error("--sizes excludes -b/--minbytes and -e/--maxbytes");
   if (o->minb_given && o->maxb_given && o->minb > o->maxb)

@@ -22,19 +22,48 @@ double busbw_factor(coll c, int n) {
     return 2.0 * (n - 1) / n;
   case C_ALLGATHER:
   case C_REDUCESCATTER:
+  case C_ALLTOALL:
     return (double)(n - 1) / n;
   case C_BROADCAST:
+  case C_REDUCE:
+  case C_SENDRECV:
   default:
     return 1.0;
   }
 }
 
+const char *busbw_formula(coll c) {
+  switch (c) {
+  case C_ALLREDUCE:
+    return "2(n-1)/n";
+  case C_ALLGATHER:
+  case C_REDUCESCATTER:
+  case C_ALLTOALL:
+    return "(n-1)/n";
+  default:
+    return "1";
+  }
+}
+
+bool coll_reduces(coll c) {
+  return c == C_ALLREDUCE || c == C_REDUCESCATTER || c == C_REDUCE;
+}
+
+bool coll_has_root(coll c) { return c == C_BROADCAST || c == C_REDUCE; }
+
 bool row_sizes_for(coll c, uint64_t bytes, size_t esize, int n,
                    row_sizes *rs) {
   uint64_t count = bytes / esize;
   memset(rs, 0, sizeof *rs);
-  if (c == C_ALLREDUCE || c == C_BROADCAST) {
+  if (c == C_ALLREDUCE || c == C_BROADCAST || c == C_REDUCE ||
+      c == C_SENDRECV) {
     rs->count = rs->nx = rs->ny = count;
+  } else if (c == C_ALLTOALL) {
+    uint64_t align = 16 / esize;
+    uint64_t per = count / (uint64_t)n / align * align;
+    rs->count = per;
+    rs->nx = rs->ny = per * (uint64_t)n;
+    count = per * (uint64_t)n;
   } else {
     uint64_t align = 16 / esize;
     uint64_t per = count / (uint64_t)n / align * align;
@@ -105,9 +134,7 @@ char *gen_schedule(const sweep *s, const row_sizes *rs, uint64_t bytes,
             "# overlap_sweep: %s %s %s, %llu B, %d a iteration, on the %s "
             "stream%s\n",
             coll_names[s->o->coll],
-            s->o->coll == C_ALLREDUCE || s->o->coll == C_REDUCESCATTER
-                ? s->o->redop
-                : "",
+            coll_reduces(s->o->coll) ? s->o->redop : "",
             dt, (unsigned long long)bytes, reps,
             p == P_CALC ? "calc" : "comm",
             p == P_BOTH ? ", with w = scale(z) beside it on the calc stream"
@@ -121,10 +148,22 @@ char *gen_schedule(const sweep *s, const row_sizes *rs, uint64_t bytes,
     tprintf(&t, "z = data(shape=[%llu], dtype=float32, init=fill, "
                 "value=1.0)\n",
             (unsigned long long)s->kernel_numel);
-  if (s->o->coll == C_BROADCAST)
+  if (coll_has_root(s->o->coll))
     snprintf(collstr, sizeof collstr,
              "y = %s(x, root=%d, ring_id=0, use_calc_stream=%s)\n",
              s->op_name, s->o->root, p == P_CALC ? "true" : "false");
+  else if (s->o->coll == C_SENDRECV)
+    /* nccl-tests' sendrecv: to the next rank, from the previous one. */
+    snprintf(collstr, sizeof collstr,
+             "group {\n"
+             "    send_v2(x, peer=(rank + 1) %% nranks, ring_id=0, "
+             "use_calc_stream=%s)\n"
+             "    y = recv_v2(peer=(rank - 1) %% nranks, out_shape=[%llu], "
+             "dtype=%s, ring_id=0, use_calc_stream=%s)\n"
+             "  }\n",
+             p == P_CALC ? "true" : "false",
+             (unsigned long long)(rs != NULL ? rs->ny : 0), dt,
+             p == P_CALC ? "true" : "false");
   else
     snprintf(collstr, sizeof collstr,
              "y = %s(x, ring_id=0, use_calc_stream=%s)\n", s->op_name,
@@ -152,7 +191,10 @@ char *gen_schedule(const sweep *s, const row_sizes *rs, uint64_t bytes,
   }
   if (reps > 0 && p != P_CALC)
     tprintf(&t, "c_wait_comm(y, ring_id=0)\n");
-  if (fetch)
+  if (fetch && s->o->coll == C_REDUCE)
+    /* Only the root's y is written. */
+    tprintf(&t, "fetch(y, ranks=[%d])\n", s->o->root);
+  else if (fetch)
     tprintf(&t, "fetch(y)\n");
   if (t.failed) {
     free(t.s);
