@@ -751,6 +751,10 @@ static double coll_expect(const coll_case *c, ovl_dtype dt, int n, int r,
     break;
   case OVL_COLL_ALLREDUCE:
     break;
+  case OVL_COLL_REDUCE:
+  case OVL_COLL_ALLTOALL:
+  case OVL_COLL_BARRIER:
+    break; /* not in coll_cases: test_reduce_alltoall_barrier */
   }
   int q0 = order > 0 ? 0 : n - 1;
   if (dt == OVL_DTYPE_FLOAT32) {
@@ -1253,6 +1257,653 @@ START_TEST(test_seq_by_enqueue) {
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Reduce, alltoall, barrier                                           */
+/* ------------------------------------------------------------------ */
+
+/* Rank r's input at i: exact in float32 (small integers and halves). */
+static double rab_in(int r, size_t i) {
+  return (double)((int)((size_t)r * 37 + i * 11) % 53) - 20.0 + 0.5 * r;
+}
+
+static void *buf_of(ovl__brank *br, rank_arg *a, ovl_dtype dt, size_t n,
+                    int r, double fill) {
+  size_t es = ovl_dtype_size(dt);
+  void *p, *h = malloc(n * es + 1);
+  ROK(a, B->mem_alloc(br, n * es, &p, E));
+  for (size_t i = 0; i < n; i++) {
+    double v = isnan(fill) ? rab_in(r, i) : fill;
+    if (dt == OVL_DTYPE_FLOAT32)
+      ((float *)h)[i] = (float)v;
+    else
+      ((double *)h)[i] = v;
+  }
+  ROK(a, B->mem_upload(br, p, h, n * es, E));
+  free(h);
+  return p;
+}
+
+static double at_of(ovl__brank *br, rank_arg *a, ovl_dtype dt, const void *p,
+                    size_t i) {
+  if (dt == OVL_DTYPE_FLOAT32) {
+    float v;
+    ROK(a, B->mem_download(br, &v, (const float *)p + i, sizeof v, E));
+    return v;
+  }
+  double v;
+  ROK(a, B->mem_download(br, &v, (const double *)p + i, sizeof v, E));
+  return v;
+}
+
+#define RAB_N 12 /* elements per rank (alltoall: 12 * nranks) */
+
+/* Per dtype: reduce sum and max to every root (out of place, and in
+ * place on the root), alltoall, and a barrier that holds every rank until
+ * the last (who comes 40 ms late per rank). */
+static void rab_rank(rank_arg *a) {
+  ovl__brank *br;
+  const int n = a->nranks, r = a->rank;
+  ROK(a, B->rank_init(a->bw, r, 1, &br, E));
+  if (a->fail[0])
+    return;
+  for (int d = 0; d < 2 && !a->fail[0]; d++) {
+    ovl_dtype dt = d ? OVL_DTYPE_FLOAT64 : OVL_DTYPE_FLOAT32;
+    for (int root = 0; root < n; root++)
+      for (int v = 0; v < 4; v++) {
+        ovl__redop op = v % 2 ? OVL_RED_MAX : OVL_RED_SUM;
+        bool inplace = v >= 2;
+        void *x = buf_of(br, a, dt, RAB_N, r, NAN);
+        void *y = inplace ? x : buf_of(br, a, dt, RAB_N, r, -7.0);
+        ROK(a, B->collective(br, (root + r) % 2 ? CALC : COMM0, 0,
+                             OVL_COLL_REDUCE, op, dt, x, y, RAB_N, root, 0,
+                             E));
+        ROK(a, B->stream_sync(br, CALC, E));
+        ROK(a, B->stream_sync(br, COMM0, E));
+        for (size_t i = 0; i < RAB_N; i++) {
+          double want = rab_in(0, i);
+          for (int q = 1; q < n; q++)
+            want = op == OVL_RED_MAX ? fmax(want, rab_in(q, i))
+                                     : want + rab_in(q, i);
+          if (r != root)
+            want = inplace ? rab_in(r, i) : -7.0;
+          double got = at_of(br, a, dt, y, i);
+          RCHECK(a, got == want,
+                 "reduce %s root %d %s%s: y[%zu] = %g, want %g",
+                 ovl__redop_name(op), root, ovl_dtype_name(dt),
+                 inplace ? " in place" : "", i, got, want);
+        }
+        B->mem_free(br, x);
+        if (!inplace)
+          B->mem_free(br, y);
+      }
+    size_t total = (size_t)RAB_N * (size_t)n;
+    void *x = buf_of(br, a, dt, total, r, NAN);
+    void *y = buf_of(br, a, dt, total, r, -7.0);
+    ROK(a, B->collective(br, COMM0, 0, OVL_COLL_ALLTOALL, OVL_RED_SUM, dt, x,
+                         y, total, 0, 0, E));
+    ROK(a, B->stream_sync(br, COMM0, E));
+    for (int j = 0; j < n; j++)
+      for (size_t e = 0; e < RAB_N; e++) {
+        /* Part j of our output is part r of rank j's input. */
+        double want = rab_in(j, (size_t)r * RAB_N + e);
+        double got = at_of(br, a, dt, y, (size_t)j * RAB_N + e);
+        RCHECK(a, got == want, "alltoall %s: y[%zu] = %g, want %g",
+               ovl_dtype_name(dt), (size_t)j * RAB_N + e, got, want);
+      }
+    B->mem_free(br, x);
+    B->mem_free(br, y);
+  }
+  double t0 = ovl__now();
+  ROK(a, B->delay(br, CALC, 40e3 * r, E));
+  ROK(a, B->collective(br, CALC, 0, OVL_COLL_BARRIER, OVL_RED_SUM,
+                       OVL_DTYPE_FLOAT32, NULL, NULL, 1, 0, 0, E));
+  ROK(a, B->stream_sync(br, CALC, E));
+  a->t[0] = ovl__now() - t0;
+  B->rank_fini(br);
+}
+
+static void reduce_alltoall_barrier_for(int n) {
+  ovl__bworld *bw;
+  rank_arg args[OVL_MAX_RANKS];
+  CK_OK(B->world_init(n, 5.0, &bw, E));
+  CK_OK(B->world_rings(bw, 1, 1u, E));
+  run_ranks(bw, n, rab_rank, NULL, args);
+  for (int r = 0; r < n; r++)
+    ck_assert_msg(args[r].t[0] >= 0.039 * (n - 1),
+                  "rank %d left the barrier after %.3f s", r, args[r].t[0]);
+  B->world_fini(bw);
+}
+
+START_TEST(test_reduce_alltoall_barrier) {
+  reduce_alltoall_barrier_for(_i);
+}
+END_TEST
+
+/* Refused before anything is queued: alltoall in place or in parts that
+ * do not divide, a barrier with buffers, a reduce to a rank out of range;
+ * a barrier and a reduce that disagree between ranks mismatch. */
+START_TEST(test_reduce_alltoall_barrier_args) {
+  ovl__bworld *bw;
+  ovl__brank *br;
+  ovl_error err;
+  void *p, *q;
+  CK_OK(B->world_init(2, 1.0, &bw, E));
+  CK_OK(B->world_rings(bw, 1, 1u, E));
+  CK_OK(B->rank_init(bw, 0, 1, &br, E));
+  CK_OK(B->mem_alloc(br, 16 * sizeof(float), &p, E));
+  CK_OK(B->mem_alloc(br, 16 * sizeof(float), &q, E));
+  ck_assert_int_eq(B->collective(br, CALC, 0, OVL_COLL_ALLTOALL, OVL_RED_SUM,
+                                 OVL_DTYPE_FLOAT32, p, p, 16, 0, 0, &err),
+                   OVL_EINVAL);
+  ck_assert_msg(strstr(err.msg, "rank 0: calc stream: invalid arguments to "
+                                "a collective (alltoall) on ring 0") != NULL,
+                "%s", err.msg);
+  ck_assert_int_eq(B->collective(br, CALC, 0, OVL_COLL_ALLTOALL, OVL_RED_SUM,
+                                 OVL_DTYPE_FLOAT32, p, q, 15, 0, 0, &err),
+                   OVL_EINVAL);
+  ck_assert_int_eq(B->collective(br, CALC, 0, OVL_COLL_BARRIER, OVL_RED_SUM,
+                                 OVL_DTYPE_FLOAT32, p, p, 1, 0, 0, &err),
+                   OVL_EINVAL);
+  ck_assert_int_eq(B->collective(br, CALC, 0, OVL_COLL_REDUCE, OVL_RED_SUM,
+                                 OVL_DTYPE_FLOAT32, p, q, 16, 2, 0, &err),
+                   OVL_EINVAL);
+  CK_OK(B->stream_sync(br, CALC, E));
+  B->mem_free(br, p);
+  B->mem_free(br, q);
+  B->rank_fini(br);
+  B->world_fini(bw);
+}
+END_TEST
+
+/* Rank 1's reduce has another root than rank 0's; then rank 0 meets a
+ * barrier where rank 1 allreduces. */
+static void rab_mismatch_rank(rank_arg *a) {
+  ovl__brank *br;
+  ovl_error err;
+  void *p;
+  ROK(a, B->rank_init(a->bw, a->rank, 1, &br, E));
+  ROK(a, B->mem_alloc(br, 8 * sizeof(float), &p, E));
+  ROK(a, B->collective(br, CALC, 0, OVL_COLL_REDUCE, OVL_RED_SUM,
+                       OVL_DTYPE_FLOAT32, p, p, 8, a->rank, 0, E));
+  a->st[0] = B->stream_sync(br, CALC, &err);
+  memcpy(a->msg[0], err.msg, sizeof err.msg);
+  if (a->rank == 0)
+    ROK(a, B->collective(br, COMM0, 0, OVL_COLL_BARRIER, OVL_RED_SUM,
+                         OVL_DTYPE_FLOAT32, NULL, NULL, 1, 0, 0, E));
+  else
+    ROK(a, B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
+                         OVL_DTYPE_FLOAT32, p, p, 8, 0, 0, E));
+  a->st[1] = B->stream_sync(br, COMM0, &err);
+  memcpy(a->msg[1], err.msg, sizeof err.msg);
+  B->mem_free(br, p);
+  B->rank_fini(br);
+}
+
+START_TEST(test_reduce_barrier_mismatch) {
+  ovl__bworld *bw;
+  rank_arg args[2];
+  CK_OK(B->world_init(2, 5.0, &bw, E));
+  CK_OK(B->world_rings(bw, 1, 1u, E));
+  run_ranks(bw, 2, rab_mismatch_rank, NULL, args);
+  for (int r = 0; r < 2; r++) {
+    ck_assert_msg(args[r].st[0] == OVL_EMISMATCH, "%s",
+                  ovl_err_name(args[r].st[0]));
+    ck_assert_msg(strstr(args[r].msg[0],
+                         "ring 0 collective #0: rank 0 issued reduce sum "
+                         "root=0 float32 count=8; rank 1 issued reduce sum "
+                         "root=1 float32 count=8") != NULL,
+                  "%s", args[r].msg[0]);
+    ck_assert_msg(args[r].st[1] == OVL_EMISMATCH, "%s",
+                  ovl_err_name(args[r].st[1]));
+    ck_assert_msg(strstr(args[r].msg[1],
+                         "ring 0 collective #1: rank 0 issued barrier; "
+                         "rank 1 issued allreduce sum float32 count=8") !=
+                      NULL,
+                  "%s", args[r].msg[1]);
+  }
+  B->world_fini(bw);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Point-to-point                                                      */
+/* ------------------------------------------------------------------ */
+
+#define P2P_N 64
+
+static ovl__p2p_item p2p_send(int peer, void *buf, size_t n) {
+  ovl__p2p_item it = {.send = true, .peer = peer,
+                      .dtype = OVL_DTYPE_FLOAT32, .buf = buf, .count = n};
+  return it;
+}
+
+static ovl__p2p_item p2p_recv(int peer, void *buf, size_t n) {
+  ovl__p2p_item it = {.send = false, .peer = peer,
+                      .dtype = OVL_DTYPE_FLOAT32, .buf = buf, .count = n};
+  return it;
+}
+
+/* Message m of rank r, element i. */
+static float msg_val(int r, int m, size_t i) {
+  return (float)(r * 1000 + m * 100) + (float)i * 0.5f;
+}
+
+static float *msg_buf(rank_arg *a, ovl__brank *br, int r, int m) {
+  float h[P2P_N], *p;
+  for (size_t i = 0; i < P2P_N; i++)
+    h[i] = msg_val(r, m, i);
+  ROK(a, B->mem_alloc(br, sizeof h, (void **)&p, E));
+  ROK(a, B->mem_upload(br, p, h, sizeof h, E));
+  return p;
+}
+
+/* Whether dev holds message m of rank r (else a failure noted). */
+static void expect_msg(rank_arg *a, ovl__brank *br, const float *dev, int r,
+                       int m, const char *what) {
+  float h[P2P_N];
+  ROK(a, B->mem_download(br, h, dev, sizeof h, E));
+  for (size_t i = 0; i < P2P_N; i++)
+    if (h[i] != msg_val(r, m, i)) {
+      rfail(a, "%s: [%zu] = %g, want message %d of rank %d (%g)", what, i,
+            h[i], m, r, msg_val(r, m, i));
+      return;
+    }
+}
+
+/* Matching by enqueue order, per ordered pair, whatever the streams:
+ * rank 0 sends message 0 on calc and message 1 on comm[0]; rank 1
+ * receives into x on a delayed calc stream and into y on comm[0]. y gets
+ * message 1 at once (matched by number, not by arrival), x message 0
+ * after the delay; rank 0's calc send waits for it (a rendezvous). Then
+ * rank 1 answers with two sends to rank 0 in one stream. ring_progress:
+ * the largest tag completed. */
+static void p2p_order_rank(rank_arg *a) {
+  ovl__brank *br;
+  int r = a->rank;
+  ROK(a, B->rank_init(a->bw, r, 1, &br, E));
+  RCHECK(a, B->ring_progress(br, 0) == 0, "progress before anything");
+  float *m0 = msg_buf(a, br, r, 0), *m1 = msg_buf(a, br, r, 1);
+  float *x = msg_buf(a, br, r, 7), *y = msg_buf(a, br, r, 7);
+  double t0 = ovl__now();
+  if (r == 0) {
+    ovl__p2p_item s0 = p2p_send(1, m0, P2P_N), s1 = p2p_send(1, m1, P2P_N);
+    ROK(a, B->p2p(br, CALC, 0, &s0, 1, 1, E));
+    ROK(a, B->p2p(br, COMM0, 0, &s1, 1, 2, E));
+    ROK(a, B->stream_sync(br, COMM0, E));
+    a->t[0] = ovl__now() - t0; /* comm: at once */
+    ROK(a, B->stream_sync(br, CALC, E));
+    a->t[1] = ovl__now() - t0; /* calc: after rank 1's delay */
+    ovl__p2p_item r0 = p2p_recv(1, x, P2P_N), r1 = p2p_recv(1, y, P2P_N);
+    ROK(a, B->p2p(br, CALC, 0, &r0, 1, 3, E));
+    ROK(a, B->p2p(br, CALC, 0, &r1, 1, 4, E));
+    ROK(a, B->stream_sync(br, CALC, E));
+    expect_msg(a, br, x, 1, 0, "rank 0's x");
+    expect_msg(a, br, y, 1, 1, "rank 0's y");
+  } else {
+    ovl__p2p_item r0 = p2p_recv(0, x, P2P_N), r1 = p2p_recv(0, y, P2P_N);
+    ROK(a, B->delay(br, CALC, 150e3, E));
+    ROK(a, B->p2p(br, CALC, 0, &r0, 1, 1, E));
+    ROK(a, B->p2p(br, COMM0, 0, &r1, 1, 2, E));
+    ROK(a, B->stream_sync(br, COMM0, E));
+    expect_msg(a, br, y, 0, 1, "rank 1's y");
+    RCHECK(a, B->ring_progress(br, 0) == 2, "progress %llu after tag 2",
+           (unsigned long long)B->ring_progress(br, 0));
+    ROK(a, B->stream_sync(br, CALC, E));
+    expect_msg(a, br, x, 0, 0, "rank 1's x");
+    ovl__p2p_item s0 = p2p_send(0, m0, P2P_N), s1 = p2p_send(0, m1, P2P_N);
+    ROK(a, B->p2p(br, COMM0, 0, &s0, 1, 3, E));
+    ROK(a, B->p2p(br, COMM0, 0, &s1, 1, 4, E));
+    ROK(a, B->stream_sync(br, COMM0, E));
+  }
+  RCHECK(a, B->ring_progress(br, 0) == 4, "progress %llu at the end",
+         (unsigned long long)B->ring_progress(br, 0));
+  B->mem_free(br, m0);
+  B->mem_free(br, m1);
+  B->mem_free(br, x);
+  B->mem_free(br, y);
+  B->rank_fini(br);
+}
+
+START_TEST(test_p2p_order) {
+  ovl__bworld *bw;
+  rank_arg args[2];
+  CK_OK(B->world_init(2, 5.0, &bw, E));
+  CK_OK(B->world_rings(bw, 1, 1u, E));
+  run_ranks(bw, 2, p2p_order_rank, NULL, args);
+  ck_assert_msg(args[0].t[0] < 0.1, "rank 0's comm send took %.3f s",
+                args[0].t[0]);
+  ck_assert_msg(args[0].t[1] >= 0.14, "rank 0's calc send took %.3f s",
+                args[0].t[1]);
+  B->world_fini(bw);
+}
+END_TEST
+
+/* A ring shift in a group (send to the next rank, receive from the
+ * previous: alone, every rank would wait in its send), twice, with the
+ * items in either order; with one rank, both items are with oneself. */
+static void p2p_group_rank(rank_arg *a) {
+  ovl__brank *br;
+  int r = a->rank, n = a->nranks;
+  int next = (r + 1) % n, prev = (r + n - 1) % n;
+  ROK(a, B->rank_init(a->bw, r, 1, &br, E));
+  float *m0 = msg_buf(a, br, r, 0), *m1 = msg_buf(a, br, r, 1);
+  float *x = msg_buf(a, br, r, 7), *y = msg_buf(a, br, r, 7);
+  ovl__p2p_item g0[2] = {p2p_send(next, m0, P2P_N),
+                         p2p_recv(prev, x, P2P_N)};
+  ovl__p2p_item g1[2] = {p2p_recv(prev, y, P2P_N),
+                         p2p_send(next, m1, P2P_N)};
+  ROK(a, B->p2p(br, COMM0, 0, g0, 2, 2, E));
+  ROK(a, B->p2p(br, COMM0, 0, g1, 2, 4, E));
+  ROK(a, B->stream_sync(br, COMM0, E));
+  expect_msg(a, br, x, prev, 0, "x");
+  expect_msg(a, br, y, prev, 1, "y");
+  RCHECK(a, B->ring_progress(br, 0) == 4, "progress %llu",
+         (unsigned long long)B->ring_progress(br, 0));
+  B->mem_free(br, m0);
+  B->mem_free(br, m1);
+  B->mem_free(br, x);
+  B->mem_free(br, y);
+  B->rank_fini(br);
+}
+
+START_TEST(test_p2p_group) {
+  ovl__bworld *bw;
+  rank_arg args[OVL_MAX_RANKS];
+  int n = _i;
+  CK_OK(B->world_init(n, 5.0, &bw, E));
+  CK_OK(B->world_rings(bw, 1, 1u, E));
+  run_ranks(bw, n, p2p_group_rank, NULL, args);
+  B->world_fini(bw);
+}
+END_TEST
+
+/* A send to oneself: in a group with its receive, into another buffer or
+ * the same one; alone, it waits for a receive that can never be posted,
+ * and times out saying so. */
+START_TEST(test_p2p_self) {
+  env v;
+  ovl_error err;
+  env_open(&v, 1, 0.2);
+  float *m0 = f32_buf(v.br, P2P_N, 5.0f), *x = f32_buf(v.br, P2P_N, NAN);
+  ovl__p2p_item g[2] = {p2p_recv(0, x, P2P_N), p2p_send(0, m0, P2P_N)};
+  CK_OK(B->p2p(v.br, CALC, 0, g, 2, 2, E));
+  ovl__p2p_item h[2] = {p2p_send(0, x, P2P_N), p2p_recv(0, x, P2P_N)};
+  CK_OK(B->p2p(v.br, CALC, 0, h, 2, 4, E));
+  CK_OK(B->stream_sync(v.br, CALC, E));
+  ck_assert_float_eq(f32_at(v.br, x, P2P_N - 1), 5.0f);
+  ck_assert_uint_eq(B->ring_progress(v.br, 0), 4);
+  ovl__p2p_item s = p2p_send(0, m0, P2P_N);
+  double t0 = ovl__now();
+  CK_OK(B->p2p(v.br, CALC, 0, &s, 1, 5, E));
+  ck_assert_int_eq(B->stream_sync(v.br, CALC, &err), OVL_ETIMEDOUT);
+  double t = ovl__now() - t0;
+  ck_assert_msg(t >= 0.19 && t < 1.0, "timed out after %.3f s", t);
+  ck_assert_str_eq(err.msg, "rank 0: calc stream: ring 0 p2p: send #3 to "
+                            "rank 0 (float32 count=64) timed out after 0.2 s "
+                            "waiting for rank 0's recv #3 from rank 0");
+  ck_assert_uint_eq(B->ring_progress(v.br, 0), 4);
+  B->mem_free(v.br, m0);
+  B->mem_free(v.br, x);
+  env_close(&v);
+}
+END_TEST
+
+/* The sides of a message disagree (variant 0: count, 1: dtype): both
+ * ranks fail with the same message; the next message is unaffected on a
+ * healthy stream. */
+static void p2p_mismatch_rank(rank_arg *a) {
+  err_ctx *cx = a->ctx;
+  ovl__brank *br;
+  ovl_error err;
+  int r = a->rank;
+  ROK(a, B->rank_init(a->bw, r, 1, &br, E));
+  float *m0 = msg_buf(a, br, r, 0), *x = msg_buf(a, br, r, 7);
+  ovl__p2p_item it = r == 0 ? p2p_send(1, m0, 8) : p2p_recv(0, x, 8);
+  if (r == 1 && cx->variant == 0)
+    it.count = 16;
+  if (r == 1 && cx->variant == 1) {
+    it.dtype = OVL_DTYPE_FLOAT64;
+    it.count = 8;
+  }
+  ROK(a, B->p2p(br, CALC, 0, &it, 1, 1, E));
+  a->st[0] = B->stream_sync(br, CALC, &err);
+  memcpy(a->msg[0], err.msg, sizeof err.msg);
+  ovl__p2p_item it2 = r == 0 ? p2p_send(1, m0, P2P_N) : p2p_recv(0, x, P2P_N);
+  ROK(a, B->p2p(br, COMM0, 0, &it2, 1, 2, E));
+  ROK(a, B->stream_sync(br, COMM0, E));
+  if (r == 1)
+    expect_msg(a, br, x, 0, 0, "the second message");
+  RCHECK(a, B->ring_progress(br, 0) == 2, "progress %llu",
+         (unsigned long long)B->ring_progress(br, 0));
+  B->mem_free(br, m0);
+  B->mem_free(br, x);
+  B->rank_fini(br);
+}
+
+START_TEST(test_p2p_mismatch) {
+  ovl__bworld *bw;
+  rank_arg args[2];
+  for (int variant = 0; variant < 2; variant++) {
+    err_ctx cx = {variant};
+    CK_OK(B->world_init(2, 5.0, &bw, E));
+    CK_OK(B->world_rings(bw, 1, 1u, E));
+    run_ranks(bw, 2, p2p_mismatch_rank, &cx, args);
+    for (int r = 0; r < 2; r++) {
+      char want[256];
+      snprintf(want, sizeof want,
+               "rank %d: calc stream: ring 0 p2p: send #1 from rank 0 to "
+               "rank 1 is float32 count=8, but the matching recv on rank 1 "
+               "is %s",
+               r, variant == 0 ? "float32 count=16" : "float64 count=8");
+      ck_assert_msg(args[r].st[0] == OVL_EMISMATCH, "rank %d: %s: %s", r,
+                    ovl_err_name(args[r].st[0]), args[r].msg[0]);
+      ck_assert_str_eq(args[r].msg[0], want);
+    }
+    B->world_fini(bw);
+  }
+}
+END_TEST
+
+/* Both ranks receive first, then send, without a group: a deadlock. Each
+ * times out in its receive, naming the ring, the pair and what it waits
+ * for; the sends queued behind are skipped. Then rank 0 alone posts a
+ * group of two whose other sides never come: it gives up both. */
+static void p2p_timeout_rank(rank_arg *a) {
+  pthread_barrier_t *bar = a->ctx;
+  ovl__brank *br;
+  ovl_error err;
+  int r = a->rank, peer = 1 - r;
+  ROK(a, B->rank_init(a->bw, r, 1, &br, E));
+  float *m0 = msg_buf(a, br, r, 0), *x = msg_buf(a, br, r, 7);
+  ovl__p2p_item rv = p2p_recv(peer, x, P2P_N), sd = p2p_send(peer, m0, P2P_N);
+  double t0 = ovl__now();
+  ROK(a, B->p2p(br, CALC, 0, &rv, 1, 1, E));
+  ROK(a, B->p2p(br, CALC, 0, &sd, 1, 2, E));
+  a->st[0] = B->stream_sync(br, CALC, &err);
+  a->t[0] = ovl__now() - t0;
+  memcpy(a->msg[0], err.msg, sizeof err.msg);
+  RCHECK(a, B->ring_progress(br, 0) == 0, "progress %llu",
+         (unsigned long long)B->ring_progress(br, 0));
+  pthread_barrier_wait(bar);
+  if (r == 0) {
+    ovl__p2p_item g[2] = {p2p_send(1, m0, P2P_N), p2p_recv(1, x, 4)};
+    t0 = ovl__now();
+    ROK(a, B->p2p(br, COMM0, 0, g, 2, 4, E));
+    a->st[1] = B->stream_sync(br, COMM0, &err);
+    a->t[1] = ovl__now() - t0;
+    memcpy(a->msg[1], err.msg, sizeof err.msg);
+  }
+  pthread_barrier_wait(bar);
+  if (r == 1) {
+    /* Late: the other side has given up, so this fails at once. */
+    ovl__p2p_item rv2 = p2p_recv(0, x, P2P_N);
+    t0 = ovl__now();
+    ROK(a, B->p2p(br, COMM0, 0, &rv2, 1, 3, E));
+    a->st[1] = B->stream_sync(br, COMM0, &err);
+    a->t[1] = ovl__now() - t0;
+    memcpy(a->msg[1], err.msg, sizeof err.msg);
+  }
+  B->mem_free(br, m0);
+  B->mem_free(br, x);
+  B->rank_fini(br);
+}
+
+START_TEST(test_p2p_timeout) {
+  ovl__bworld *bw;
+  rank_arg args[2];
+  pthread_barrier_t bar;
+  pthread_barrier_init(&bar, NULL, 2);
+  CK_OK(B->world_init(2, 0.3, &bw, E));
+  CK_OK(B->world_rings(bw, 1, 1u, E));
+  run_ranks(bw, 2, p2p_timeout_rank, &bar, args);
+  for (int r = 0; r < 2; r++) {
+    char want[256];
+    snprintf(want, sizeof want,
+             "rank %d: calc stream: ring 0 p2p: recv #1 from rank %d "
+             "(float32 count=64) timed out after 0.3 s waiting for rank "
+             "%d's send #1 to rank %d",
+             r, 1 - r, 1 - r, r);
+    ck_assert_msg(args[r].st[0] == OVL_ETIMEDOUT, "rank %d: %s: %s", r,
+                  ovl_err_name(args[r].st[0]), args[r].msg[0]);
+    ck_assert_str_eq(args[r].msg[0], want);
+    ck_assert_msg(args[r].t[0] >= 0.29 && args[r].t[0] < 1.0,
+                  "rank %d timed out after %.3f s", r, args[r].t[0]);
+  }
+  ck_assert_int_eq(args[0].st[1], OVL_ETIMEDOUT);
+  ck_assert_str_eq(args[0].msg[1],
+                   "rank 0: comm[0] stream: ring 0 p2p: send #2 to rank 1 "
+                   "(float32 count=64) timed out after 0.3 s waiting for "
+                   "rank 1's recv #2 from rank 0 (and 1 more items of its "
+                   "group)");
+  ck_assert_msg(args[0].t[1] >= 0.29 && args[0].t[1] < 1.0, "%.3f s",
+                args[0].t[1]);
+  ck_assert_int_eq(args[1].st[1], OVL_ETIMEDOUT);
+  ck_assert_msg(strstr(args[1].msg[1],
+                       "rank 1: comm[0] stream: ring 0 p2p: recv #2 from "
+                       "rank 0: arrived after the other side had failed: "
+                       "ring 0 p2p: send #2 to rank 1 of rank 0 timed out") ==
+                    args[1].msg[1],
+                "%s", args[1].msg[1]);
+  ck_assert_msg(args[1].t[1] < 0.2, "the latecomer took %.3f s",
+                args[1].t[1]);
+  B->world_fini(bw);
+  pthread_barrier_destroy(&bar);
+}
+END_TEST
+
+/* An abort ends a receive whose sender never comes, at once, and a later
+ * point-to-point call fails at once. */
+static void p2p_abort_rank(rank_arg *a) {
+  ovl__brank *br;
+  ovl_error err;
+  ROK(a, B->rank_init(a->bw, a->rank, 1, &br, E));
+  float *x = msg_buf(a, br, a->rank, 7);
+  if (a->rank == 0) {
+    ovl__p2p_item rv = p2p_recv(1, x, P2P_N);
+    double t0 = ovl__now();
+    ROK(a, B->p2p(br, COMM0, 0, &rv, 1, 1, E));
+    a->st[0] = B->stream_sync(br, COMM0, &err);
+    a->t[0] = ovl__now() - t0;
+    memcpy(a->msg[0], err.msg, sizeof err.msg);
+    t0 = ovl__now();
+    ROK(a, B->p2p(br, CALC, 0, &rv, 1, 2, E));
+    a->st[1] = B->stream_sync(br, CALC, &err);
+    a->t[1] = ovl__now() - t0;
+    memcpy(a->msg[1], err.msg, sizeof err.msg);
+  }
+  B->mem_free(br, x);
+  B->rank_fini(br);
+}
+
+START_TEST(test_p2p_abort) {
+  ovl__bworld *bw;
+  rank_arg args[2];
+  pthread_t th;
+  CK_OK(B->world_init(2, 10.0, &bw, E));
+  CK_OK(B->world_rings(bw, 1, 1u, E));
+  abort_ctx cx = {bw, 0.1};
+  pthread_create(&th, NULL, abort_later, &cx);
+  run_ranks(bw, 2, p2p_abort_rank, NULL, args);
+  pthread_join(th, NULL);
+  ck_assert_msg(args[0].st[0] == OVL_EABORTED, "%s: %s",
+                ovl_err_name(args[0].st[0]), args[0].msg[0]);
+  ck_assert_msg(args[0].t[0] < 1.0, "abort took %.3f s", args[0].t[0]);
+  ck_assert_str_eq(args[0].msg[0], "rank 0: comm[0] stream: ring 0 p2p: "
+                                   "recv #1 from rank 1: aborted");
+  ck_assert_int_eq(args[0].st[1], OVL_EABORTED);
+  ck_assert_msg(args[0].t[1] < 0.5, "after abort: %.3f s", args[0].t[1]);
+  ck_assert_msg(strstr(args[0].msg[1], "recv #2 from rank 1 of rank 0: "
+                                       "aborted") != NULL,
+                "%s", args[0].msg[1]);
+  B->world_fini(bw);
+}
+END_TEST
+
+/* Refused before anything is queued. */
+START_TEST(test_p2p_args) {
+  ovl__bworld *bw;
+  ovl__brank *br;
+  ovl_error err;
+  void *p;
+  CK_OK(B->world_init(2, 1.0, &bw, E));
+  CK_OK(B->world_rings(bw, 1, 1u, E));
+  CK_OK(B->rank_init(bw, 1, 1, &br, E));
+  CK_OK(B->mem_alloc(br, 16 * sizeof(float), &p, E));
+  ovl__p2p_item it = p2p_send(2, p, 4);
+  ck_assert_int_eq(B->p2p(br, CALC, 0, &it, 1, 1, &err), OVL_EINVAL);
+  ck_assert_str_eq(err.msg, "rank 1: calc stream: invalid send (item 1 of 1) "
+                            "on ring 0: peer 2 of 2 ranks");
+  it = p2p_recv(0, NULL, 4);
+  ck_assert_int_eq(B->p2p(br, CALC, 0, &it, 1, 1, &err), OVL_EINVAL);
+  it = p2p_recv(0, p, 4);
+  ck_assert_int_eq(B->p2p(br, CALC, 1, &it, 1, 1, &err), OVL_EINVAL);
+  ck_assert_str_eq(err.msg, "rank 1: calc stream: no ring 1 (the rank has 1)");
+  ck_assert_int_eq(B->p2p(br, CALC, 0, &it, 0, 1, &err), OVL_EINVAL);
+  CK_OK(B->stream_sync(br, CALC, E));
+  ck_assert_uint_eq(B->ring_progress(br, 0), 0);
+  B->mem_free(br, p);
+  B->rank_fini(br);
+  B->world_fini(bw);
+}
+END_TEST
+
+/* Tags of collectives are what ring_progress reports once they are done;
+ * one that fails is not progress. */
+static void progress_rank(rank_arg *a) {
+  ovl__brank *br;
+  ovl_error err;
+  void *p;
+  ROK(a, B->rank_init(a->bw, a->rank, 2, &br, E));
+  ROK(a, B->mem_alloc(br, 8 * sizeof(float), &p, E));
+  ROK(a, B->collective(br, CALC, 1, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
+                       OVL_DTYPE_FLOAT32, p, p, 8, 0, 7, E));
+  ROK(a, B->collective(br, COMM0, 1, OVL_COLL_BARRIER, OVL_RED_SUM,
+                       OVL_DTYPE_FLOAT32, NULL, NULL, 1, 0, 8, E));
+  ROK(a, B->stream_sync(br, CALC, E));
+  ROK(a, B->stream_sync(br, COMM0, E));
+  RCHECK(a, B->ring_progress(br, 1) == 8 && B->ring_progress(br, 0) == 0,
+         "progress %llu %llu", (unsigned long long)B->ring_progress(br, 0),
+         (unsigned long long)B->ring_progress(br, 1));
+  ROK(a, B->collective(br, CALC, 1, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
+                       OVL_DTYPE_FLOAT32, p, p, a->rank ? 4 : 8, 0, 9, E));
+  a->st[0] = B->stream_sync(br, CALC, &err);
+  RCHECK(a, B->ring_progress(br, 1) == 8, "progress %llu after a failure",
+         (unsigned long long)B->ring_progress(br, 1));
+  B->mem_free(br, p);
+  B->rank_fini(br);
+}
+
+START_TEST(test_ring_progress) {
+  ovl__bworld *bw;
+  rank_arg args[2];
+  CK_OK(B->world_init(2, 5.0, &bw, E));
+  CK_OK(B->world_rings(bw, 2, 3u, E));
+  run_ranks(bw, 2, progress_rank, NULL, args);
+  ck_assert_int_eq(args[0].st[0], OVL_EMISMATCH);
+  B->world_fini(bw);
+}
+END_TEST
+
 static Suite *backend_cpu_suite(void) {
   Suite *s = suite_create("backend_cpu");
   TCase *tc;
@@ -1300,6 +1951,25 @@ static Suite *backend_cpu_suite(void) {
   tcase_add_test(tc, test_abort_wait);
   tcase_add_test(tc, test_abort_ends_long_delay);
   tcase_add_test(tc, test_sticky_error);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("reduce_alltoall_barrier");
+  tcase_set_timeout(tc, 60);
+  tcase_add_loop_test(tc, test_reduce_alltoall_barrier, 1, 5);
+  tcase_add_test(tc, test_reduce_alltoall_barrier_args);
+  tcase_add_test(tc, test_reduce_barrier_mismatch);
+  tcase_add_test(tc, test_ring_progress);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("p2p");
+  tcase_set_timeout(tc, 30);
+  tcase_add_test(tc, test_p2p_order);
+  tcase_add_loop_test(tc, test_p2p_group, 1, 5);
+  tcase_add_test(tc, test_p2p_self);
+  tcase_add_test(tc, test_p2p_mismatch);
+  tcase_add_test(tc, test_p2p_timeout);
+  tcase_add_test(tc, test_p2p_abort);
+  tcase_add_test(tc, test_p2p_args);
   suite_add_tcase(s, tc);
   return s;
 }

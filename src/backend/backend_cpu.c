@@ -13,6 +13,9 @@
  * meets the k-th of every other rank, whatever stream each put it on. The
  * last rank to arrive checks that all agree, computes the result for every
  * rank (reducing in rank order, in the dtype) and wakes the others.
+ * Point-to-point matches the k-th send from a to b on a ring with the k-th
+ * receive on b from a (cpu_coll.c); a group is one command whose items
+ * progress together.
  *
  * Every wait is on a condition variable (timed ones on CLOCK_MONOTONIC);
  * nothing polls; only the delay command and chaos sleep.
@@ -61,8 +64,9 @@ static ovl_status cpu_world_init(int nranks, double timeout_s,
   return OVL_OK;
 }
 
-static void ring_free(ring *rg) {
+static void ring_free(ring *rg, int nranks) {
   slot *sl, *next;
+  ovl__cpu_ring_free_p2p(rg, nranks);
   for (sl = rg->active; sl != NULL; sl = next) {
     next = sl->next;
     free(sl);
@@ -104,7 +108,7 @@ static ovl_status ensure_rings(ovl__bworld *bw, int nrings, ovl_error *err) {
 }
 
 /* Every ring gets its rendezvous, whether or not comm_mask says it carries
- * collectives: it costs nothing until a collective meets there. */
+ * collectives or point-to-point: it costs nothing until one meets there. */
 static ovl_status cpu_world_rings(ovl__bworld *bw, int nrings,
                                   uint32_t comm_mask, ovl_error *err) {
   (void)comm_mask;
@@ -149,7 +153,7 @@ static void cpu_world_fini(ovl__bworld *bw) {
   if (bw == NULL)
     return;
   for (int i = 0; i < bw->nrings; i++)
-    ring_free(bw->rings[i]);
+    ring_free(bw->rings[i], bw->nranks);
   pthread_mutex_destroy(&bw->mu);
   free(bw);
 }
@@ -263,6 +267,8 @@ static ovl_status cpu_rank_init(ovl__bworld *bw, int rank, int nrings,
   br->bw = bw;
   br->rank = rank;
   br->nrings = nrings;
+  for (int i = 0; i < OVL_MAX_RINGS; i++)
+    atomic_init(&br->progress[i], 0);
   br->events = calloc(2 * (size_t)nrings + 1, sizeof *br->events);
   br->nevents = 2 * nrings;
   if (br->events == NULL) {
@@ -421,48 +427,150 @@ static ovl_status cpu_elementwise(ovl__brank *br, int stream_idx, ovl__ew fn,
   return ovl__cpu_enqueue(s, &c, err);
 }
 
+/* The ring of a collective or point-to-point call, or NULL (and
+ * OVL_EINVAL in err). */
+static ring *call_ring(ovl__brank *br, stream *s, int ring_id,
+                       ovl_error *err) {
+  char what[128];
+  if (ring_id >= 0 && ring_id < br->nrings)
+    return br->rings[ring_id];
+  snprintf(what, sizeof what, "no ring %d (the rank has %d)", ring_id,
+           br->nrings);
+  set_error(err, OVL_EINVAL, s, what);
+  return NULL;
+}
+
+static bool coll_args_ok(const ovl__brank *br, ovl__coll coll,
+                         ovl__redop redop, ovl_dtype dtype, const void *send,
+                         const void *recv, size_t count, int root) {
+  int nranks = br->bw->nranks;
+  if (coll < OVL_COLL_ALLREDUCE || coll > OVL_COLL_BARRIER)
+    return false;
+  if (coll == OVL_COLL_BARRIER)
+    return count == 1 && send == NULL && recv == NULL;
+  if ((unsigned)redop >= OVL__RED_COUNT || !dtype_ok(dtype) ||
+      (ovl__coll_has_root(coll) && (root < 0 || root >= nranks)) ||
+      (count > 0 && (send == NULL || recv == NULL)))
+    return false;
+  /* alltoall: nranks equal parts, never in place. */
+  if (coll == OVL_COLL_ALLTOALL &&
+      (count % (size_t)nranks != 0 || (count > 0 && send == recv)))
+    return false;
+  return true;
+}
+
 static ovl_status cpu_collective(ovl__brank *br, int stream_idx, int ring_id,
                                  ovl__coll coll, ovl__redop redop,
                                  ovl_dtype dtype, const void *send, void *recv,
                                  size_t count, int root, uint64_t tag,
                                  ovl_error *err) {
   stream *s = ovl__cpu_get_stream(br, stream_idx, err);
-  (void)tag; /* TODO(issue 13): the flight record */
   cmd c;
   char what[128];
+  ring *rg;
   ovl_status st;
   if (s == NULL)
     return OVL_EINVAL;
-  if (ring_id < 0 || ring_id >= br->nrings) {
-    snprintf(what, sizeof what, "no ring %d (the rank has %d)", ring_id,
-             br->nrings);
-    set_error(err, OVL_EINVAL, s, what);
+  if ((rg = call_ring(br, s, ring_id, err)) == NULL)
     return OVL_EINVAL;
-  }
-  if (coll < OVL_COLL_ALLREDUCE || coll > OVL_COLL_REDUCESCATTER ||
-      (unsigned)redop >= OVL__RED_COUNT || !dtype_ok(dtype) ||
-      (coll == OVL_COLL_BROADCAST && (root < 0 || root >= br->bw->nranks)) ||
-      (count > 0 && (send == NULL || recv == NULL))) {
+  if (!coll_args_ok(br, coll, redop, dtype, send, recv, count, root)) {
     snprintf(what, sizeof what,
-             "invalid arguments to a collective on ring %d", ring_id);
+             "invalid arguments to a collective (%s) on ring %d",
+             ovl__coll_name(coll), ring_id);
     set_error(err, OVL_EINVAL, s, what);
     return OVL_EINVAL;
   }
   memset(&c, 0, sizeof c);
   c.kind = CMD_COLL;
-  c.u.coll.ring = br->rings[ring_id];
+  c.u.coll.ring = rg;
   c.u.coll.seq = br->seq[ring_id];
+  c.u.coll.tag = tag;
   c.u.coll.a.coll = coll;
-  c.u.coll.a.redop = redop;
-  c.u.coll.a.dtype = dtype;
+  c.u.coll.a.redop = coll == OVL_COLL_BARRIER ? OVL_RED_SUM : redop;
+  c.u.coll.a.dtype = coll == OVL_COLL_BARRIER ? OVL_DTYPE_FLOAT32 : dtype;
   c.u.coll.a.send = send;
   c.u.coll.a.recv = recv;
   c.u.coll.a.count = count;
-  c.u.coll.a.root = coll == OVL_COLL_BROADCAST ? root : 0;
+  c.u.coll.a.root = ovl__coll_has_root(coll) ? root : 0;
   st = ovl__cpu_enqueue(s, &c, err);
   if (st == OVL_OK)
     br->seq[ring_id]++;
   return st;
+}
+
+/* Items are checked and numbered here, on the host thread (the k-th send
+ * from a to b matches the k-th receive on b from a, in enqueue order). */
+static ovl_status cpu_p2p(ovl__brank *br, int stream_idx, int ring_id,
+                          const ovl__p2p_item *items, int n, uint64_t tag,
+                          ovl_error *err) {
+  stream *s = ovl__cpu_get_stream(br, stream_idx, err);
+  int nranks = br->bw->nranks;
+  uint64_t sent[OVL_MAX_RANKS], received[OVL_MAX_RANKS];
+  p2p_item *its;
+  char what[160];
+  ring *rg;
+  cmd c;
+  ovl_status st;
+  if (s == NULL)
+    return OVL_EINVAL;
+  if ((rg = call_ring(br, s, ring_id, err)) == NULL)
+    return OVL_EINVAL;
+  if (n < 1 || items == NULL) {
+    snprintf(what, sizeof what,
+             "a point-to-point call on ring %d with %d items", ring_id, n);
+    set_error(err, OVL_EINVAL, s, what);
+    return OVL_EINVAL;
+  }
+  for (int i = 0; i < n; i++) {
+    const ovl__p2p_item *it = &items[i];
+    if (it->peer < 0 || it->peer >= nranks || !dtype_ok(it->dtype) ||
+        (it->count > 0 && it->buf == NULL)) {
+      snprintf(what, sizeof what,
+               "invalid %s (item %d of %d) on ring %d: peer %d of %d ranks",
+               it->send ? "send" : "recv", i + 1, n, ring_id, it->peer,
+               nranks);
+      set_error(err, OVL_EINVAL, s, what);
+      return OVL_EINVAL;
+    }
+  }
+  its = malloc((size_t)n * sizeof *its);
+  if (its == NULL) {
+    set_error(err, OVL_ENOMEM, s, "out of memory queuing a point-to-point call");
+    return OVL_ENOMEM;
+  }
+  memcpy(sent, br->sent[ring_id], (size_t)nranks * sizeof *sent);
+  memcpy(received, br->received[ring_id], (size_t)nranks * sizeof *received);
+  for (int i = 0; i < n; i++) {
+    its[i].send = items[i].send;
+    its[i].peer = items[i].peer;
+    its[i].dtype = items[i].dtype;
+    its[i].buf = items[i].buf;
+    its[i].count = items[i].count;
+    its[i].k = items[i].send ? sent[items[i].peer]++
+                             : received[items[i].peer]++;
+    its[i].pr = NULL;
+    its[i].copies = false;
+  }
+  memset(&c, 0, sizeof c);
+  c.kind = CMD_P2P;
+  c.u.p2p.ring = rg;
+  c.u.p2p.tag = tag;
+  c.u.p2p.n = n;
+  c.u.p2p.items = its;
+  st = ovl__cpu_enqueue(s, &c, err);
+  if (st != OVL_OK) {
+    free(its);
+    return st;
+  }
+  memcpy(br->sent[ring_id], sent, (size_t)nranks * sizeof *sent);
+  memcpy(br->received[ring_id], received, (size_t)nranks * sizeof *received);
+  return OVL_OK;
+}
+
+static uint64_t cpu_ring_progress(ovl__brank *br, int ring_id) {
+  if (br == NULL || ring_id < 0 || ring_id >= OVL_MAX_RINGS)
+    return 0;
+  return atomic_load(&br->progress[ring_id]);
 }
 
 static ovl_status cpu_delay(ovl__brank *br, int stream_idx, double us,
@@ -542,6 +650,8 @@ const ovl__backend_ops ovl__backend_cpu = {
     .stream_sync = ovl__cpu_stream_sync,
     .elementwise = cpu_elementwise,
     .collective = cpu_collective,
+    .p2p = cpu_p2p,
+    .ring_progress = cpu_ring_progress,
     .delay = cpu_delay,
     .timers_reserve = cpu_timers_reserve,
     .timer_mark = cpu_timer_mark,

@@ -2,7 +2,8 @@
  * The cpu backend's shared state. The backend is four files:
  *   backend_cpu.c  the seam (ovl__backend_cpu): world, ranks, memory, work
  *   cpu_stream.c   streams, events and their worker threads
- *   cpu_coll.c     collectives: the rendezvous of the ranks
+ *   cpu_coll.c     collectives and point-to-point: the rendezvous of the
+ *                  ranks
  *   cpu_kernels.c  the element math of kernels and reductions
  * Internal to the cpu backend.
  */
@@ -45,7 +46,14 @@ typedef struct ring ring;
 /* Commands                                                            */
 /* ------------------------------------------------------------------ */
 
-typedef enum { CMD_KERNEL, CMD_COLL, CMD_WAIT, CMD_DELAY, CMD_MARK } cmd_kind;
+typedef enum {
+  CMD_KERNEL,
+  CMD_COLL,
+  CMD_P2P,
+  CMD_WAIT,
+  CMD_DELAY,
+  CMD_MARK
+} cmd_kind;
 
 /* What one rank brings to a collective. */
 typedef struct arrival {
@@ -60,6 +68,24 @@ typedef struct arrival {
    * the others so that they fail at once instead of at the timeout. */
   bool skipped;
 } arrival;
+
+typedef struct pair pair;
+
+/* One send or receive of a point-to-point command. */
+typedef struct p2p_item {
+  bool send;
+  int peer;
+  ovl_dtype dtype;
+  void *buf;
+  size_t count;
+  /* The k-th message from the sender to the receiver on the ring (from 0),
+   * counted on the host thread at enqueue time, per ordered pair. */
+  uint64_t k;
+  /* While the command runs: the pair it posted to; whether this rank
+   * copies it. */
+  pair *pr;
+  bool copies;
+} p2p_item;
 
 typedef struct cmd {
   struct cmd *next;
@@ -76,8 +102,15 @@ typedef struct cmd {
     struct {
       ring *ring;
       uint64_t seq;
+      uint64_t tag; /* the flight record's number (ring_progress) */
       arrival a;
     } coll;
+    struct {
+      ring *ring;
+      uint64_t tag;
+      int n;
+      p2p_item *items; /* [n], malloc'd; freed with the command */
+    } p2p;
     struct {
       stream *src;
       uint64_t target;
@@ -109,7 +142,8 @@ struct stream {
   /* When the worker last started or finished a command: watchers measure
    * their timeout from it. */
   double progress_at;
-  /* The worker is in a collective or a wait, which time out by themselves:
+  /* The worker is in a collective, a point-to-point command or a wait,
+   * which time out by themselves:
    * watchers of this stream stop their clocks. */
   bool blocked;
   /* Sticky, as a CUDA error: the first failure, kept. */
@@ -143,12 +177,41 @@ typedef struct slot {
   arrival a[]; /* nranks */
 } slot;
 
+typedef enum { PAIR_OPEN, PAIR_COPYING, PAIR_DONE, PAIR_FAILED } pair_state;
+
+/* One message of point-to-point: the k-th send from rank `src` to rank
+ * `dst` on a ring and the k-th receive on dst from src, while either side
+ * is still in it. Whoever posts second checks that the sides agree and
+ * copies (outside the ring lock, in PAIR_COPYING). */
+struct pair {
+  struct pair *next;
+  int src, dst;
+  uint64_t k;
+  pair_state state;
+  /* [0] the send, [1] the receive. */
+  struct {
+    bool posted;
+    ovl_dtype dtype;
+    size_t count;
+    void *buf;
+  } side[2];
+  int nleft; /* sides that have left; the second frees it */
+  ovl_status status; /* PAIR_FAILED */
+  char msg[OVL_ERROR_MSG_MAX];
+};
+
 struct ring {
   int id;
   pthread_mutex_t mu;
-  pthread_cond_t cv; /* any slot of the ring changed state, or abort */
+  /* Any slot or pair of the ring changed state, or abort. */
+  pthread_cond_t cv;
   slot *active;
   slot *free; /* reused once every rank has left */
+  /* Point-to-point: per ordered pair (src * nranks + dst) the messages
+   * some side is in, oldest first (allocated at the first send or
+   * receive); pairs both sides have left, for reuse. */
+  pair **chan;
+  pair *pair_free;
 };
 
 struct ovl__bworld {
@@ -178,6 +241,14 @@ struct ovl__brank {
   int nevents;
   ring *rings[OVL_MAX_RINGS];
   uint64_t seq[OVL_MAX_RINGS]; /* next collective number, per ring */
+  /* Point-to-point messages enqueued, per ring and other rank: sends to
+   * it, receives from it (the next message's k). */
+  uint64_t sent[OVL_MAX_RINGS][OVL_MAX_RANKS];
+  uint64_t received[OVL_MAX_RINGS][OVL_MAX_RANKS];
+  /* Flight record: per ring the largest tag of a collective or
+   * point-to-point command that completed (workers write, ring_progress
+   * reads). */
+  _Atomic uint64_t progress[OVL_MAX_RINGS];
   /* Timer marks (--op-times): host clock when a stream reached each one.
    * Written by workers, read by the host after a sync of those streams. */
   double *marks;
@@ -247,6 +318,16 @@ void ovl__cpu_collective_compute(const slot *sl, int nranks);
  * return once the result is in every recv buffer. */
 ovl_status ovl__cpu_rendezvous(ovl__bworld *bw, ring *rg, uint64_t seq,
                                int rank, const arrival *a, ovl_error *err);
+/* Run one point-to-point command of `rank` (items[0..n), NCCL group
+ * semantics): post every item, copy the messages whose other side is
+ * there, and return once every item completed, or one failed (then the
+ * others still open are given up). `skipped`: the rank's stream had
+ * already failed; its items only tell the other sides so. */
+ovl_status ovl__cpu_p2p_run(ovl__bworld *bw, ring *rg, int rank,
+                            p2p_item *items, int n, bool skipped,
+                            ovl_error *err);
+/* Free a ring's point-to-point state (world teardown). */
+void ovl__cpu_ring_free_p2p(ring *rg, int nranks);
 
 /* cpu_stream.c. */
 ovl_status ovl__cpu_stream_create(ovl__brank *br, int index,

@@ -1,10 +1,23 @@
 /*
- * The cpu backend's collectives. They meet at a rendezvous per ring: the
- * k-th collective a rank enqueues on ring r (k counted from 0 on the host
- * thread at enqueue time) meets the k-th of every other rank, whatever
- * stream each put it on. The last rank to arrive checks that all agree,
- * computes the result for every rank (cpu_kernels.c: reducing in rank
- * order, in the dtype) and wakes the others.
+ * The cpu backend's collectives and point-to-point.
+ *
+ * Collectives meet at a rendezvous per ring: the k-th collective a rank
+ * enqueues on ring r (k counted from 0 on the host thread at enqueue time)
+ * meets the k-th of every other rank, whatever stream each put it on. The
+ * last rank to arrive checks that all agree, computes the result for every
+ * rank (cpu_kernels.c: reducing in rank order, in the dtype) and wakes the
+ * others.
+ *
+ * Point-to-point follows NCCL's rule: the k-th send from rank a to rank b
+ * on ring r matches the k-th receive on b from a on r (both counted on the
+ * host threads at enqueue time, per ordered pair). A command is a group
+ * of items (one item: a lone send or receive). When a stream reaches it,
+ * every item is posted at once; an item completes when the other side of
+ * its message is posted too (whoever posts second checks the two agree and
+ * copies); the command finishes when all its items have. So a lone send
+ * is a rendezvous of the two streams' heads, and a group lets its items
+ * progress together (a send to oneself in a group is fine; alone it waits
+ * forever, as NCCL's does).
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -14,28 +27,38 @@
 
 /* "allreduce sum", "broadcast root=1", "allgather". */
 static void describe_op(const arrival *a, char *buf, size_t size) {
-  if (ovl__coll_has_redop(a->coll))
+  if (ovl__coll_has_redop(a->coll) && ovl__coll_has_root(a->coll))
+    snprintf(buf, size, "%s %s root=%d", ovl__coll_name(a->coll),
+             ovl__redop_name(a->redop), a->root);
+  else if (ovl__coll_has_redop(a->coll))
     snprintf(buf, size, "%s %s", ovl__coll_name(a->coll), ovl__redop_name(a->redop));
-  else if (a->coll == OVL_COLL_BROADCAST)
+  else if (ovl__coll_has_root(a->coll))
     snprintf(buf, size, "%s root=%d", ovl__coll_name(a->coll), a->root);
   else
     snprintf(buf, size, "%s", ovl__coll_name(a->coll));
 }
 
-/* "allreduce sum float32 count=100". */
+/* "allreduce sum float32 count=100"; "barrier". */
 static void describe_call(const arrival *a, char *buf, size_t size) {
   char op[64];
   describe_op(a, op, sizeof op);
-  snprintf(buf, size, "%s %s count=%zu", op, ovl_dtype_name(a->dtype),
-           a->count);
+  if (a->coll == OVL_COLL_BARRIER)
+    snprintf(buf, size, "%s", op);
+  else
+    snprintf(buf, size, "%s %s count=%zu", op, ovl_dtype_name(a->dtype),
+             a->count);
 }
 
 static bool same_call(const arrival *a, const arrival *b) {
-  if (a->coll != b->coll || a->dtype != b->dtype || a->count != b->count)
+  if (a->coll != b->coll)
+    return false;
+  if (a->coll == OVL_COLL_BARRIER)
+    return true; /* moves no data */
+  if (a->dtype != b->dtype || a->count != b->count)
     return false;
   if (ovl__coll_has_redop(a->coll) && a->redop != b->redop)
     return false;
-  if (a->coll == OVL_COLL_BROADCAST && a->root != b->root)
+  if (ovl__coll_has_root(a->coll) && a->root != b->root)
     return false;
   return true;
 }
@@ -230,5 +253,285 @@ ovl_status ovl__cpu_rendezvous(ovl__bworld *bw, ring *rg, uint64_t seq,
     st = ovl__err(err, sl->status, "%s", sl->msg);
   slot_leave(rg, sl, n);
   pthread_mutex_unlock(&rg->mu);
+  return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* Point-to-point                                                      */
+/* ------------------------------------------------------------------ */
+
+/* The message (src -> dst, k) of ring rg, made on first use; NULL when out
+ * of memory. With rg->mu held. */
+static pair *pair_get(ring *rg, int nranks, int src, int dst, uint64_t k) {
+  pair **head, *p;
+  if (rg->chan == NULL) {
+    rg->chan = calloc((size_t)nranks * (size_t)nranks, sizeof *rg->chan);
+    if (rg->chan == NULL)
+      return NULL;
+  }
+  head = &rg->chan[(size_t)src * (size_t)nranks + (size_t)dst];
+  for (p = *head; p != NULL; p = p->next)
+    if (p->k == k)
+      return p;
+  if (rg->pair_free != NULL) {
+    p = rg->pair_free;
+    rg->pair_free = p->next;
+  } else {
+    p = malloc(sizeof *p);
+    if (p == NULL)
+      return NULL;
+  }
+  memset(p, 0, offsetof(pair, msg));
+  p->msg[0] = '\0';
+  p->src = src;
+  p->dst = dst;
+  p->k = k;
+  p->state = PAIR_OPEN;
+  p->status = OVL_OK;
+  /* Oldest first: append. */
+  while (*head != NULL)
+    head = &(*head)->next;
+  *head = p;
+  return p;
+}
+
+/* One side is done with the message; the second recycles it. A message
+ * that failed before its other side came stays until that side comes
+ * (and fails at once) or the world ends. */
+static void pair_leave(ring *rg, int nranks, pair *p) {
+  if (++p->nleft < 2)
+    return;
+  for (pair **q = &rg->chan[(size_t)p->src * (size_t)nranks + (size_t)p->dst];
+       *q != NULL; q = &(*q)->next)
+    if (*q == p) {
+      *q = p->next;
+      break;
+    }
+  p->next = rg->pair_free;
+  rg->pair_free = p;
+}
+
+static void pair_fail(ring *rg, pair *p, ovl_status status, const char *fmt,
+                      ...) __attribute__((format(printf, 4, 5)));
+static void pair_fail(ring *rg, pair *p, ovl_status status, const char *fmt,
+                      ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(p->msg, sizeof p->msg, fmt, ap);
+  va_end(ap);
+  p->status = status;
+  p->state = PAIR_FAILED;
+  pthread_cond_broadcast(&rg->cv);
+}
+
+/* An item as its rank sees it: "send #3 to rank 1", "recv #3 from rank
+ * 0" (messages of the pair numbered from 1). */
+static void describe_item(const p2p_item *it, char *buf, size_t size) {
+  snprintf(buf, size, it->send ? "send #%llu to rank %d"
+                               : "recv #%llu from rank %d",
+           (unsigned long long)it->k + 1, it->peer);
+}
+
+/* What an item waits for: "rank 1's recv #3 from rank 0". */
+static void describe_partner(const p2p_item *it, int rank, char *buf,
+                             size_t size) {
+  snprintf(buf, size, it->send ? "rank %d's recv #%llu from rank %d"
+                               : "rank %d's send #%llu to rank %d",
+           it->peer, (unsigned long long)it->k + 1, rank);
+}
+
+void ovl__cpu_ring_free_p2p(ring *rg, int nranks) {
+  pair *p, *next;
+  if (rg->chan != NULL)
+    for (size_t c = 0; c < (size_t)nranks * (size_t)nranks; c++)
+      for (p = rg->chan[c]; p != NULL; p = next) {
+        next = p->next;
+        free(p);
+      }
+  for (p = rg->pair_free; p != NULL; p = next) {
+    next = p->next;
+    free(p);
+  }
+  free(rg->chan);
+  rg->chan = NULL;
+  rg->pair_free = NULL;
+}
+
+/* Post item `it` of `rank` to its message; with rg->mu held. Sets
+ * it->copies when this side completes the message (then the caller copies
+ * outside the lock); fails the message when the sides disagree, the
+ * stream had failed (skipped) or the world was aborted. Returns false
+ * when the message had failed before this side came (why: the reason). */
+static bool p2p_post(ovl__bworld *bw, ring *rg, int rank, p2p_item *it,
+                     bool skipped, char *why, size_t size) {
+  int sd = it->send ? 0 : 1;
+  pair *p = it->pr;
+  char item[96];
+  describe_item(it, item, sizeof item);
+  p->side[sd].posted = true;
+  p->side[sd].dtype = it->dtype;
+  p->side[sd].count = it->count;
+  p->side[sd].buf = it->buf;
+  if (p->state == PAIR_FAILED) {
+    snprintf(why, size,
+             "ring %d p2p: %s: arrived after the other side had failed: "
+             "%.800s",
+             rg->id, item, p->msg);
+    return false;
+  }
+  if (skipped) {
+    pair_fail(rg, p, OVL_EABORTED,
+              "ring %d p2p: %s of rank %d: rank %d did not take part "
+              "because its stream had already failed",
+              rg->id, item, rank, rank);
+  } else if (is_aborted(bw)) {
+    pair_fail(rg, p, OVL_EABORTED, "ring %d p2p: %s of rank %d: aborted",
+              rg->id, item, rank);
+  } else if (p->side[1 - sd].posted) {
+    if (p->side[0].dtype != p->side[1].dtype ||
+        p->side[0].count != p->side[1].count) {
+      pair_fail(rg, p, OVL_EMISMATCH,
+                "ring %d p2p: send #%llu from rank %d to rank %d is %s "
+                "count=%zu, but the matching recv on rank %d is %s "
+                "count=%zu",
+                rg->id, (unsigned long long)p->k + 1, p->src, p->dst,
+                ovl_dtype_name(p->side[0].dtype), p->side[0].count, p->dst,
+                ovl_dtype_name(p->side[1].dtype), p->side[1].count);
+    } else {
+      p->state = PAIR_COPYING;
+      it->copies = true;
+    }
+  }
+  return true;
+}
+
+ovl_status ovl__cpu_p2p_run(ovl__bworld *bw, ring *rg, int rank,
+                            p2p_item *items, int n, bool skipped,
+                            ovl_error *err) {
+  const int nranks = bw->nranks;
+  const double timeout = bw->timeout_s;
+  ovl_status st = OVL_OK; /* the command's outcome, once decided */
+  char why[OVL_ERROR_MSG_MAX] = "", late[OVL_ERROR_MSG_MAX];
+  char item[96], partner[96];
+  bool copies = false, timed_out = false;
+  double deadline;
+
+  pthread_mutex_lock(&rg->mu);
+  for (int i = 0; i < n; i++) {
+    p2p_item *it = &items[i];
+    it->copies = false;
+    it->pr = pair_get(rg, nranks, it->send ? rank : it->peer,
+                      it->send ? it->peer : rank, it->k);
+    if (it->pr == NULL) {
+      if (st == OVL_OK) {
+        describe_item(it, item, sizeof item);
+        st = OVL_ENOMEM;
+        snprintf(why, sizeof why, "ring %d p2p: %s: out of memory", rg->id,
+                 item);
+      }
+      continue;
+    }
+    if (!p2p_post(bw, rg, rank, it, skipped, late, sizeof late) &&
+        st == OVL_OK) {
+      st = it->pr->status;
+      memcpy(why, late, sizeof why);
+    }
+    copies |= it->copies;
+  }
+  if (copies) {
+    pthread_mutex_unlock(&rg->mu);
+    for (int i = 0; i < n; i++) {
+      pair *p = items[i].pr;
+      size_t bytes;
+      if (!items[i].copies)
+        continue;
+      bytes = p->side[0].count * ovl_dtype_size(p->side[0].dtype);
+      if (bytes > 0 && p->side[1].buf != p->side[0].buf)
+        memmove(p->side[1].buf, p->side[0].buf, bytes);
+    }
+    pthread_mutex_lock(&rg->mu);
+    for (int i = 0; i < n; i++)
+      if (items[i].copies)
+        items[i].pr->state = PAIR_DONE;
+    pthread_cond_broadcast(&rg->cv);
+  }
+
+  /* Wait until every item is done or failed. Once one fails (or the
+   * world is aborted, or the timeout passes) the items still open are
+   * given up, so that their other sides fail at once too; messages being
+   * copied are let finish (the copier writes into a buffer of ours). */
+  deadline = ovl__now() + timeout;
+  for (;;) {
+    int open = 0, copying = 0, first_open = -1, bad = -1;
+    for (int i = 0; i < n; i++) {
+      pair *p = items[i].pr;
+      if (p == NULL)
+        continue;
+      if (p->state == PAIR_OPEN && open++ == 0)
+        first_open = i;
+      copying += p->state == PAIR_COPYING;
+      if (p->state == PAIR_FAILED && bad < 0)
+        bad = i;
+    }
+    if (st == OVL_OK && bad >= 0) {
+      st = items[bad].pr->status;
+      snprintf(why, sizeof why, "%s", items[bad].pr->msg);
+    }
+    if (st == OVL_OK && open > 0 && is_aborted(bw)) {
+      describe_item(&items[first_open], item, sizeof item);
+      st = OVL_EABORTED;
+      snprintf(why, sizeof why, "ring %d p2p: %s: aborted", rg->id, item);
+    }
+    if (st == OVL_OK && open > 0 && timed_out) {
+      const p2p_item *it = &items[first_open];
+      size_t len;
+      describe_item(it, item, sizeof item);
+      describe_partner(it, rank, partner, sizeof partner);
+      st = OVL_ETIMEDOUT;
+      len = (size_t)snprintf(why, sizeof why,
+                             "ring %d p2p: %s (%s count=%zu) timed out after "
+                             "%.*f s waiting for %s",
+                             rg->id, item, ovl_dtype_name(it->dtype),
+                             it->count, secs_prec(timeout), timeout,
+                             partner);
+      if (open > 1 && len < sizeof why)
+        snprintf(why + len, sizeof why - len,
+                 " (and %d more items of its group)", open - 1);
+    }
+    if (st != OVL_OK && open > 0) {
+      /* Give up the rest: each message says why to its other side. */
+      for (int i = 0; i < n; i++) {
+        const p2p_item *it = &items[i];
+        if (it->pr == NULL || it->pr->state != PAIR_OPEN)
+          continue;
+        describe_item(it, item, sizeof item);
+        if (timed_out && st == OVL_ETIMEDOUT) {
+          describe_partner(it, rank, partner, sizeof partner);
+          pair_fail(rg, it->pr, OVL_ETIMEDOUT,
+                    "ring %d p2p: %s of rank %d timed out after %.*f s "
+                    "waiting for %s",
+                    rg->id, item, rank, secs_prec(timeout), timeout,
+                    partner);
+        } else {
+          pair_fail(rg, it->pr, OVL_EABORTED,
+                    "ring %d p2p: %s of rank %d given up: %s", rg->id, item,
+                    rank, why);
+        }
+      }
+      continue;
+    }
+    if (open == 0 && copying == 0)
+      break;
+    if (open == 0)
+      pthread_cond_wait(&rg->cv, &rg->mu);
+    else if (!cond_wait_until(&rg->cv, &rg->mu, deadline))
+      timed_out = true;
+  }
+  for (int i = 0; i < n; i++)
+    if (items[i].pr != NULL)
+      pair_leave(rg, nranks, items[i].pr);
+  pthread_mutex_unlock(&rg->mu);
+  if (st != OVL_OK)
+    ovl__err(err, st, "%s", why);
   return st;
 }

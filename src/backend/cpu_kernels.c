@@ -211,8 +211,30 @@ void ovl__cpu_collective_compute(const slot *sl, int nranks) {
       }
     break;
   case OVL_COLL_REDUCE:
-  case OVL_COLL_ALLTOALL:
+    /* Only the root's output is written (NCCL uses recvbuff on the root
+     * only); in place there, each block is read from every rank first. */
+    for (size_t off = 0; off < count; off += BLOCK) {
+      size_t n = count - off < BLOCK ? count - off : BLOCK;
+      first_block(a0->dtype, a0->redop, &acc,
+                  (const char *)sl->a[0].send + off * esize, n, nranks);
+      for (int q = 1; q < nranks; q++)
+        fold_block(a0->dtype, a0->redop, &acc,
+                   (const char *)sl->a[q].send + off * esize, &tmp, n,
+                   nranks);
+      memcpy((char *)sl->a[a0->root].recv + off * esize, &acc, n * esize);
+    }
+    break;
+  case OVL_COLL_ALLTOALL: {
+    /* Part j of rank i's input lands at part i of rank j's output (never
+     * in place: the executor and the backend refuse send == recv). */
+    size_t part = count / (size_t)nranks * esize;
+    for (int i = 0; i < nranks; i++)
+      for (int j = 0; j < nranks; j++)
+        memcpy((char *)sl->a[j].recv + (size_t)i * part,
+               (const char *)sl->a[i].send + (size_t)j * part, part);
+    break;
+  }
   case OVL_COLL_BARRIER:
-    break; /* TODO(issue 13) */
+    break; /* every rank met: nothing to move */
   }
 }

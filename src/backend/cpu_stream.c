@@ -133,6 +133,12 @@ static ovl_status run_cmd(stream *s, cmd *c, bool failed, ovl_error *err) {
     if (st != OVL_OK)
       ovl__err_prefix(err, "rank %d: %s stream: ", br->rank, s->name);
     return failed ? OVL_OK : st;
+  case CMD_P2P:
+    st = ovl__cpu_p2p_run(br->bw, c->u.p2p.ring, br->rank, c->u.p2p.items,
+                          c->u.p2p.n, failed, err);
+    if (st != OVL_OK)
+      ovl__err_prefix(err, "rank %d: %s stream: ", br->rank, s->name);
+    return failed ? OVL_OK : st;
   case CMD_WAIT:
     return failed ? OVL_OK : run_wait(s, c, err);
   case CMD_DELAY:
@@ -144,6 +150,23 @@ static ovl_status run_cmd(stream *s, cmd *c, bool failed, ovl_error *err) {
     return OVL_OK;
   }
   return OVL_OK;
+}
+
+/* Flight record: a collective or point-to-point command of ring `rg`
+ * numbered `tag` completed on this rank. Streams of one rank may finish
+ * commands of one ring out of order: keep the largest. */
+static void note_progress(ovl__brank *br, const ring *rg, uint64_t tag) {
+  _Atomic uint64_t *p = &br->progress[rg->id];
+  uint64_t cur = atomic_load(p);
+  while (tag > cur && !atomic_compare_exchange_weak(p, &cur, tag))
+    ;
+}
+
+/* Free a command and what it owns. */
+static void cmd_free(cmd *c) {
+  if (c->kind == CMD_P2P)
+    free(c->u.p2p.items);
+  free(c);
 }
 
 void *ovl__cpu_worker_main(void *arg) {
@@ -162,7 +185,8 @@ void *ovl__cpu_worker_main(void *arg) {
       s->tail = NULL;
     bool failed = s->status != OVL_OK;
     s->progress_at = ovl__now();
-    s->blocked = !failed && (c->kind == CMD_COLL || c->kind == CMD_WAIT);
+    s->blocked = !failed && (c->kind == CMD_COLL || c->kind == CMD_P2P ||
+                             c->kind == CMD_WAIT);
     pthread_mutex_unlock(&s->mu);
 
     /* Chaos: a sleep before every command but the timer marks (which are
@@ -173,7 +197,11 @@ void *ovl__cpu_worker_main(void *arg) {
         run_delay(s->br->bw, us);
     }
     ovl_status st = run_cmd(s, c, failed, &err);
-    free(c);
+    if (st == OVL_OK && !failed && c->kind == CMD_COLL)
+      note_progress(s->br, c->u.coll.ring, c->u.coll.tag);
+    if (st == OVL_OK && !failed && c->kind == CMD_P2P)
+      note_progress(s->br, c->u.p2p.ring, c->u.p2p.tag);
+    cmd_free(c);
 
     pthread_mutex_lock(&s->mu);
     if (st != OVL_OK && s->status == OVL_OK) {
@@ -193,7 +221,7 @@ void ovl__cpu_stream_destroy(stream *s) {
   cmd *c, *next;
   for (c = s->head; c != NULL; c = next) {
     next = c->next;
-    free(c);
+    cmd_free(c);
   }
   pthread_cond_destroy(&s->done_cv);
   pthread_cond_destroy(&s->work_cv);
