@@ -588,6 +588,125 @@ START_TEST(test_reducescatter) {
 }
 END_TEST
 
+/* Every c_reduce_*, the root cycling through the ranks: the root's output
+ * is the reduction in rank order rounded once (float32 in place, float64
+ * out of place); the other ranks' outputs are not written: NaN out of
+ * place, the input in place, and what an earlier op wrote (z: the kernel
+ * before the reduce is not dead on them). */
+START_TEST(test_reduce) {
+  static const char *const names[] = {"c_reduce_sum", "c_reduce_max",
+                                      "c_reduce_min", "c_reduce_prod"};
+  static const redop ops[] = {RED_SUM, RED_MAX, RED_MIN, RED_PROD};
+  const int nranks = _i;
+  const int64_t n = 2500;
+  sched_text t = {0};
+  char name[16];
+
+  put(&t, "x = data(shape=[2500], dtype=float64, init=uniform, seed=9, "
+          "per_rank=true)\n"
+          "xf = data(shape=[2500], dtype=float32, init=uniform, seed=9, "
+          "per_rank=true)\n");
+  for (int k = 0; k < 4; k++) {
+    int root = (k + 1) % nranks;
+    put(&t, "o%d = %s(x, root=%d)\n", k, names[k], root);
+    put(&t, "c%d = assign(xf)\n%s(c%d, root=%d)\n", k, names[k], k, root);
+    put(&t, "z%d = scale(x, scale=3.0)\nz%d = %s(x, root=%d)\n", k, k,
+        names[k], root);
+    put(&t, "fetch(o%d, c%d, z%d)\n", k, k, k);
+  }
+  load(t.s, nranks);
+  run_ref(nranks);
+
+  double *exp = xmalloc_doubles((size_t)n);
+  double *exp_c = xmalloc_doubles((size_t)n);
+  for (int k = 0; k < 4; k++) {
+    int root = (k + 1) % nranks;
+    for (int64_t i = 0; i < n; i++) {
+      exp[i] = uniform(OVL_DTYPE_FLOAT64, 9, true, 0, i);
+      exp_c[i] = uniform(OVL_DTYPE_FLOAT32, 9, true, 0, i);
+      for (int q = 1; q < nranks; q++) {
+        exp[i] = reduce2(ops[k], exp[i],
+                         uniform(OVL_DTYPE_FLOAT64, 9, true, q, i));
+        exp_c[i] = reduce2(ops[k], exp_c[i],
+                           uniform(OVL_DTYPE_FLOAT32, 9, true, q, i));
+      }
+      exp_c[i] = f32(exp_c[i]);
+    }
+    for (int r = 0; r < nranks; r++) {
+      snprintf(name, sizeof name, "o%d", k);
+      const double *o = got_var(r, name);
+      snprintf(name, sizeof name, "c%d", k);
+      const double *c = got_var(r, name);
+      snprintf(name, sizeof name, "z%d", k);
+      const double *z = got_var(r, name);
+      if (r == root) {
+        assert_same(o, exp, (size_t)n, names[k], r);
+        assert_same(c, exp_c, (size_t)n, names[k], r);
+        assert_same(z, exp, (size_t)n, names[k], r);
+        continue;
+      }
+      for (int64_t i = 0; i < n; i++) {
+        ck_assert(isnan(o[i]));
+        ck_assert_double_eq(c[i], uniform(OVL_DTYPE_FLOAT32, 9, true, r, i));
+        ck_assert_double_eq(z[i],
+                            3.0 * uniform(OVL_DTYPE_FLOAT64, 9, true, r, i));
+      }
+    }
+  }
+  free(exp);
+  free(exp_c);
+}
+END_TEST
+
+/* alltoall: part j of rank i's input (dim 0 split in nranks parts) is
+ * part i of rank j's output; compute ops on both sides of it. */
+START_TEST(test_alltoall) {
+  const int nranks = _i;
+  const int64_t part = 3 * 700;
+  sched_text t = {0};
+
+  put(&t,
+      "x = data(shape=[%d, 700], dtype=float32, init=uniform, seed=10, "
+      "per_rank=true)\n"
+      "x = scale(x, scale=2.0)\n"
+      "o = alltoall(x)\n"
+      "h = scale(o, scale=1.0, bias=1.0)\n"
+      "fetch(o, h)\n",
+      3 * nranks);
+  load(t.s, nranks);
+  run_ref(nranks);
+
+  for (int j = 0; j < nranks; j++)
+    for (int i = 0; i < nranks; i++)
+      for (int64_t e = 0; e < part; e++) {
+        double v =
+            f32(2.0 * uniform(OVL_DTYPE_FLOAT32, 10, true, i, j * part + e));
+        ck_assert_double_eq(got_var(j, "o")[i * part + e], v);
+        ck_assert_double_eq(got_var(j, "h")[i * part + e], f32(v + 1.0));
+      }
+}
+END_TEST
+
+/* barrier moves no data: its inputs only name dependencies. */
+START_TEST(test_barrier) {
+  load("x = data(shape=[1500], dtype=float64, init=uniform, seed=11, "
+       "per_rank=true)\n"
+       "y = scale(x, scale=2.0)\n"
+       "barrier(y, ring_id=1)\n"
+       "z = elementwise_add(y, x)\n"
+       "barrier()\n"
+       "fetch(y, z)\n",
+       3);
+  run_ref(3);
+  for (int r = 0; r < 3; r++)
+    for (int64_t i = 0; i < 1500; i++) {
+      double x = uniform(OVL_DTYPE_FLOAT64, 11, true, r, i);
+      ck_assert_double_eq(got_var(r, "y")[i], 2.0 * x);
+      ck_assert_double_eq(got_var(r, "z")[i], 2.0 * x + x);
+    }
+}
+END_TEST
+
 /* Variables of different sizes in one run of index-local ops: the
  * interpreter's blocks end inside the smaller ones. */
 START_TEST(test_mixed_sizes) {
@@ -1317,6 +1436,9 @@ static Suite *reference_suite(void) {
   tcase_add_loop_test(tc, test_broadcast, 1, 5);
   tcase_add_loop_test(tc, test_allgather, 1, 5);
   tcase_add_loop_test(tc, test_reducescatter, 1, 5);
+  tcase_add_loop_test(tc, test_reduce, 1, 5);
+  tcase_add_loop_test(tc, test_alltoall, 1, 5);
+  tcase_add_test(tc, test_barrier);
   tcase_add_test(tc, test_mixed_sizes);
   tcase_add_test(tc, test_overwritten_outputs);
   tcase_add_test(tc, test_per_rank_inputs);
