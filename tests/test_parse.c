@@ -691,7 +691,8 @@ START_TEST(test_err_unexpected_character) {
              "unexpected character '@'");
   EXPECT_ERR("b = assign(a;)\n", "<string>:1:13: ", "unexpected character ';'");
   EXPECT_ERR("x = \xc3\xa9(a)\n", "<string>:1:5: ", "unexpected byte 0xc3");
-  EXPECT_ERR("-x = assign(a)\n", "<string>:1:1: ", "unexpected character '-'");
+  EXPECT_ERR("-x = assign(a)\n", "<string>:1:1: ",
+             "expected a statement, got '-'");
 }
 END_TEST
 
@@ -1693,7 +1694,7 @@ START_TEST(test_schedule_parse_errors) {
   EXPECT_PARSE_ERR(A10 "repeat 2 {\n", OVL_EPARSE,
                    "<string>:2:1: repeat block is not closed (missing '}')");
   EXPECT_PARSE_ERR("}\n", OVL_EPARSE,
-                   "<string>:1:1: '}' without a matching repeat");
+                   "<string>:1:1: '}' without a matching repeat or group");
   EXPECT_PARSE_ERR("param n = 1\nparam n = 2\n", OVL_EPARSE,
                    "<string>:2:7: param 'n' re-declared (first declared at "
                    "1:7)");
@@ -1934,6 +1935,216 @@ START_TEST(test_schedule_bind_threads) {
 }
 END_TEST
 
+
+/* ------------------------------------------------------------------ */
+/* Ranks that differ: ranks=, expressions, send/recv, groups            */
+/* ------------------------------------------------------------------ */
+
+static ovl_program *parse_ranks(const char *src, int nranks) {
+  ovl_parse_opts o = {.nranks = nranks};
+  return parse_with(src, &o);
+}
+
+/* The parse for `nranks` ranks fails with exactly `text`. */
+#define EXPECT_RANKS_ERR(src, nranks, text)                                    \
+  do {                                                                        \
+    ovl_parse_opts o_ = {.nranks = (nranks)};                                 \
+    EXPECT_ERR_OPTS(src, &o_, text, "");                                      \
+    ck_assert_str_eq(last_err.msg, (text));                                   \
+  } while (0)
+
+/* Every op runs on every rank unless it says otherwise; a program where
+ * that is so, with no point-to-point, is not rank-dependent. */
+START_TEST(test_ranks_default) {
+  ovl_program *p = parse_ranks(seed_sched, 4);
+  for (size_t i = 0; i < p->nops; i++) {
+    ck_assert_uint_eq(p->ops[i].ranks, 0xf);
+    ck_assert_int_eq(p->ops[i].rank_attr, -1);
+    ck_assert_uint_eq(p->ops[i].group, 0);
+  }
+  ck_assert(!p->rank_dependent);
+  ck_assert_uint_eq(p->nrank_attrs, 0);
+  ck_assert_ptr_null(p->rank_attrs);
+  ovl_program_free(p);
+  p = parse_ranks(A10 "b = assign(a)\n", 64);
+  ck_assert_uint_eq(p->ops[0].ranks, ~(uint64_t)0);
+  ck_assert(!p->rank_dependent);
+  ovl_program_free(p);
+  /* ranks= naming every rank is the same as none. */
+  p = parse_ranks(A10 "b = assign(a, ranks=[0:nranks])\n", 3);
+  ck_assert_uint_eq(p->ops[0].ranks, 7);
+  ck_assert(!p->rank_dependent);
+  ovl_program_free(p);
+}
+END_TEST
+
+START_TEST(test_ranks_lists) {
+  ovl_program *p = parse_ranks(
+      "param last = 3\n" A10
+      "b = assign(a, ranks=[0])\n"
+      "c = assign(a, ranks=[1, 3])\n"
+      "d = assign(a, ranks=[1:nranks])\n"
+      "e = assign(a, ranks=[0:2, last])\n"
+      "f = assign(a, ranks=[nranks - 1, 0, 0])\n"
+      "g = assign(a, ranks=[1:1, 2])\n"
+      "fetch(b, ranks=[last - 1:nranks - 1,])\n"
+      "c_allreduce_sum(a, ranks=[\n  0, # first\n  2,\n])\n"
+      "h = assign(a, ranks=[(nranks - 1) / 2 : (nranks + 1) / 2 + 1])\n",
+      4);
+  static const uint64_t want[] = {0x1, 0xa, 0xe, 0xb, 0x9, 0x4, 0x4, 0x5, 0x6};
+  ck_assert_uint_eq(p->nops, 9);
+  for (size_t i = 0; i < p->nops; i++)
+    ck_assert_msg(p->ops[i].ranks == want[i], "op %zu: ranks %#llx", i,
+                  (unsigned long long)p->ops[i].ranks);
+  ck_assert(p->rank_dependent);
+  ck_assert(ovl__op_on_rank(&p->ops[1], 3));
+  ck_assert(!ovl__op_on_rank(&p->ops[1], 2));
+  ovl_program_free(p);
+}
+END_TEST
+
+/* send_v2 / recv_v2 with a constant peer, and one that depends on rank:
+ * evaluated on the ranks that run the op, into rank_attrs. */
+START_TEST(test_send_recv) {
+  ovl_program *p = parse_ranks(
+      "x = data(shape=[4, 8])\n"
+      "send_v2(x, peer=1, ranks=[0])\n"
+      "y = recv_v2(peer=0, out_shape=[4, 8], ranks=[1], ring_id=2)\n"
+      "send_v2(x, peer=(rank + 1) % nranks, use_calc_stream=true)\n"
+      "z = recv_v2(peer=(rank - 1) % nranks, out_shape=[4, 2 * 4], "
+      "dtype=float64, use_calc_stream=true)\n"
+      "send_v2(x, peer=rank - 1, ranks=[1:nranks])\n"
+      "y = recv_v2(peer=nranks - 1, out_shape=[4, 8], ring_id=2)\n",
+      4);
+  const ovl__op *op = p->ops;
+  ck_assert_uint_eq(p->nops, 6);
+  ck_assert(p->rank_dependent);
+  ck_assert_str_eq(opname(p, 0), "send_v2");
+  ck_assert_int_eq(op[0].peer, 1);
+  ck_assert_int_eq(op[0].rank_attr, -1);
+  ck_assert_int_eq(op[0].in[0], var_index(p, "x"));
+  ck_assert_int_eq(op[0].out, -1);
+  ck_assert_int_eq(op[0].stream, OVL_STREAM_COMM(0));
+  ck_assert_int_eq(ovl__op_peer(p, &op[0], 0), 1);
+  ck_assert_int_eq(op[1].peer, 0);
+  ck_assert_int_eq(op[1].out, var_index(p, "y"));
+  ck_assert_int_eq(op[1].nin, 0);
+  ck_assert_int_eq(op[1].stream, OVL_STREAM_COMM(2));
+  ck_assert_int_eq(var(p, "y")->ndim, 2);
+  ck_assert_int_eq(var(p, "y")->dims[1], 8);
+  ck_assert_int_eq(var(p, "y")->dtype, OVL_DTYPE_FLOAT32);
+  ck_assert_int_eq(var(p, "y")->init, OVL_INIT_NONE);
+  ck_assert_int_eq(var(p, "z")->dtype, OVL_DTYPE_FLOAT64);
+  ck_assert_int_eq(op[2].stream, OVL_STREAM_CALC);
+  /* Per rank: next, previous, previous on ranks 1..3. */
+  ck_assert_int_ge(op[2].rank_attr, 0);
+  ck_assert_int_ge(op[3].rank_attr, 0);
+  ck_assert_int_ge(op[4].rank_attr, 0);
+  ck_assert_uint_eq(p->nrank_attrs, 3 * 2 * 4);
+  for (int r = 0; r < 4; r++) {
+    ck_assert_int_eq(ovl__op_peer(p, &op[2], r), (r + 1) % 4);
+    ck_assert_int_eq(ovl__op_peer(p, &op[3], r), (r + 3) % 4);
+    if (r > 0)
+      ck_assert_int_eq(ovl__op_peer(p, &op[4], r), r - 1);
+    ck_assert_int_eq(ovl__op_root(p, &op[2], r), 0);
+  }
+  /* A rank that does not run it has no peer. */
+  ck_assert_int_eq(p->rank_attrs[op[4].rank_attr], -1);
+  ck_assert_int_eq(op[5].peer, 3);
+  ck_assert_int_eq(op[5].out, var_index(p, "y"));
+  /* Rings with send/recv have a communicator. */
+  ck_assert_uint_eq(p->ring_comm, (1u << 0) | (1u << 2));
+  /* The lowering: SEND / RECV on the op's stream. */
+  ck_assert_int_eq(p->prims[p->prim_first[0]].kind, OVL_PRIM_SEND);
+  ck_assert_int_eq(p->prims[p->prim_first[1]].kind, OVL_PRIM_RECV);
+  ck_assert_int_eq(p->prims[p->prim_first[1]].stream, OVL_STREAM_COMM(2));
+  ovl_program_free(p);
+}
+END_TEST
+
+/* Ops of one statement share their rank_attrs entry; a repeat block does
+ * not multiply it. */
+START_TEST(test_rank_attrs_shared) {
+  ovl_program *p = parse_ranks("x = data(shape=[4])\n"
+                               "repeat 5 {\n"
+                               "  send_v2(x, peer=(rank + 1) % nranks)\n"
+                               "  y = recv_v2(peer=(rank + nranks - 1) % "
+                               "nranks, out_shape=[4])\n"
+                               "}\n",
+                               3);
+  ck_assert_uint_eq(p->nops, 10);
+  ck_assert_uint_eq(p->nrank_attrs, 2 * 2 * 3);
+  for (size_t i = 0; i < p->nops; i++) {
+    ck_assert_int_eq(p->ops[i].rank_attr, p->ops[i % 2].rank_attr);
+    ck_assert_uint_eq(p->ops[i].src, i);
+  }
+  ck_assert_int_eq(ovl__op_peer(p, &p->ops[9], 0), 2);
+  ovl_program_free(p);
+}
+END_TEST
+
+/* group { }: every expanded instance numbered, in program order. */
+START_TEST(test_groups) {
+  ovl_program *p = parse_ranks(
+      "x = data(shape=[4])\n"
+      "group {\n"
+      "  send_v2(x, peer=(rank + 1) % nranks, ring_id=1)\n"
+      "  y = recv_v2(peer=(rank - 1) % nranks, out_shape=[4], ring_id=1)\n"
+      "}\n"
+      "b = assign(x)\n"
+      "repeat 3 {\n"
+      "  group {\n"
+      "    send_v2(x, peer=1, ranks=[0])\n"
+      "    y = recv_v2(peer=0, out_shape=[4], ranks=[1])\n"
+      "  }\n"
+      "  group {\n"
+      "  }\n"
+      "  group {\n"
+      "    send_v2(b, peer=0, ranks=[1], use_calc_stream=true)\n"
+      "  }\n"
+      "}\n"
+      "group {\n"
+      "}\n",
+      2);
+  static const uint32_t want[] = {1, 1, 0, 2, 2, 3, 4, 4, 5, 6, 6, 7};
+  ck_assert_uint_eq(p->nops, 12);
+  for (size_t i = 0; i < p->nops; i++)
+    ck_assert_msg(p->ops[i].group == want[i], "op %zu: group %u", i,
+                  p->ops[i].group);
+  ck_assert_int_eq(p->ops[0].stream, OVL_STREAM_COMM(1));
+  ck_assert_int_eq(p->ops[5].stream, OVL_STREAM_CALC);
+  ovl_program_free(p);
+  /* The transforms keep groups, rank sets and peers. */
+  p = parse_ranks("x = data(shape=[4])\n"
+                  "group {\n"
+                  "  send_v2(x, peer=(rank + 1) % nranks, ranks=[0:2])\n"
+                  "  y = recv_v2(peer=(rank - 1) % nranks, out_shape=[4])\n"
+                  "}\n",
+                  3);
+  for (int m = 0; m < OVL__MODE_COUNT; m++) {
+    ovl_program *q = NULL;
+    ck_assert_int_eq(ovl_program_transform(p, (ovl_mode)m, &q, &last_err),
+                     OVL_OK);
+    if (m == OVL_MODE_COMP) {
+      ck_assert_uint_eq(q->nops, 0);
+    } else {
+      ck_assert_uint_eq(q->nops, 2);
+      ck_assert_uint_eq(q->ops[0].group, 1);
+      ck_assert_uint_eq(q->ops[1].group, 1);
+      ck_assert_uint_eq(q->ops[0].ranks, 3);
+      ck_assert_uint_eq(q->nrank_attrs, p->nrank_attrs);
+      ck_assert_ptr_ne(q->rank_attrs, p->rank_attrs);
+      ck_assert_int_eq(ovl__op_peer(q, &q->ops[1], 0), 2);
+      ck_assert_int_eq(ovl__op_peer(q, &q->ops[0], 1), 2);
+      ck_assert(q->rank_dependent);
+      ck_assert(q->ops[0].use_calc_stream == (m == OVL_MODE_SYNC));
+    }
+    ovl_program_free(q);
+  }
+  ovl_program_free(p);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Robustness                                                          */
 /* ------------------------------------------------------------------ */
@@ -2160,6 +2371,14 @@ static Suite *parse_suite(void) {
   tcase_add_test(tc, test_schedule_wrapper_agrees);
   tcase_add_test(tc, test_schedule_load);
   tcase_add_test(tc, test_schedule_bind_threads);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("ranks");
+  tcase_add_test(tc, test_ranks_default);
+  tcase_add_test(tc, test_ranks_lists);
+  tcase_add_test(tc, test_send_recv);
+  tcase_add_test(tc, test_rank_attrs_shared);
+  tcase_add_test(tc, test_groups);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("robustness");

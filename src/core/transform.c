@@ -19,7 +19,11 @@
  *
  * Edits (ovl__program_insert, ovl__program_insert_delay): one op inserted
  * into a bound program, lowered again; the race replay (run/replay.c)
- * delays a stream this way.
+ * delays a stream this way. An op inserted inside a group (`group { }`)
+ * goes before the group instead: a group's ops stay consecutive.
+ *
+ * Ops keep their rank sets, peers, rank_attr indices and group numbers
+ * through every transform (the clone copies prog->rank_attrs).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +114,10 @@ ovl_status ovl__program_insert(const ovl_program *prog, size_t before,
                     "%s: cannot insert an op: the program has the most ops "
                     "a program may have (%u)",
                     prog->filename, (unsigned)OVL_MAX_OPS);
+  /* Not between two ops of one group instance. */
+  while (before > 0 && before < prog->nops && prog->ops[before].group != 0 &&
+         prog->ops[before - 1].group == prog->ops[before].group)
+    before--;
   st = ovl__program_clone(prog, &p, err);
   if (st != OVL_OK)
     return st;
@@ -176,6 +184,11 @@ ovl_status ovl__program_insert_delay(const ovl_program *prog, size_t before,
   op.scale = 1.0;
   op.us = us;
   op.event = -1;
+  /* On every rank (a replay delays the stream wherever it runs), with no
+   * peer, root or group of its own. */
+  op.ranks = ovl__program_all_ranks(prog);
+  op.rank_attr = -1;
+  op.group = 0;
   op.ring_id = stream >= OVL_STREAM_COMM(0) &&
                        stream < OVL_STREAM_COMM(prog->nrings)
                    ? stream - OVL_STREAM_COMM(0)

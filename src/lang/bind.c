@@ -12,10 +12,11 @@
  *     its op-table row by build.c, which appends one op to a template;
  *   - repeat blocks are kept as ranges over the template, their expanded
  *     size counted as they close: a huge repeat count is refused before
- *     anything is allocated for it.
- * Then a ring op without a collective on its ring is refused, the caller's
- * op limit is checked, and the template is expanded, assembled and
- * lowered.
+ *     anything is allocated for it;
+ *   - a group block marks its ops with the template group's number.
+ * Then the caller's op limit is checked, and the template is expanded
+ * (each expanded instance of a group numbered in program order),
+ * assembled and lowered.
  *
  * Everything that depends on values is checked here: -D, params, repeat
  * counts given by params, variables, attributes, shapes and dtypes, ranks,
@@ -33,10 +34,13 @@
 /* ------------------------------------------------------------------ */
 
 /* A value as written, with the name of a param declared above replaced by
- * the param's value (at the position where it is used). */
-static ovl_status resolve(binder *B, scalar *v) {
+ * the param's value (at the position where it is used); *from is the -D
+ * that value came from, or NULL. Expressions are evaluated where they are
+ * used (build.c). */
+static ovl_status resolve(binder *B, scalar *v, const define **from) {
   const bparam *p;
   int line = v->line, col = v->col;
+  *from = NULL;
   if (v->kind != V_NAME)
     return OVL_OK;
   if ((p = bind_find_param(B, v->s, v->n)) == NULL)
@@ -44,6 +48,7 @@ static ovl_status resolve(binder *B, scalar *v) {
   *v = p->value;
   v->line = line;
   v->col = col;
+  *from = p->from;
   return OVL_OK;
 }
 
@@ -71,13 +76,14 @@ static ovl_status unpack(binder *B, const scall *sc) {
     kw->val.v = k->v;
     kw->val.nitems = k->nitems;
     if (k->v.kind != V_LIST) {
-      if ((st = resolve(B, &kw->val.v)) != OVL_OK)
+      if ((st = resolve(B, &kw->val.v, &kw->from[0])) != OVL_OK)
         return st;
       continue;
     }
+    kw->from[0] = NULL;
     for (int j = 0; j < k->nitems; j++) {
       kw->val.items[j] = S->items[k->first + (uint32_t)j];
-      if ((st = resolve(B, &kw->val.items[j])) != OVL_OK)
+      if ((st = resolve(B, &kw->val.items[j], &kw->from[1 + j])) != OVL_OK)
         return st;
     }
   }
@@ -88,11 +94,12 @@ static ovl_status unpack(binder *B, const scall *sc) {
 /* Statements: param, repeat, '}'                                      */
 /* ------------------------------------------------------------------ */
 
-/* param i: its value. */
+/* param i: its value (an expression's, evaluated). */
 static ovl_status bind_param(binder *B, size_t i) {
   const sparam *sp = &B->S->params[i];
   const name *nm = &B->S->pnames.names[i];
   scalar dflt = sp->dflt, cpu = sp->cpu;
+  const define *dflt_from, *cpu_from = NULL;
   bparam *bp = &B->params[i];
   const define *d;
   ovl_status st;
@@ -101,18 +108,33 @@ static ovl_status bind_param(binder *B, size_t i) {
     return perr(B, nm->line, nm->col,
                 "'%.*s' is already a variable (declared at %d:%d)", (int)nm->n,
                 nm->s, B->vars[idx].line, B->vars[idx].col);
-  if ((st = resolve(B, &dflt)) != OVL_OK ||
-      (sp->cpu_plain != NULL && (st = resolve(B, &cpu)) != OVL_OK))
+  if ((st = resolve(B, &dflt, &dflt_from)) != OVL_OK ||
+      (sp->cpu_plain != NULL &&
+       (st = resolve(B, &cpu, &cpu_from)) != OVL_OK))
     return st;
   if ((d = ovl__define_find(B->defs, nm->s, nm->n)) != NULL) {
     bp->value = d->val;
     bp->origin = OVL_PARAM_DEFINED;
+    bp->from = d;
   } else if (B->cpu_defaults && sp->cpu_plain != NULL) {
     bp->value = cpu;
     bp->origin = OVL_PARAM_CPU_DEFAULT;
+    bp->from = cpu_from;
   } else {
     bp->value = dflt;
     bp->origin = OVL_PARAM_DEFAULT;
+    bp->from = dflt_from;
+  }
+  if (bp->value.kind == V_EXPR) {
+    char what[MAX_IDENT + 16];
+    int64_t v;
+    bool is_int;
+    snprintf(what, sizeof what, "param %.*s = ", (int)nm->n, nm->s);
+    if ((st = ovl__int_value(B, &bp->value, what, "a param", &v, &is_int)) !=
+        OVL_OK)
+      return st;
+    bp->value.kind = V_INT;
+    bp->value.i = v;
   }
   B->nbound = i + 1;
   return OVL_OK;
@@ -121,13 +143,29 @@ static ovl_status bind_param(binder *B, size_t i) {
 /* repeat COUNT { */
 static ovl_status open_block(binder *B, const stmt *s) {
   scalar count = B->S->items[s->index];
+  const define *from;
   ovl_status st;
   void *p;
   /* A literal count was checked when it was parsed. */
   if (count.kind == V_NAME &&
-      ((st = resolve(B, &count)) != OVL_OK ||
-       (st = ovl__check_count(B->err, B->filename, &count)) != OVL_OK))
+      ((st = resolve(B, &count, &from)) != OVL_OK ||
+       (st = ovl__check_count(B->err, B->filename, &count, from)) != OVL_OK))
     return st;
+  if (count.kind == V_EXPR) {
+    char text[96];
+    int64_t n;
+    bool is_int;
+    if ((st = ovl__int_value(B, &count, "repeat ", "a repeat count", &n,
+                             &is_int)) != OVL_OK)
+      return st;
+    if (n < 1)
+      return perr(B, count.line, count.col,
+                  "repeat count must be >= 1, got %s = %lld",
+                  ovl__expr_text(B->S, &count, text, sizeof text),
+                  (long long)n);
+    count.kind = V_INT;
+    count.i = n;
+  }
   if ((p = ovl__grow(B->blocks, &B->capblocks, B->nblocks + 1,
                      sizeof *B->blocks)) == NULL)
     return nomem(B);
@@ -184,8 +222,18 @@ static ovl_status bind_statements(binder *B) {
     case S_REPEAT:
       st = open_block(B, s);
       break;
+    case S_GROUP:
+      B->in_group = true;
+      B->group_line = s->line;
+      B->group_col = s->col;
+      B->group_op0 = SIZE_MAX;
+      break;
     case S_CLOSE:
-      st = close_block(B);
+      /* A group holds no block: it is the innermost one open. */
+      if (B->in_group)
+        B->in_group = false;
+      else
+        st = close_block(B);
       break;
     }
   }
@@ -263,6 +311,35 @@ static bool number_streams(binder *B, ovl_program *prog) {
   return true;
 }
 
+/* The expanded ops: each instance of a group numbered, in program order
+ * (op->src holds the template index until here), then op->src set. */
+static void number_ops(const binder *B, ovl__op *ops, size_t n) {
+  uint32_t instance = 0;
+  for (size_t i = 0; i < n; i++) {
+    ovl__op *op = &ops[i];
+    if (op->group != 0) {
+      if (op->src == B->group_first[op->group - 1])
+        instance++;
+      op->group = instance;
+    }
+    op->src = (uint32_t)i;
+  }
+}
+
+/* Whether the ranks do not all run the same program: an op runs on some
+ * ranks only, has a rank-dependent attribute, or is point-to-point. */
+static bool rank_dependent(const binder *B) {
+  const uint64_t all = B->nranks >= 64 ? ~(uint64_t)0
+                                       : (((uint64_t)1 << B->nranks) - 1);
+  for (size_t k = 0; k < B->nops; k++) {
+    const ovl__op *op = &B->ops[k];
+    if (op->ranks != all || op->rank_attr >= 0 ||
+        op->def->p2p != OVL_P2P_NONE)
+      return true;
+  }
+  return false;
+}
+
 static ovl_status assemble(binder *B, ovl_program **out) {
   const ovl_schedule *S = B->S;
   char buf[64];
@@ -272,6 +349,9 @@ static ovl_status assemble(binder *B, ovl_program **out) {
     return nomem(B);
   prog->nranks = B->nranks;
   prog->nrings = B->nrings;
+  prog->rank_dependent = rank_dependent(B);
+  for (size_t k = 0; k < B->nops; k++)
+    B->ops[k].src = (uint32_t)k;
   if ((prog->filename = ovl__strdup(B->filename)) == NULL)
     goto nomem;
   if (S->pnames.n > 0) {
@@ -299,8 +379,12 @@ static ovl_status assemble(binder *B, ovl_program **out) {
     emit(B, 0, B->nops, &b, prog->ops);
   }
   prog->nops = total;
-  for (size_t i = 0; i < total; i++)
-    prog->ops[i].src = (uint32_t)i;
+  number_ops(B, prog->ops, total);
+  prog->rank_attrs = ovl__shrink(B->rank_attrs, B->nrank_attrs,
+                                 sizeof *B->rank_attrs);
+  prog->nrank_attrs = B->nrank_attrs;
+  B->rank_attrs = NULL;
+  B->nrank_attrs = 0;
   if (B->nblocks > 0) {
     if ((prog->blocks = malloc(B->nblocks * sizeof *prog->blocks)) == NULL)
       goto nomem;
@@ -351,6 +435,8 @@ static void binder_free(binder *B) {
   free(B->ops);
   free(B->blocks);
   free(B->fetch);
+  free(B->rank_attrs);
+  free(B->group_first);
   for (size_t i = 0; i < B->nevents; i++)
     free(B->events[i]);
   free(B->events);

@@ -151,6 +151,13 @@ const char *ovl__scalar_text(const scalar *v, char *buf, size_t size) {
   case V_LIST:
     snprintf(buf, size, "a list");
     break;
+  case V_EXPR:
+  case V_RANGE:
+    snprintf(buf, size, "an expression");
+    break;
+  case V_OP:
+    snprintf(buf, size, "%c", v->i == OP_NEG ? '-' : (char)v->i);
+    break;
   }
   return buf;
 }
@@ -169,7 +176,9 @@ bool ovl__name_eq(const char *s, size_t n, const char *word) {
 
 bool ovl__is_reserved(const char *s, size_t n) {
   return ovl__name_eq(s, n, "true") || ovl__name_eq(s, n, "false") ||
-         ovl__name_eq(s, n, "param") || ovl__name_eq(s, n, "repeat");
+         ovl__name_eq(s, n, "param") || ovl__name_eq(s, n, "repeat") ||
+         ovl__name_eq(s, n, "group") || ovl__name_eq(s, n, "rank") ||
+         ovl__name_eq(s, n, "nranks");
 }
 
 /* ------------------------------------------------------------------ */
@@ -192,15 +201,26 @@ ovl_status ovl__lang_nomem(ovl_error *err, const char *filename) {
 }
 
 ovl_status ovl__check_count(ovl_error *err, const char *filename,
-                            const scalar *count) {
-  char buf[64];
+                            const scalar *count, const define *from) {
+  char buf[64], fbuf[DEFINE_FROM_SIZE];
   if (count->kind != V_INT)
     return ovl__lang_err(err, filename, count->line, count->col,
-                         "repeat count must be an int or an int param, got %s",
-                         ovl__scalar_desc(count, buf, sizeof buf));
+                         "repeat count must be an int or an int param, got "
+                         "%s%s",
+                         ovl__scalar_desc(count, buf, sizeof buf),
+                         ovl__from_define(from, fbuf, sizeof fbuf));
   if (count->i < 1)
     return ovl__lang_err(err, filename, count->line, count->col,
-                         "repeat count must be >= 1, got %lld",
-                         (long long)count->i);
+                         "repeat count must be >= 1, got %lld%s",
+                         (long long)count->i,
+                         ovl__from_define(from, fbuf, sizeof fbuf));
   return OVL_OK;
+}
+
+const char *ovl__from_define(const define *from, char *buf, size_t size) {
+  if (from == NULL)
+    buf[0] = '\0';
+  else
+    snprintf(buf, size, " (from -D %s)", from->raw);
+  return buf;
 }

@@ -17,6 +17,8 @@
  *               the expansion and the assembly (bind)
  *   build.c     one call statement against its op-table row: variables,
  *               attributes, shapes, data() (for bind.c)
+ *   expr.c      integer expressions: their text, their values (for
+ *               bind.c and build.c)
  *   defines.c   -D NAME=VALUE: the values, and that each names a param
  *   common.c    what they share: a hash map of names, growable arrays, the
  *               text of values, diagnostics
@@ -47,6 +49,10 @@
 #define MAX_OUTS 8
 /* Named events (event_record / stream_wait_event) of one program. */
 #define MAX_EVENTS 4096
+/* Deepest nesting of parentheses and unary minus in one expression, and
+ * the deepest evaluation stack one may need. */
+#define MAX_EXPR_DEPTH 64
+#define MAX_EXPR_STACK (2 * MAX_EXPR_DEPTH + 8)
 
 /* ------------------------------------------------------------------ */
 /* Name tables and growable arrays (common.c)                          */
@@ -81,7 +87,24 @@ char *ovl__strndup(const char *s, size_t n);
 /* Values and statements                                               */
 /* ------------------------------------------------------------------ */
 
-typedef enum { V_INT, V_FLOAT, V_BOOL, V_NAME, V_LIST } vkind;
+/* V_EXPR: an integer expression with an operator, parentheses, `rank` or
+ * `nranks` (a lone literal or name stays what it is); V_RANGE: A:B, an
+ * entry of ranks=[...]. Both are the schedule's exprs[i]. V_OP: an
+ * operator node of an expression (below). */
+typedef enum {
+  V_INT,
+  V_FLOAT,
+  V_BOOL,
+  V_NAME,
+  V_LIST,
+  V_EXPR,
+  V_RANGE,
+  V_OP
+} vkind;
+
+/* Operators of V_OP nodes (scalar.i): the binary ones by their character,
+ * unary minus, and the ':' of a range (its last node). */
+enum { OP_NEG = 'n', OP_RANGE = ':' };
 
 /* 24 bytes: a schedule keeps one per value it holds. */
 typedef struct scalar {
@@ -89,12 +112,22 @@ typedef struct scalar {
   int line, col; /* where it was written (for a param: where it is used) */
   uint32_t n;    /* V_NAME: the length of s (at most MAX_IDENT) */
   union {
-    int64_t i;     /* V_INT */
+    int64_t i;     /* V_INT; V_EXPR, V_RANGE: index in exprs; V_OP */
     double f;      /* V_FLOAT */
     bool b;        /* V_BOOL */
     const char *s; /* V_NAME (not terminated) */
   };
 } scalar;
+
+/* An integer expression as written: its nodes in postfix order (V_INT,
+ * V_NAME: a param, `rank` or `nranks`; V_OP), each where it was written. */
+typedef struct sexpr {
+  const char *text; /* as written, in the schedule's text (messages) */
+  uint32_t len;
+  uint32_t first, n; /* the schedule's enodes[first .. first + n) */
+  /* Where it first names `rank` (0: nowhere). */
+  int rank_line, rank_col;
+} sexpr;
 
 typedef struct value {
   scalar v; /* kind V_LIST: v.line, v.col are those of the '[' */
@@ -107,7 +140,7 @@ const char *ovl__scalar_text(const scalar *v, char *buf, size_t size);
 /* How a diagnostic shows a value: names are quoted. */
 const char *ovl__scalar_desc(const scalar *v, char *buf, size_t size);
 bool ovl__name_eq(const char *s, size_t n, const char *word);
-/* true, false, param, repeat. */
+/* true, false, param, repeat, group, rank, nranks. */
 bool ovl__is_reserved(const char *s, size_t n);
 
 typedef struct name {
@@ -126,9 +159,14 @@ typedef struct name_list {
 bool ovl__names_add(name_list *l, const name *nm);
 void ovl__names_free(name_list *l);
 
+struct define;
+
 typedef struct kwarg {
   name key;
   value val;
+  /* Binding: the -D that gave the value (from[0]) or list item j
+   * (from[1 + j]), through a param; else NULL. Messages name it. */
+  const struct define *from[1 + MAX_LIST];
 } kwarg;
 
 /* One call statement: [out, ... =] op(pos, ..., key=value, ...). */
@@ -146,7 +184,8 @@ typedef struct call {
 /* Schedules: the statements as written (syntax.c)                     */
 /* ------------------------------------------------------------------ */
 
-typedef enum { S_CALL, S_PARAM, S_REPEAT, S_CLOSE } stmt_kind;
+/* S_GROUP: `group {`; S_CLOSE closes the innermost repeat or group. */
+typedef enum { S_CALL, S_PARAM, S_REPEAT, S_GROUP, S_CLOSE } stmt_kind;
 
 typedef struct stmt {
   stmt_kind kind;
@@ -200,6 +239,10 @@ struct ovl_schedule_s {
   size_t nkws;
   scalar *items; /* list items and repeat counts */
   size_t nitems;
+  sexpr *exprs; /* integer expressions (V_EXPR, V_RANGE) */
+  size_t nexprs;
+  scalar *enodes; /* their nodes */
+  size_t nenodes;
   /* Params in order of declaration: pnames.names[i] is params[i]'s name. */
   sparam *params;
   name_list pnames;
@@ -225,16 +268,18 @@ ovl_status ovl__lang_nomem(ovl_error *err, const char *filename);
   ovl__lang_err((P)->err, (P)->filename, (line), (col), __VA_ARGS__)
 #define nomem(P) ovl__lang_nomem((P)->err, (P)->filename)
 
-/* A repeat count must be an int >= 1. */
+/* A repeat count must be an int >= 1. `from`: the -D it came from, or
+ * NULL. */
 ovl_status ovl__check_count(ovl_error *err, const char *filename,
-                            const scalar *count);
+                            const scalar *count,
+                            const struct define *from);
 
 /* ------------------------------------------------------------------ */
 /* -D defines (defines.c)                                              */
 /* ------------------------------------------------------------------ */
 
 typedef struct define {
-  const char *raw; /* "NAME=VALUE" as given */
+  const char *raw; /* "NAME=VALUE" as given (one token after '=') */
   const char *name;
   size_t n;
   scalar val; /* a V_NAME borrows raw */
@@ -251,6 +296,11 @@ ovl_status ovl__defines_parse(const char *const *raw, size_t n,
                               const char *filename, defines *out,
                               ovl_error *err);
 void ovl__defines_free(defines *d);
+/* " (from -D NAME=VALUE)" for a value that came from `from`; "" for
+ * NULL. buf holds DEFINE_FROM_SIZE (a define's name and value are at most
+ * MAX_IDENT bytes each). */
+#define DEFINE_FROM_SIZE (2 * MAX_IDENT + 32)
+const char *ovl__from_define(const define *from, char *buf, size_t size);
 /* The define of a name (the last one wins), or NULL. */
 const define *ovl__define_find(const defines *d, const char *s, size_t n);
 /* Every define names one of `params`, the params of `filename`. */
@@ -270,6 +320,8 @@ ovl_status ovl__params_scan(const char *text, size_t len,
 typedef struct bparam {
   scalar value; /* a V_NAME borrows the schedule's text or a -D */
   ovl_param_origin origin;
+  const define *from; /* the -D its value comes from (maybe through
+                       * another param), or NULL */
 } bparam;
 
 /* An open repeat block (frame 0 is the file itself). */
@@ -329,9 +381,23 @@ typedef struct binder {
   size_t nfetch, capfetch;
 
   /* Rings named (1 + the highest; each has a comm stream), and those that
-   * carry a collective (they need a communicator). */
+   * carry a collective or point-to-point op (they need a communicator). */
   int nrings;
   bool ring_coll[OVL_MAX_RINGS];
+
+  /* Per-rank peer and root (ovl__op.rank_attr): 2 * nranks ints per
+   * template op that has them. */
+  int32_t *rank_attrs;
+  size_t nrank_attrs, caprank_attrs;
+
+  /* Groups: the open one (a group holds no block, so it is innermost),
+   * and for each group of the template (op->group - 1 in the template) its
+   * first op, where each expanded instance starts. */
+  bool in_group;
+  int group_line, group_col;
+  size_t group_op0;  /* the open group's first op, or SIZE_MAX: none yet */
+  size_t *group_first;
+  size_t ngroups, capgroups;
 
   /* User streams (stream=NAME), in order of first use; an op on user
    * stream k has op->stream OVL__STREAM_USER_TAG(k) until assembly
@@ -366,6 +432,32 @@ ovl_status ovl__bind_not_later_param(binder *B, const char *s, size_t n,
 /* Check a call against its row (def; NULL for data()) and add it to the
  * template (build.c). */
 ovl_status ovl__build_call(binder *B, const ovl__opdef *def, const call *c);
+
+/* ------------------------------------------------------------------ */
+/* Integer expressions (expr.c)                                        */
+/* ------------------------------------------------------------------ */
+
+/* The text of V_EXPR or V_RANGE `v` as written (each run of blanks,
+ * newlines and comments one blank; a long one cut short with "..."); a
+ * plain value's text otherwise. */
+const char *ovl__expr_text(const ovl_schedule *S, const scalar *v, char *buf,
+                           size_t size);
+/* Whether `v` (V_EXPR or V_RANGE) names `rank`, and where. */
+bool ovl__expr_names_rank(const ovl_schedule *S, const scalar *v, int *line,
+                          int *col);
+/* The value of V_EXPR `v` on `rank` (unused when it names no rank).
+ * `what` starts the messages of division by zero and overflow ("peer=",
+ * "repeat "); names that are not int params are errors. */
+ovl_status ovl__expr_eval(binder *B, const scalar *v, int rank,
+                          const char *what, int64_t *out);
+/* The bounds of V_RANGE `v` (it names no rank). */
+ovl_status ovl__range_eval(binder *B, const scalar *v, const char *what,
+                           int64_t *lo, int64_t *hi);
+/* An int value that may be an expression over params and nranks (not
+ * rank: "`thing` cannot depend on rank"): a V_INT as it is, a V_EXPR
+ * evaluated; *is_int false (nothing reported) for any other value. */
+ovl_status ovl__int_value(binder *B, const scalar *v, const char *what,
+                          const char *thing, int64_t *out, bool *is_int);
 
 /* Bind S (bind.c); `defs` parsed by ovl__defines_parse. */
 ovl_status ovl__schedule_bind(const ovl_schedule *S, int nranks,

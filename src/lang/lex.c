@@ -179,6 +179,26 @@ bool ovl__lex_next(lexer *lx, token *t) {
     t->type = T_EQUALS;
     lx->p++;
     return true;
+  case '+':
+    t->type = T_PLUS;
+    lx->p++;
+    return true;
+  case '*':
+    t->type = T_STAR;
+    lx->p++;
+    return true;
+  case '/':
+    t->type = T_SLASH;
+    lx->p++;
+    return true;
+  case '%':
+    t->type = T_PERCENT;
+    lx->p++;
+    return true;
+  case ':':
+    t->type = T_COLON;
+    lx->p++;
+    return true;
   default:
     break;
   }
@@ -197,6 +217,11 @@ bool ovl__lex_next(lexer *lx, token *t) {
   if (is_digit(c) || (c == '.' && is_digit(c1)) ||
       (c == '-' && (is_digit(c1) || (c1 == '.' && is_digit(c2)))))
     return lex_number(lx, t);
+  if (c == '-') {
+    t->type = T_MINUS;
+    lx->p++;
+    return true;
+  }
   if (c > 0x20 && c < 0x7f)
     return lex_fail(lx, p, "unexpected character '%c'", c);
   return lex_fail(lx, p, "unexpected byte 0x%02x", (unsigned)c);

@@ -48,7 +48,16 @@ typedef enum {
   T_LBRACE,
   T_RBRACE,
   T_COMMA,
-  T_EQUALS
+  T_EQUALS,
+  /* Integer expressions (README, "Schedules"): + - * / %, and ':' of a
+   * range A:B in ranks=[...]. A '-' that starts a number is part of the
+   * number's token (the parser splits `rank -1` into rank - 1). */
+  T_PLUS,
+  T_MINUS,
+  T_STAR,
+  T_SLASH,
+  T_PERCENT,
+  T_COLON
 } tok_type;
 
 typedef struct token {

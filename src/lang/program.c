@@ -24,6 +24,7 @@ void ovl_program_free(ovl_program *prog) {
   free(prog->fetch);
   free(prog->prims);
   free(prog->prim_first);
+  free(prog->rank_attrs);
   for (int i = 0; prog->stream_names != NULL && i < prog->nstreams; i++)
     free(prog->stream_names[i]);
   free(prog->stream_names);
@@ -69,6 +70,10 @@ ovl_status ovl__program_clone(const ovl_program *prog, ovl_program **out,
   p->fetch = dup_array(prog->fetch, prog->nfetch, sizeof *p->fetch, &fail);
   p->events = dup_array(prog->events, prog->nevents, sizeof *p->events, &fail);
   p->prims = dup_array(prog->prims, prog->nprims, sizeof *p->prims, &fail);
+  /* Ops keep their rank sets, peers, rank_attr indices and group numbers
+   * (they are copied with the ops); the per-rank values they index: */
+  p->rank_attrs = dup_array(prog->rank_attrs, prog->nrank_attrs,
+                            sizeof *p->rank_attrs, &fail);
   p->stream_names = dup_array(prog->stream_names, (size_t)prog->nstreams,
                               sizeof *p->stream_names, &fail);
   p->prim_first = prog->prim_first == NULL

@@ -115,6 +115,8 @@ void ovl_schedule_free(ovl_schedule *s) {
   free(s->names);
   free(s->kws);
   free(s->items);
+  free(s->exprs);
+  free(s->enodes);
   if (s->own_text)
     free((char *)s->text);
   free(s->filename);

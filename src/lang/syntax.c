@@ -3,16 +3,24 @@
  * ARCHITECTURE.md, "The pipeline"; README, "Schedules").
  *
  * One statement a line: `param NAME = VALUE [, cpu = VALUE]`, `repeat
- * COUNT {`, `}`, or a call `[out, ... =] op(pos, ..., key=value, ...)`. Each
- * is read into a record of the schedule, in source order, with its names
- * and values as written: a name used as a value stays a name (binding
- * replaces the names of params by their values), so nothing here depends
- * on a rank count, a backend or a -D.
+ * COUNT {`, `group {`, `}`, or a call `[out, ... =] op(pos, ...,
+ * key=value, ...)`. Each is read into a record of the schedule, in source
+ * order, with its names and values as written: a name used as a value
+ * stays a name (binding replaces the names of params by their values), so
+ * nothing here depends on a rank count, a backend or a -D.
  *
- * Checked here: the form of every statement, the nesting of repeat blocks
- * (balanced, at most MAX_DEPTH deep), op names (with a suggestion for a
- * misspelt one), literal repeat counts, and param declarations (once each,
- * at top level, not a reserved word). The first error stops parsing.
+ * Values (attribute values, list items, repeat counts, param values) may
+ * be integer expressions: + - * / %, unary minus and parentheses over
+ * ints, names (params), `rank` and `nranks`; an entry of ranks=[...] may be
+ * a range A:B. One is kept as its nodes in postfix order (the schedule's
+ * exprs and enodes), evaluated by binding (expr.c). A lone literal or name
+ * stays a plain value.
+ *
+ * Checked here: the form of every statement and expression, the nesting
+ * of blocks (balanced, at most MAX_DEPTH deep; a group holds only send_v2
+ * and recv_v2, so no block), op names (with a suggestion for a misspelt
+ * one), literal repeat counts, and param declarations (once each, at top
+ * level, not a reserved word). The first error stops parsing.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,18 +35,30 @@ typedef struct syntax {
   lexer lx;
   token tok; /* the current token */
   size_t capstmts, capcalls, capnames, capkws, capitems, capparams;
-  /* Open repeat blocks: where each `repeat` is. */
+  size_t capexprs, capenodes;
+  /* Open blocks: where each `repeat` or `group` is. A group is always the
+   * innermost (it holds no block). */
   int depth;
   struct {
     int line, col;
+    bool group;
   } open[MAX_DEPTH + 1];
   call call; /* the call statement being read */
+  /* The end of the last token read (the text of an expression). */
+  const char *prev_end;
+  /* Parentheses and unary minus open in the expression being read. */
+  int edepth;
 } syntax;
 
 static ovl_status advance(syntax *X) {
+  X->prev_end = X->tok.s + X->tok.n;
   if (!ovl__lex_next(&X->lx, &X->tok))
     return perr(X, X->lx.err_line, X->lx.err_col, "%s", X->lx.err_msg);
   return OVL_OK;
+}
+
+static bool in_group(const syntax *X) {
+  return X->depth > 0 && X->open[X->depth].group;
 }
 
 #define DESC(t) ovl__tok_desc((t), descbuf, sizeof descbuf)
@@ -86,8 +106,203 @@ static ovl_status parse_scalar(syntax *X, scalar *v) {
   return advance(X);
 }
 
-/* [v, v, ...] */
-static ovl_status parse_list(syntax *X, value *val) {
+/* ------------------------------------------------------------------ */
+/* Integer expressions                                                 */
+/* ------------------------------------------------------------------ */
+
+/* An expression being read: its nodes are appended to S->enodes. */
+typedef struct ebuild {
+  size_t first;
+  int sp, max; /* the evaluation stack after the nodes so far; deepest */
+  bool names_rank, names_nranks;
+  int rank_line, rank_col;
+} ebuild;
+
+static ovl_status add_node(syntax *X, ebuild *eb, const scalar *node) {
+  ovl_schedule *S = X->S;
+  void *p = ovl__grow(S->enodes, &X->capenodes, S->nenodes + 1,
+                      sizeof *S->enodes);
+  if (p == NULL)
+    return nomem(X);
+  S->enodes = p;
+  S->enodes[S->nenodes++] = *node;
+  if (node->kind != V_OP)
+    eb->sp++;
+  else if (node->i != OP_NEG)
+    eb->sp--;
+  if (eb->sp > eb->max)
+    eb->max = eb->sp;
+  return OVL_OK;
+}
+
+static scalar op_node(const token *t, int op) {
+  scalar v = {.kind = V_OP, .line = t->line, .col = t->col};
+  v.i = op;
+  return v;
+}
+
+static ovl_status parse_sum(syntax *X, ebuild *eb);
+
+/* One more '(' or unary minus open. */
+static ovl_status nest(syntax *X, const token *t) {
+  if (++X->edepth > MAX_EXPR_DEPTH)
+    return perr(X, t->line, t->col, "expression nested deeper than %d",
+                MAX_EXPR_DEPTH);
+  return OVL_OK;
+}
+
+/* -unary | (sum) | a value */
+static ovl_status parse_unary(syntax *X, ebuild *eb) {
+  char descbuf[64];
+  token t = X->tok;
+  scalar v;
+  ovl_status st;
+  if (t.type == T_MINUS || t.type == T_LPAREN) {
+    if ((st = nest(X, &t)) != OVL_OK || (st = advance(X)) != OVL_OK)
+      return st;
+    if (t.type == T_MINUS) {
+      scalar neg = op_node(&t, OP_NEG);
+      if ((st = parse_unary(X, eb)) != OVL_OK ||
+          (st = add_node(X, eb, &neg)) != OVL_OK)
+        return st;
+    } else {
+      if ((st = parse_sum(X, eb)) != OVL_OK)
+        return st;
+      if (X->tok.type != T_RPAREN)
+        return perr(X, X->tok.line, X->tok.col,
+                    "expected ')' to close the '(' at %d:%d, got %s", t.line,
+                    t.col, DESC(&X->tok));
+      if ((st = advance(X)) != OVL_OK)
+        return st;
+    }
+    X->edepth--;
+    return OVL_OK;
+  }
+  /* A list inside an expression ('[' first in a list item is a nested
+   * list: parse_scalar says so). */
+  if (t.type == T_LBRACK && (X->edepth > 0 || X->S->nenodes > eb->first))
+    return perr(X, t.line, t.col, "expected a value, got %s", DESC(&t));
+  if ((st = parse_scalar(X, &v)) != OVL_OK)
+    return st;
+  if (v.kind == V_NAME && ovl__name_eq(v.s, v.n, "rank") &&
+      !eb->names_rank) {
+    eb->names_rank = true;
+    eb->rank_line = v.line;
+    eb->rank_col = v.col;
+  }
+  if (v.kind == V_NAME && ovl__name_eq(v.s, v.n, "nranks"))
+    eb->names_nranks = true;
+  return add_node(X, eb, &v);
+}
+
+/* unary (* / % unary)*; `first`, when not NULL, is the first operand,
+ * read already. */
+static ovl_status parse_term(syntax *X, ebuild *eb, const scalar *first) {
+  ovl_status st = first != NULL ? add_node(X, eb, first) : parse_unary(X, eb);
+  while (st == OVL_OK && (X->tok.type == T_STAR || X->tok.type == T_SLASH ||
+                          X->tok.type == T_PERCENT)) {
+    scalar op = op_node(&X->tok, *X->tok.s);
+    if ((st = advance(X)) == OVL_OK && (st = parse_unary(X, eb)) == OVL_OK)
+      st = add_node(X, eb, &op);
+  }
+  return st;
+}
+
+/* term (+ - term)*. The lexer reads `x -1` as x and the number -1: that
+ * is x - 1 here. */
+static ovl_status parse_sum(syntax *X, ebuild *eb) {
+  ovl_status st = parse_term(X, eb, NULL);
+  while (st == OVL_OK) {
+    const token t = X->tok;
+    if (t.type == T_PLUS || t.type == T_MINUS) {
+      scalar op = op_node(&t, *t.s);
+      if ((st = advance(X)) == OVL_OK && (st = parse_term(X, eb, NULL)) ==
+                                             OVL_OK)
+        st = add_node(X, eb, &op);
+    } else if ((t.type == T_INT || t.type == T_FLOAT) && *t.s == '-') {
+      scalar op = op_node(&t, '-');
+      scalar rhs = {.kind = t.type == T_INT ? V_INT : V_FLOAT,
+                    .line = t.line, .col = t.col + 1};
+      if (t.type == T_FLOAT)
+        rhs.f = -t.f;
+      else if (t.i == INT64_MIN)
+        return perr(X, t.line, t.col + 1, "integer %.*s%s out of range (int64)",
+                    quote_len(t.n - 1), t.s + 1, quote_more(t.n - 1));
+      else
+        rhs.i = -t.i;
+      if ((st = advance(X)) == OVL_OK &&
+          (st = parse_term(X, eb, &rhs)) == OVL_OK)
+        st = add_node(X, eb, &op);
+    } else {
+      break;
+    }
+  }
+  return st;
+}
+
+/* A value at the current token: a scalar, or an integer expression
+ * (V_EXPR); with `range` (an entry of ranks=[...]), also A:B (V_RANGE). */
+static ovl_status parse_expr(syntax *X, scalar *v, bool range) {
+  ovl_schedule *S = X->S;
+  const token start = X->tok;
+  ebuild eb = {.first = S->nenodes};
+  bool is_range = false;
+  size_t n;
+  ovl_status st;
+  X->edepth = 0;
+  if ((st = parse_sum(X, &eb)) != OVL_OK)
+    return st;
+  if (X->tok.type == T_COLON) {
+    scalar op = op_node(&X->tok, OP_RANGE);
+    if (!range)
+      return perr(X, X->tok.line, X->tok.col,
+                  "a range (A:B) is allowed only in ranks=[...]");
+    if ((st = advance(X)) != OVL_OK || (st = parse_sum(X, &eb)) != OVL_OK ||
+        (st = add_node(X, &eb, &op)) != OVL_OK)
+      return st;
+    is_range = true;
+  }
+  n = S->nenodes - eb.first;
+  if (n == 1 && !eb.names_rank && !eb.names_nranks) {
+    /* A lone value: kept as itself. */
+    *v = S->enodes[eb.first];
+    S->nenodes = eb.first;
+    return OVL_OK;
+  }
+  for (size_t k = eb.first; k < S->nenodes; k++) {
+    char buf[64];
+    const scalar *node = &S->enodes[k];
+    if (node->kind == V_FLOAT || node->kind == V_BOOL)
+      return perr(X, node->line, node->col,
+                  "an expression takes ints, params, rank and nranks, got %s",
+                  ovl__scalar_text(node, buf, sizeof buf));
+  }
+  if (eb.max > MAX_EXPR_STACK)
+    return perr(X, start.line, start.col, "expression nested too deeply");
+  void *p = ovl__grow(S->exprs, &X->capexprs, S->nexprs + 1,
+                      sizeof *S->exprs);
+  if (p == NULL)
+    return nomem(X);
+  S->exprs = p;
+  if ((size_t)(X->prev_end - start.s) > UINT32_MAX || n > UINT32_MAX ||
+      eb.first > UINT32_MAX)
+    return perr(X, start.line, start.col, "expression too long");
+  S->exprs[S->nexprs] = (sexpr){.text = start.s,
+                                .len = (uint32_t)(X->prev_end - start.s),
+                                .first = (uint32_t)eb.first,
+                                .n = (uint32_t)n,
+                                .rank_line = eb.rank_line,
+                                .rank_col = eb.rank_col};
+  memset(v, 0, sizeof *v);
+  v->kind = is_range ? V_RANGE : V_EXPR;
+  v->line = start.line;
+  v->col = start.col;
+  v->i = (int64_t)S->nexprs++;
+  return OVL_OK;
+}
+
+/* [v, v, ...]; entries may be ranges with `range`. */
+static ovl_status parse_list(syntax *X, value *val, bool range) {
   char descbuf[64];
   int line = X->tok.line, col = X->tok.col;
   ovl_status st = advance(X);
@@ -105,7 +320,7 @@ static ovl_status parse_list(syntax *X, value *val) {
     if (val->nitems == MAX_LIST)
       return perr(X, X->tok.line, X->tok.col,
                   "list has more than %d elements", MAX_LIST);
-    if ((st = parse_scalar(X, &val->items[val->nitems++])) != OVL_OK)
+    if ((st = parse_expr(X, &val->items[val->nitems++], range)) != OVL_OK)
       return st;
     if (X->tok.type == T_COMMA) {
       if ((st = advance(X)) != OVL_OK)
@@ -125,12 +340,13 @@ static ovl_status parse_list(syntax *X, value *val) {
   return perr(X, line, col, "unterminated list: '[' has no matching ']'");
 }
 
-static ovl_status parse_value(syntax *X, value *val) {
+/* A keyword argument's value; `ranks`: it is ranks=[...] (ranges). */
+static ovl_status parse_value(syntax *X, value *val, bool ranks) {
   memset(&val->v, 0, sizeof val->v);
   val->nitems = 0;
   if (X->tok.type == T_LBRACK)
-    return parse_list(X, val);
-  return parse_scalar(X, &val->v);
+    return parse_list(X, val, ranks);
+  return parse_expr(X, &val->v, false);
 }
 
 /* The argument list, from '(' to ')'. */
@@ -160,7 +376,8 @@ static ovl_status parse_args(syntax *X, call *c) {
       kwarg *kw = &c->kw[c->nkw++];
       kw->key = nm;
       if ((st = advance(X)) != OVL_OK ||
-          (st = parse_value(X, &kw->val)) != OVL_OK)
+          (st = parse_value(X, &kw->val,
+                            ovl__name_eq(nm.s, nm.n, "ranks"))) != OVL_OK)
         return st;
       kw_seen = true;
     } else {
@@ -337,6 +554,12 @@ static ovl_status add_call(syntax *X, const call *c) {
     if ((def = ovl__opdef_find(opbuf)) == NULL)
       return unknown_op(X, &c->op);
   }
+  if (in_group(X) && (def == NULL || def->p2p == OVL_P2P_NONE))
+    return perr(X, c->op.line, c->op.col,
+                "a group holds only send_v2 and recv_v2, got %.*s (group "
+                "at %d:%d)",
+                (int)c->op.n, c->op.s, X->open[X->depth].line,
+                X->open[X->depth].col);
   sc = (scall){.def = def, .op = c->op, .nout = c->nout, .npos = c->npos,
                .nkw = c->nkw, .first_name = (uint32_t)S->nnames,
                .first_kw = (uint32_t)S->nkws};
@@ -372,19 +595,18 @@ static ovl_status add_call(syntax *X, const call *c) {
 /* Statements: param, repeat, '}'                                      */
 /* ------------------------------------------------------------------ */
 
-/* After '=' or 'cpu =': one scalar value (not a list); its text. */
+/* After '=' or 'cpu =': one value (not a list; an integer expression
+ * over ints, earlier params and nranks); its text. */
 static ovl_status param_value(syntax *X, scalar *v, char **text) {
   const char *start;
-  size_t n;
   ovl_status st;
   if (X->tok.type == T_LBRACK)
     return perr(X, X->tok.line, X->tok.col,
                 "a param value is a number, bool or name, not a list");
   start = X->tok.s;
-  n = X->tok.n;
-  if ((st = parse_scalar(X, v)) != OVL_OK)
+  if ((st = parse_expr(X, v, false)) != OVL_OK)
     return st;
-  if ((*text = ovl__strndup(start, n)) == NULL)
+  if ((*text = ovl__strndup(start, (size_t)(X->prev_end - start))) == NULL)
     return nomem(X);
   return OVL_OK;
 }
@@ -407,7 +629,8 @@ static ovl_status parse_param(syntax *X) {
   name nm = tok_name(&X->tok);
   if (X->depth > 0)
     return perr(X, line, col,
-                "param inside repeat: declare params at top level");
+                "param inside %s: declare params at top level",
+                in_group(X) ? "group" : "repeat");
   if (ovl__is_reserved(nm.s, nm.n))
     return perr(X, nm.line, nm.col,
                 "'%.*s' is reserved and cannot name a param", (int)nm.n,
@@ -456,6 +679,19 @@ static ovl_status parse_param(syntax *X) {
   return add_stmt(X, S_PARAM, line, col, S->pnames.n - 1);
 }
 
+/* A block opens at line:col. */
+static ovl_status open_block(syntax *X, stmt_kind kind, int line, int col,
+                             size_t index) {
+  ovl_status st = add_stmt(X, kind, line, col, index);
+  if (st != OVL_OK)
+    return st;
+  X->depth++;
+  X->open[X->depth].line = line;
+  X->open[X->depth].col = col;
+  X->open[X->depth].group = kind == S_GROUP;
+  return advance(X);
+}
+
 /* repeat COUNT { */
 static ovl_status parse_repeat(syntax *X) {
   char descbuf[64];
@@ -464,18 +700,25 @@ static ovl_status parse_repeat(syntax *X) {
   size_t at;
   ovl_status st;
 
+  if (in_group(X))
+    return perr(X, line, col,
+                "repeat inside group: a group holds only send_v2 and recv_v2 "
+                "(group at %d:%d)",
+                X->open[X->depth].line, X->open[X->depth].col);
   if ((st = advance(X)) != OVL_OK)
     return st;
   if (X->tok.type != T_INT && X->tok.type != T_FLOAT &&
-      X->tok.type != T_IDENT)
+      X->tok.type != T_IDENT && X->tok.type != T_LPAREN &&
+      X->tok.type != T_MINUS)
     return perr(X, X->tok.line, X->tok.col,
                 "expected a repeat count after 'repeat', got %s",
                 DESC(&X->tok));
-  if ((st = parse_scalar(X, &count)) != OVL_OK)
+  if ((st = parse_expr(X, &count, false)) != OVL_OK)
     return st;
-  /* A name is checked when it is bound (it may be a param). */
-  if (count.kind != V_NAME &&
-      (st = ovl__check_count(X->err, X->filename, &count)) != OVL_OK)
+  /* A name or an expression is checked when it is bound (a param's value
+   * or nranks). */
+  if (count.kind != V_NAME && count.kind != V_EXPR &&
+      (st = ovl__check_count(X->err, X->filename, &count, NULL)) != OVL_OK)
     return st;
   if (X->tok.type != T_LBRACE)
     return perr(X, X->tok.line, X->tok.col,
@@ -483,20 +726,37 @@ static ovl_status parse_repeat(syntax *X) {
   if (X->depth == MAX_DEPTH)
     return perr(X, line, col, "repeat blocks nested deeper than %d",
                 MAX_DEPTH);
-  if ((st = add_item(X, &count, &at)) != OVL_OK ||
-      (st = add_stmt(X, S_REPEAT, line, col, at)) != OVL_OK)
+  if ((st = add_item(X, &count, &at)) != OVL_OK)
     return st;
-  X->depth++;
-  X->open[X->depth].line = line;
-  X->open[X->depth].col = col;
-  return advance(X);
+  return open_block(X, S_REPEAT, line, col, at);
+}
+
+/* group { */
+static ovl_status parse_group(syntax *X) {
+  char descbuf[64];
+  int line = X->tok.line, col = X->tok.col;
+  ovl_status st;
+  if (in_group(X))
+    return perr(X, line, col,
+                "group inside group: groups do not nest (group at %d:%d)",
+                X->open[X->depth].line, X->open[X->depth].col);
+  if ((st = advance(X)) != OVL_OK)
+    return st;
+  if (X->tok.type != T_LBRACE)
+    return perr(X, X->tok.line, X->tok.col, "expected '{' after 'group', got %s",
+                DESC(&X->tok));
+  if (X->depth == MAX_DEPTH)
+    return perr(X, line, col, "group nested deeper than %d blocks",
+                MAX_DEPTH);
+  return open_block(X, S_GROUP, line, col, 0);
 }
 
 /* } */
 static ovl_status close_block(syntax *X) {
   ovl_status st;
   if (X->depth == 0)
-    return perr(X, X->tok.line, X->tok.col, "'}' without a matching repeat");
+    return perr(X, X->tok.line, X->tok.col,
+                "'}' without a matching repeat or group");
   if ((st = add_stmt(X, S_CLOSE, X->tok.line, X->tok.col, 0)) != OVL_OK)
     return st;
   X->depth--;
@@ -511,6 +771,8 @@ static ovl_status parse_statement(syntax *X) {
     return parse_param(X);
   if (ovl__tok_is(t, T_IDENT, "repeat"))
     return parse_repeat(X);
+  if (ovl__tok_is(t, T_IDENT, "group"))
+    return parse_group(X);
   if (t->type == T_RBRACE)
     return close_block(X);
   if (t->type != T_IDENT)
@@ -541,7 +803,8 @@ static ovl_status parse_file(syntax *X) {
     return st;
   if (X->depth > 0)
     return perr(X, X->open[X->depth].line, X->open[X->depth].col,
-                "repeat block is not closed (missing '}')");
+                "%s block is not closed (missing '}')",
+                in_group(X) ? "group" : "repeat");
   return OVL_OK;
 }
 
@@ -561,6 +824,8 @@ ovl_status ovl__syntax_parse(ovl_schedule *S, ovl_error *err) {
     S->names = ovl__shrink(S->names, S->nnames, sizeof *S->names);
     S->kws = ovl__shrink(S->kws, S->nkws, sizeof *S->kws);
     S->items = ovl__shrink(S->items, S->nitems, sizeof *S->items);
+    S->exprs = ovl__shrink(S->exprs, S->nexprs, sizeof *S->exprs);
+    S->enodes = ovl__shrink(S->enodes, S->nenodes, sizeof *S->enodes);
   }
   free(X);
   return st;
