@@ -1567,8 +1567,8 @@ END_TEST
 
 /* Collectives meet by their sequence number on a ring, whatever the line:
  * rank 0 issues ring 0's then ring 1's, the others ring 1's then ring 0's
- * (on comm streams that is no deadlock); ring 0's second collective
- * reduces a on rank 0 and b elsewhere (same size: the buffers mix). */
+ * (on comm streams that is no deadlock); ring 0's second collective is on
+ * another line on rank 0 than elsewhere. */
 START_TEST(test_coll_sequence) {
   const int nranks = 3;
   load("a = data(shape=[1200], dtype=float64, init=uniform, seed=24, "
@@ -1581,26 +1581,25 @@ START_TEST(test_coll_sequence) {
        "m = c_allreduce_max(b, ring_id=1)\n"
        "s = c_allreduce_sum(a, ring_id=0, ranks=[1:nranks])\n"
        "c_allreduce_sum(a, ring_id=0, ranks=[0])\n"
-       "c_allreduce_sum(b, ring_id=0, ranks=[1:nranks])\n"
+       "b = scale(b, scale=2.0)\n"
+       "c_allreduce_sum(a, ring_id=0, ranks=[1:nranks])\n"
        "c_wait_comm(s, m, a, b, ring_id=0)\n"
        "c_wait_comm(s, m, ring_id=1)\n"
        "fetch(s, m, a, b)\n",
        nranks);
   run_ref(nranks);
   for (int64_t i = 0; i < 1200; i++) {
-    double s = 0, m = -INFINITY, mix = 0;
+    double s = 0, m = -INFINITY;
     for (int q = 0; q < nranks; q++) {
       s += uniform(OVL_DTYPE_FLOAT64, 24, true, q, i);
       m = fmax(m, uniform(OVL_DTYPE_FLOAT64, 25, true, q, i));
-      mix += uniform(OVL_DTYPE_FLOAT64, q == 0 ? 24 : 25, true, q, i);
     }
     for (int r = 0; r < nranks; r++) {
       ck_assert_double_eq(got_var(r, "s")[i], s);
       ck_assert_double_eq(got_var(r, "m")[i], m);
-      ck_assert_double_eq(got_var(r, r == 0 ? "a" : "b")[i], mix);
-      ck_assert_double_eq(got_var(r, r == 0 ? "b" : "a")[i],
-                          uniform(OVL_DTYPE_FLOAT64, r == 0 ? 25 : 24, true,
-                                  r, i));
+      ck_assert_double_eq(got_var(r, "a")[i], s);
+      ck_assert_double_eq(got_var(r, "b")[i],
+                          2.0 * uniform(OVL_DTYPE_FLOAT64, 25, true, r, i));
     }
   }
 }
@@ -1677,8 +1676,19 @@ START_TEST(test_mismatch_errors) {
        "c_allreduce_sum(y, ranks=[1])\n"
        "fetch(x)\n",
        {"t.sched:4:1", "1st collective on ring 0 differs",
-        "rank 0 issues c_allreduce_sum of 8 float32 (line 3), rank 1 "
-        "c_allreduce_sum of 4 float32 (line 4)",
+        "rank 0 issues c_allreduce_sum of 'x' (8 float32, line 3), rank 1 "
+        "c_allreduce_sum of 'y' (4 float32, line 4)",
+        NULL}},
+      {"x = data(shape=[8], init=fill, value=1.0)\n"
+       "y = data(shape=[8], init=fill, value=1.0)\n"
+       "o = c_allreduce_sum(x, ranks=[0])\n"
+       "o = c_allreduce_sum(y, ranks=[1])\n"
+       "c_allreduce_sum(x, ranks=[0])\n"
+       "y = c_allreduce_sum(x, ranks=[1])\n"
+       "fetch(o)\n",
+       {"t.sched:4:5", "the 1st collective on ring 0 differs",
+        "rank 0 issues c_allreduce_sum of 'x' into 'o' (8 float32, line 3), "
+        "rank 1 c_allreduce_sum of 'y' into 'o' (8 float32, line 4)",
         NULL}},
       {"x = data(shape=[8], init=fill, value=1.0)\n"
        "c_allreduce_sum(x, ranks=[0])\n"
@@ -1689,7 +1699,8 @@ START_TEST(test_mismatch_errors) {
        "c_broadcast(x, root=0, ranks=[0])\n"
        "c_broadcast(x, root=1, ranks=[1])\n"
        "fetch(x)\n",
-       {"differs", "root 0", "root 1", NULL}},
+       {"differs", "c_broadcast of 'x' (8 float32, root 0, line 2)",
+        "c_broadcast of 'x' (8 float32, root 1, line 3)", NULL}},
       {"x = data(shape=[8], init=fill, value=1.0)\n"
        "send_v2(x, peer=1, ranks=[0])\n"
        "send_v2(x, peer=1, ranks=[0])\n"
@@ -1731,8 +1742,8 @@ START_TEST(test_cannot_complete) {
       NULL};
   static const char *const coll_parts[] = {
       "cannot complete",
-      "rank 0 waits at line 2 (c_allreduce_sum of 8 float32 (line 2), the "
-      "1st collective on ring 0) for rank 1 (line 5)",
+      "rank 0 waits at line 2 (c_allreduce_sum of 'x' (8 float32, line 2), "
+      "the 1st collective on ring 0) for rank 1 (line 5)",
       "rank 1 waits at line 3 (recv_v2 from rank 0, ring 0) for rank 0's "
       "send_v2 at line 4",
       NULL};

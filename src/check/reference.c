@@ -46,9 +46,11 @@
  *     depends on rank, send_v2 / recv_v2). The matching is computed first,
  *     from each rank's op sequence; ranks that disagree on it (a rank that
  *     never issues the k-th collective of a ring, the k-th collective
- *     differing in kind, count, dtype, reduction or root, a send without
- *     its receive, a send and receive of different sizes) are an error
- *     (OVL_EMISMATCH; the check reports these before a run). Then each rank
+ *     differing in kind, count, dtype, reduction, root or variables, a
+ *     send without its receive, a send and receive of different sizes) are
+ *     an error (OVL_EMISMATCH; the check reports these before a run):
+ *     ranks that reduce different variables of one size would mix them
+ *     silently on the device, and no value is the right one. Then each rank
  *     is interpreted in turn: it runs until its next communication op
  *     cannot complete yet (a receive whose send has not been issued, a
  *     collective some rank has not reached); a send deposits a copy of its
@@ -810,31 +812,40 @@ static const char *ordinal(size_t k, char *buf, size_t size) {
   return buf;
 }
 
-/* What a collective is, for messages: "c_allreduce_sum of 100 float32
- * (line 5)", "c_broadcast of 8 float64 from root 1 (line 9)". */
+/* What a collective is, for messages: "c_allreduce_sum of 'g' (100
+ * float32, line 5)", "c_broadcast of 'x' into 'y' (8 float64, root 1, line
+ * 9)", "barrier (line 3)". */
 static const char *describe_coll(const ovl_program *prog, size_t i, int rank,
                                  char *buf, size_t size) {
   const ovl__op *op = &prog->ops[i];
-  int n;
-  if (op->def->coll == OVL_COLL_BARRIER || op->nin < 1)
-    n = snprintf(buf, size, "%s", op->def->name);
-  else
-    n = snprintf(
-        buf, size, "%s of %zu %s", op->def->name,
-        ovl__coll_count(op->def->coll, prog->vars[op->in[0]].numel,
+  size_t len = 0;
+  if (op->def->coll == OVL_COLL_BARRIER || op->nin < 1) {
+    snprintf(buf, size, "%s (line %d)", op->def->name, op->line);
+    return buf;
+  }
+  const ovl__var *x = &prog->vars[op->in[0]];
+  len = (size_t)snprintf(buf, size, "%s of '%s'", op->def->name, x->name);
+  if (len < size && op->out >= 0 && op->out != op->in[0])
+    len += (size_t)snprintf(buf + len, size - len, " into '%s'",
+                            prog->vars[op->out].name);
+  if (len < size)
+    len += (size_t)snprintf(
+        buf + len, size - len, " (%zu %s",
+        ovl__coll_count(op->def->coll, x->numel,
                         op->out >= 0 ? prog->vars[op->out].numel : 0),
-        ovl_dtype_name(prog->vars[op->in[0]].dtype));
-  if (n >= 0 && (size_t)n < size && ovl__coll_has_root(op->def->coll))
-    n += snprintf(buf + n, size - (size_t)n, " to/from root %d",
-                  ovl__op_root(prog, op, rank));
-  if (n >= 0 && (size_t)n < size)
-    snprintf(buf + n, size - (size_t)n, " (line %d)", op->line);
+        ovl_dtype_name(x->dtype));
+  if (len < size && ovl__coll_has_root(op->def->coll))
+    len += (size_t)snprintf(buf + len, size - len, ", root %d",
+                            ovl__op_root(prog, op, rank));
+  if (len < size)
+    snprintf(buf + len, size - len, ", line %d)", op->line);
   return buf;
 }
 
-/* Whether two ranks' k-th collectives of a ring agree (kind, reduction,
- * count, dtype, root); the variables may differ (the buffers then mix, as
- * they would on the device). */
+/* Whether two ranks' k-th collectives of a ring agree: kind, reduction,
+ * count, dtype, root and variables (DESIGN 2.4: ranks that reduce
+ * different variables of one size would mix them silently on the device;
+ * no value is the right one then). */
 static bool coll_agree(const ovl_program *prog, size_t i, int ri, size_t j,
                        int rj) {
   const ovl__op *a = &prog->ops[i], *b = &prog->ops[j];
@@ -847,15 +858,9 @@ static bool coll_agree(const ovl_program *prog, size_t i, int ri, size_t j,
       ovl__op_root(prog, a, ri) != ovl__op_root(prog, b, rj))
     return false;
   if (coll == OVL_COLL_BARRIER)
-    return true;
-  if (a->nin < 1 || b->nin < 1)
-    return a->nin == b->nin;
-  const ovl__var *xa = &prog->vars[a->in[0]], *xb = &prog->vars[b->in[0]];
-  return xa->dtype == xb->dtype &&
-         ovl__coll_count(coll, xa->numel,
-                         a->out >= 0 ? prog->vars[a->out].numel : 0) ==
-             ovl__coll_count(coll, xb->numel,
-                             b->out >= 0 ? prog->vars[b->out].numel : 0);
+    return true; /* its inputs only name dependencies */
+  return a->nin == b->nin && (a->nin < 1 || a->in[0] == b->in[0]) &&
+         a->out == b->out;
 }
 
 /* Collectives: every rank issues as many on each ring, and the k-th ones
