@@ -871,25 +871,32 @@ static ovl_status rd_match_colls(ref_state *s, rd_state *d, u32vec *coll,
   int nr = s->nranks;
   char o[32], da[256], db[256];
 
+  /* The first k where the ranks disagree: some rank has no k-th
+   * collective, or the k-th ones differ. */
   d->ninst = 0;
   for (int R = 0; R < prog->nrings; R++) {
     const u32vec *c = &coll[(size_t)R * (size_t)nr];
-    for (int r = 1; r < nr; r++) {
-      if (c[r].n == c[0].n)
-        continue;
-      int more = c[r].n > c[0].n ? r : 0, fewer = more == 0 ? r : 0;
-      size_t k = c[fewer].n;
-      const ovl__op *op = &prog->ops[c[more].v[k]];
-      return ovl__err(
-          err, OVL_EMISMATCH,
-          "%s:%d:%d: reference: rank %d's %s collective on ring %d (%s) "
-          "has no partner: rank %d issues %zu collective%s on ring %d",
-          prog_name(prog), op->line, op->col, more,
-          ordinal(k + 1, o, sizeof o), R,
-          describe_coll(prog, c[more].v[k], more, da, sizeof da), fewer, k,
-          k == 1 ? "" : "s", R);
-    }
-    for (size_t k = 0; k < c[0].n; k++)
+    size_t most = 0;
+    for (int r = 0; r < nr; r++)
+      most = c[r].n > most ? c[r].n : most;
+    for (size_t k = 0; k < most; k++) {
+      int fewer = -1, more = -1;
+      for (int r = 0; r < nr; r++)
+        if (c[r].n <= k)
+          fewer = fewer < 0 ? r : fewer;
+        else
+          more = more < 0 ? r : more;
+      if (fewer >= 0) {
+        const ovl__op *op = &prog->ops[c[more].v[k]];
+        return ovl__err(
+            err, OVL_EMISMATCH,
+            "%s:%d:%d: reference: rank %d's %s collective on ring %d (%s) "
+            "has no partner: rank %d issues %zu collective%s on ring %d",
+            prog_name(prog), op->line, op->col, more,
+            ordinal(k + 1, o, sizeof o), R,
+            describe_coll(prog, c[more].v[k], more, da, sizeof da), fewer,
+            c[fewer].n, c[fewer].n == 1 ? "" : "s", R);
+      }
       for (int r = 1; r < nr; r++) {
         if (coll_agree(prog, c[0].v[k], 0, c[r].v[k], r))
           continue;
@@ -902,6 +909,7 @@ static ovl_status rd_match_colls(ref_state *s, rd_state *d, u32vec *coll,
             R, describe_coll(prog, c[0].v[k], 0, da, sizeof da), r,
             describe_coll(prog, c[r].v[k], r, db, sizeof db));
       }
+    }
     d->ninst += c[0].n;
   }
 
