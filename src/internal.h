@@ -121,6 +121,14 @@ typedef struct ovl__backend_ops {
    * made. */
   ovl_status (*world_rings)(ovl__bworld *bw, int nrings, uint32_t comm_mask,
                             ovl_error *err);
+  /* (main, optional) Connect every pair of ranks of the rings whose bit
+   * is set in p2p_mask (they carry point-to-point: send_v2, recv_v2,
+   * alltoall) after world_rings made their communicators, so that a send
+   * or receive never waits on the host for its peer to connect (cuda:
+   * NCCL connects point-to-point peers lazily, inside the enqueue call,
+   * where a peer that never comes would hang the host). Idempotent. */
+  ovl_status (*world_p2p)(ovl__bworld *bw, uint32_t p2p_mask,
+                          ovl_error *err);
   /* (main) "2 x NVIDIA H200" or similar. */
   const char *(*world_devices)(ovl__bworld *bw);
   /* (main) The device of one rank ("NVIDIA H200"); rank is in range. */

@@ -212,6 +212,8 @@ static void run_world(int nranks, int comm_rings, int stream_rings,
   if (comm_rings > 1)
     CK_OK(B->world_rings(w->bw, 1, 1u, E));
   CK_OK(B->world_rings(w->bw, comm_rings, (1u << comm_rings) - 1, E));
+  /* Every test may send and receive on its rings. */
+  CK_OK(B->world_p2p(w->bw, (1u << comm_rings) - 1, E));
   for (int r = 0; r < nranks; r++) {
     args[r].w = w;
     args[r].rank = r;
@@ -681,6 +683,146 @@ static void coll_body(world_run *w, int rank, ovl__brank *br) {
   free(want);
   free(got);
 }
+
+/* Issue 13's collectives and point-to-point, float32 and float64: reduce
+ * to the last rank (non-roots' outputs untouched), alltoall, barrier, a
+ * ring exchange in a group (send to rank+1, receive from rank-1), and a
+ * lone send/receive pair between ranks 0 and 1; ring_progress names the
+ * last call done. */
+static void p2p_body(world_run *w, int rank, ovl__brank *br) {
+  const int R = w->nranks, root = R - 1;
+  const size_t n = 1000003, part = 4099;
+  double *h = malloc(n * R * sizeof *h), *want = malloc(n * R * sizeof *want),
+         *got = malloc(n * R * sizeof *got);
+  uint64_t tag = 0;
+  RK_CHECK(h && want && got, "out of memory");
+  for (int dti = 0; dti < 2; dti++) {
+    const ovl_dtype dt = (ovl_dtype)dti;
+    void *s, *d;
+    char what[128];
+    RK_OK(B->mem_alloc(br, n * R * dsize(dt), &s, E));
+    RK_OK(B->mem_alloc(br, n * R * dsize(dt), &d, E));
+
+    /* reduce sum to `root`, out of place on the comm stream. */
+    for (size_t i = 0; i < n; i++) {
+      h[i] = coll_value(OVL_RED_SUM, rank, i);
+      want[i] = coll_value(OVL_RED_SUM, 0, i);
+      for (int q = 1; q < R; q++)
+        want[i] += coll_value(OVL_RED_SUM, q, i);
+    }
+    RK_OK(upload(br, s, h, n, dt, E));
+    RK_OK(upload(br, d, h, n, dt, E)); /* non-roots keep this */
+    RK_OK(B->collective(br, COMM0, 0, OVL_COLL_REDUCE, OVL_RED_SUM, dt, s, d,
+                        n, root, ++tag, E));
+    RK_OK(B->stream_sync(br, COMM0, E));
+    RK_CHECK(B->ring_progress(br, 0) == tag, "progress %llu, want %llu",
+             (unsigned long long)B->ring_progress(br, 0),
+             (unsigned long long)tag);
+    RK_OK(download(br, got, d, n, dt, E));
+    snprintf(what, sizeof what, "reduce sum to %d %s on rank %d", root,
+             ovl_dtype_name(dt), rank);
+    RK_SAME(what, got, rank == root ? want : h, n);
+
+    /* alltoall of R parts of `part` elements. */
+    for (int q = 0; q < R; q++)
+      for (size_t i = 0; i < part; i++) {
+        h[(size_t)q * part + i] = coll_value(OVL_RED_SUM, rank, q * part + i);
+        want[(size_t)q * part + i] =
+            coll_value(OVL_RED_SUM, q, (size_t)rank * part + i);
+      }
+    RK_OK(upload(br, s, h, part * R, dt, E));
+    RK_OK(poison(br, d, part * R * dsize(dt), E));
+    RK_OK(B->collective(br, CALC, 0, OVL_COLL_ALLTOALL, OVL_RED_SUM, dt, s, d,
+                        part * R, 0, ++tag, E));
+    RK_OK(B->stream_sync(br, CALC, E));
+    RK_OK(download(br, got, d, part * R, dt, E));
+    snprintf(what, sizeof what, "alltoall %s on rank %d", ovl_dtype_name(dt),
+             rank);
+    RK_SAME(what, got, want, part * R);
+
+    /* barrier: moves no data of ours. */
+    RK_OK(B->collective(br, CALC, 0, OVL_COLL_BARRIER, OVL_RED_SUM, dt, NULL,
+                        NULL, 1, 0, ++tag, E));
+    RK_OK(B->stream_sync(br, CALC, E));
+
+    /* A ring exchange in one group: to rank+1, from rank-1. */
+    {
+      ovl__p2p_item it[2];
+      for (size_t i = 0; i < n; i++) {
+        h[i] = coll_value(OVL_RED_SUM, rank, i);
+        want[i] = coll_value(OVL_RED_SUM, (rank + R - 1) % R, i);
+      }
+      RK_OK(upload(br, s, h, n, dt, E));
+      RK_OK(poison(br, d, n * dsize(dt), E));
+      it[0] = (ovl__p2p_item){true, (rank + 1) % R, dt, s, n};
+      it[1] = (ovl__p2p_item){false, (rank + R - 1) % R, dt, d, n};
+      tag += 2;
+      RK_OK(B->p2p(br, COMM0, 0, it, 2, tag, E));
+      RK_OK(B->stream_sync(br, COMM0, E));
+      RK_OK(download(br, got, d, n, dt, E));
+      snprintf(what, sizeof what, "ring exchange %s on rank %d",
+               ovl_dtype_name(dt), rank);
+      RK_SAME(what, got, want, n);
+    }
+    /* A lone send from 0 and a lone receive on 1. */
+    if (R >= 2 && rank < 2) {
+      ovl__p2p_item it = {rank == 0, 1 - rank, dt, rank == 0 ? s : d, n};
+      for (size_t i = 0; i < n; i++)
+        want[i] = coll_value(OVL_RED_SUM, 0, i);
+      RK_OK(B->p2p(br, CALC, 0, &it, 1, ++tag, E));
+      RK_OK(B->stream_sync(br, CALC, E));
+      if (rank == 1) {
+        RK_OK(download(br, got, d, n, dt, E));
+        RK_SAME("lone send/receive", got, want, n);
+      }
+    } else {
+      ++tag; /* keep the ranks' tags alike */
+    }
+    RK_CHECK(B->ring_progress(br, 0) == tag, "progress %llu, want %llu",
+             (unsigned long long)B->ring_progress(br, 0),
+             (unsigned long long)tag);
+    B->mem_free(br, s);
+    B->mem_free(br, d);
+  }
+  free(h);
+  free(want);
+  free(got);
+}
+
+START_TEST(test_p2p) { run_world(all_ranks(), 1, 1, 60, p2p_body); }
+END_TEST
+
+/* A send that no rank receives: the sync times out, and the flight record
+ * taken before the abort says the send (tag 2) never completed, while the
+ * allreduce before it (tag 1) did. */
+static void stuck_send_body(world_run *w, int rank, ovl__brank *br) {
+  ovl_error err;
+  ovl_status st;
+  void *p;
+  (void)w;
+  RK_OK(B->mem_alloc(br, 1024 * sizeof(float), &p, E));
+  RK_OK(B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
+                      OVL_DTYPE_FLOAT32, p, p, 1024, 0, 1, E));
+  RK_OK(B->stream_sync(br, COMM0, E));
+  if (rank == 0) {
+    ovl__p2p_item it = {true, 1, OVL_DTYPE_FLOAT32, p, 1024};
+    RK_OK(B->p2p(br, COMM0, 0, &it, 1, 2, E));
+    st = B->stream_sync(br, COMM0, &err);
+    RK_CHECK(st == OVL_ETIMEDOUT, "stuck send: %s", ovl_err_name(st));
+    RK_CHECK(B->ring_progress(br, 0) == 1, "progress %llu, want 1",
+             (unsigned long long)B->ring_progress(br, 0));
+  }
+  if (!rank_barrier(w))
+    return;
+  B->mem_free(br, p);
+}
+
+START_TEST(test_stuck_send) {
+  if (ngpus < 2)
+    return; /* one rank cannot wait for another */
+  run_world(2, 1, 1, 2.0, stuck_send_body);
+}
+END_TEST
 
 START_TEST(test_collectives_one_gpu) { run_world(1, 1, 1, 60, coll_body); }
 END_TEST
@@ -1306,6 +1448,8 @@ static Suite *cuda_suite(void) {
   tcase_add_test(tc, test_delay);
   tcase_add_test(tc, test_timeout);
   tcase_add_test(tc, test_stuck_collective);
+  tcase_add_test(tc, test_p2p);
+  tcase_add_test(tc, test_stuck_send);
   tcase_add_test(tc, test_invalid);
   tcase_add_test(tc, test_trace_spans);
   tcase_add_test(tc, test_replay_bad_schedules);

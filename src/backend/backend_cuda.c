@@ -38,6 +38,21 @@
 /* ------------------------------------------------------------------ */
 
 static void rank_release(ovl__brank *br) {
+  ovl__bworld *bw = br->bw;
+  pthread_mutex_lock(&bw->abort_lock);
+  if (bw->ranks[br->rank] == br)
+    bw->ranks[br->rank] = NULL;
+  pthread_mutex_unlock(&bw->abort_lock);
+  for (int ring = 0; ring < OVL_MAX_RINGS; ring++) {
+    if (br->progress[ring] != NULL)
+      for (int k = 0; k < PROGRESS_EVENTS; k++)
+        if (br->progress[ring][k] != NULL)
+          (void)cudaEventDestroy(br->progress[ring][k]);
+    free(br->progress[ring]);
+    free(br->progress_tag[ring]);
+  }
+  if (br->barrier_buf != NULL)
+    (void)cudaFree(br->barrier_buf);
   for (size_t i = 0; i < br->ntimers; i++)
     (void)cudaEventDestroy(br->timers[i]);
   free(br->timers);
@@ -168,6 +183,27 @@ static ovl_status cuda_rank_init(ovl__bworld *bw, int rank, int nrings,
   st = cuda_events_reserve(br, 2 * nrings, err);
   if (st != OVL_OK)
     goto fail;
+  /* barrier's buffer, and the flight record's events of every ring: made
+   * here, before any collective runs. */
+  OVL__CUDACHECK_GOTO(err, rank, "barrier buffer", cudaMalloc,
+                      ((void **)&br->barrier_buf, sizeof(float)), st, fail);
+  OVL__CUDACHECK_GOTO(err, rank, "barrier buffer", cudaMemset,
+                      (br->barrier_buf, 0, sizeof(float)), st, fail);
+  for (int ring = 0; ring < nrings; ring++) {
+    br->progress[ring] = calloc(PROGRESS_EVENTS, sizeof(cudaEvent_t));
+    br->progress_tag[ring] = calloc(PROGRESS_EVENTS, sizeof(uint64_t));
+    if (br->progress[ring] == NULL || br->progress_tag[ring] == NULL) {
+      st = ovl__err(err, OVL_ENOMEM, "rank %d: out of memory", rank);
+      goto fail;
+    }
+    for (int k = 0; k < PROGRESS_EVENTS; k++)
+      OVL__CUDACHECK_GOTO(err, rank, "flight record", cudaEventCreateWithFlags,
+                          (&br->progress[ring][k], cudaEventDisableTiming),
+                          st, fail);
+  }
+  pthread_mutex_lock(&bw->abort_lock);
+  bw->ranks[rank] = br;
+  pthread_mutex_unlock(&bw->abort_lock);
   *out = br;
   return OVL_OK;
 
@@ -486,17 +522,118 @@ static ovl_status cuda_elementwise(ovl__brank *br, int stream, ovl__ew fn,
   return OVL_OK;
 }
 
+static ovl_status nccl_dtype(const ovl__brank *br, ovl_dtype dtype,
+                             ncclDataType_t *out, ovl_error *err) {
+  switch (dtype) {
+  case OVL_DTYPE_FLOAT32:
+    *out = ncclFloat32;
+    return OVL_OK;
+  case OVL_DTYPE_FLOAT64:
+    *out = ncclFloat64;
+    return OVL_OK;
+  }
+  return ovl__err(err, OVL_EINVAL, "rank %d: unknown dtype %d", br->rank,
+                  (int)dtype);
+}
+
+static ovl_status nccl_redop(const ovl__brank *br, ovl__redop redop,
+                             ncclRedOp_t *out, ovl_error *err) {
+  switch (redop) {
+  case OVL_RED_SUM:
+    *out = ncclSum;
+    return OVL_OK;
+  case OVL_RED_MAX:
+    *out = ncclMax;
+    return OVL_OK;
+  case OVL_RED_MIN:
+    *out = ncclMin;
+    return OVL_OK;
+  case OVL_RED_PROD:
+    *out = ncclProd;
+    return OVL_OK;
+  case OVL_RED_AVG:
+    /* On one rank the average is its input (times 1.0: exact, NaN, inf
+     * and -0 kept), which ncclSum gives too. ncclAvg is not used there:
+     * NCCL 2.28.3 leaves float64 elements from index 1,000,000 on
+     * unwritten on one rank (seen on an H200 for n = 1,000,001 to
+     * 1,000,004; float32, and two ranks, are right). */
+    *out = br->bw->nranks == 1 ? ncclSum : ncclAvg;
+    return OVL_OK;
+  default:
+    break;
+  }
+  return ovl__err(err, OVL_EINVAL, "rank %d: unknown reduction %d", br->rank,
+                  (int)redop);
+}
+
+/* The communicator of `ring` for this rank, inside an NCCL section
+ * (ovl__cuda_nccl_enter done by the caller); NULL with *err set if the ring
+ * has none. */
+static ncclComm_t ring_comm(ovl__brank *br, int ring, ovl_status *st,
+                            ovl_error *err) {
+  ovl__bworld *bw = br->bw;
+  ncclComm_t comm = ring >= 0 && ring < bw->nrings ? bw->comms[ring][br->rank]
+                                                   : NULL;
+  if (comm == NULL)
+    *st = ovl__err(err, OVL_EINVAL,
+                   "rank %d: ring %d has no communicator (no collective or "
+                   "point-to-point op was declared on it)",
+                   br->rank, ring);
+  return comm;
+}
+
+/* Flight record: an event after the call tagged `tag` on `stream`. */
+static ovl_status progress_record(ovl__brank *br, int ring, int stream,
+                                  uint64_t tag, const char *where,
+                                  ovl_error *err) {
+  uint64_t k;
+  if (ring < 0 || ring >= br->nrings || br->progress[ring] == NULL)
+    return OVL_OK; /* a ring rank_init did not know: no record */
+  k = br->progress_n[ring] % PROGRESS_EVENTS;
+  OVL__CUDACHECK(err, br->rank, where, cudaEventRecord,
+                 (br->progress[ring][k], br->streams[stream]));
+  br->progress_tag[ring][k] = tag;
+  br->progress_n[ring]++;
+  return OVL_OK;
+}
+
+uint64_t ovl__cuda_progress_scan(ovl__brank *br, int ring) {
+  uint64_t n, lo, done = 0;
+  if (ring < 0 || ring >= br->nrings || br->progress[ring] == NULL)
+    return 0;
+  n = br->progress_n[ring];
+  lo = n > PROGRESS_EVENTS ? n - PROGRESS_EVENTS : 0;
+  /* Calls of one ring may sit on several streams: the last completed is
+   * the largest tag whose event has completed. */
+  for (uint64_t k = n; k-- > lo;) {
+    uint64_t i = k % PROGRESS_EVENTS, tag = br->progress_tag[ring][i];
+    if (tag > done && cudaEventQuery(br->progress[ring][i]) == cudaSuccess)
+      done = tag;
+  }
+  (void)cudaGetLastError();
+  if (done > br->done_cache[ring])
+    br->done_cache[ring] = done;
+  return br->done_cache[ring];
+}
+
+static uint64_t cuda_ring_progress(ovl__brank *br, int ring) {
+  if (ring < 0 || ring >= OVL_MAX_RINGS)
+    return 0;
+  if (atomic_load(&br->frozen))
+    return br->frozen_done[ring];
+  return ovl__cuda_progress_scan(br, ring);
+}
+
 static ovl_status cuda_collective(ovl__brank *br, int stream, int ring,
                                   ovl__coll coll, ovl__redop redop,
                                   ovl_dtype dtype, const void *send,
                                   void *recv, size_t count, int root,
                                   uint64_t tag, ovl_error *err) {
   ovl__bworld *bw = br->bw;
-  (void)tag; /* TODO(issue 13): the flight record */
-  ncclDataType_t dt;
+  ncclDataType_t dt = ncclFloat32;
   ncclRedOp_t op = ncclSum;
   ncclComm_t comm;
-  ncclResult_t r;
+  ncclResult_t r = ncclSuccess;
   const char *call;
   char where[128], sname[80];
   ovl_status st = OVL_OK;
@@ -507,65 +644,43 @@ static ovl_status cuda_collective(ovl__brank *br, int stream, int ring,
     return ovl__err(err, OVL_EINVAL,
                     "rank %d: ring %d has no communicator (%d ring%s set up)",
                     br->rank, ring, bw->nrings, bw->nrings == 1 ? "" : "s");
-  switch (dtype) {
-  case OVL_DTYPE_FLOAT32:
-    dt = ncclFloat32;
-    break;
-  case OVL_DTYPE_FLOAT64:
-    dt = ncclFloat64;
-    break;
-  default:
-    return ovl__err(err, OVL_EINVAL, "rank %d: unknown dtype %d", br->rank,
-                    (int)dtype);
+  if (coll == OVL_COLL_BARRIER) {
+    /* Paddle's barrier: a one-element allreduce; ours has its own buffer. */
+    dtype = OVL_DTYPE_FLOAT32;
+    send = recv = br->barrier_buf;
+    count = 1;
+    redop = OVL_RED_SUM;
   }
-  switch (redop) {
-  case OVL_RED_SUM:
-    op = ncclSum;
-    break;
-  case OVL_RED_MAX:
-    op = ncclMax;
-    break;
-  case OVL_RED_MIN:
-    op = ncclMin;
-    break;
-  case OVL_RED_PROD:
-    op = ncclProd;
-    break;
-  case OVL_RED_AVG:
-    /* On one rank the average is its input (times 1.0: exact, NaN, inf
-     * and -0 kept), which ncclSum gives too. ncclAvg is not used there:
-     * NCCL 2.28.3 leaves float64 elements from index 1,000,000 on
-     * unwritten on one rank (seen on an H200 for n = 1,000,001 to
-     * 1,000,004; float32, and two ranks, are right). */
-    op = bw->nranks == 1 ? ncclSum : ncclAvg;
-    break;
-  default:
-    return ovl__err(err, OVL_EINVAL, "rank %d: unknown reduction %d",
-                    br->rank, (int)redop);
-  }
-  if (coll == OVL_COLL_BROADCAST && (root < 0 || root >= bw->nranks))
+  if ((st = nccl_dtype(br, dtype, &dt, err)) != OVL_OK)
+    return st;
+  if (ovl__coll_has_redop(coll) && (st = nccl_redop(br, redop, &op, err)) != OVL_OK)
+    return st;
+  if (ovl__coll_has_root(coll) && (root < 0 || root >= bw->nranks))
     return ovl__err(err, OVL_EINVAL,
-                    "rank %d: broadcast root %d does not exist (%d ranks)",
-                    br->rank, root, bw->nranks);
+                    "rank %d: %s root %d does not exist (%d ranks)", br->rank,
+                    ovl__coll_name(coll), root, bw->nranks);
   if (count > 0 && (send == NULL || recv == NULL))
     return ovl__err(err, OVL_EINVAL, "rank %d: collective: NULL buffer",
                     br->rank);
+  if (coll == OVL_COLL_ALLTOALL && (count % (size_t)bw->nranks != 0 ||
+                                    send == recv))
+    return ovl__err(err, OVL_EINVAL,
+                    "rank %d: alltoall of %zu elements on %d ranks: needs a "
+                    "multiple of the ranks and distinct buffers",
+                    br->rank, count, bw->nranks);
   snprintf(where, sizeof where, "ring %d, %s", ring,
            ovl__cuda_stream_name(br, sname, sizeof sname, stream));
 
   if (!ovl__cuda_nccl_enter(br))
     return aborted_err(br, where, err);
-  comm = bw->comms[ring][br->rank];
-  if (comm == NULL) {
+  if ((comm = ring_comm(br, ring, &st, err)) == NULL) {
     ovl__cuda_nccl_leave(br);
-    return ovl__err(err, OVL_EINVAL,
-                    "rank %d: ring %d has no communicator (no collective "
-                    "was declared on it)",
-                    br->rank, ring);
+    return st;
   }
   cudaStream_t s = br->streams[stream];
   switch (coll) {
   case OVL_COLL_ALLREDUCE:
+  case OVL_COLL_BARRIER:
     call = "ncclAllReduce";
     r = ncclAllReduce(send, recv, count, dt, op, comm, s);
     break;
@@ -581,6 +696,37 @@ static ovl_status cuda_collective(ovl__brank *br, int stream, int ring,
     call = "ncclReduceScatter";
     r = ncclReduceScatter(send, recv, count, dt, op, comm, s);
     break;
+  case OVL_COLL_REDUCE:
+    call = "ncclReduce";
+    r = ncclReduce(send, recv, count, dt, op, root, comm, s);
+    break;
+  case OVL_COLL_ALLTOALL: {
+    /* As nccl-tests' alltoall: a send and a receive of one part with
+     * every rank, itself included, in one group. */
+    size_t part = count / (size_t)bw->nranks,
+           bytes = part * ovl_dtype_size(dtype);
+    call = "ncclGroupStart";
+    r = ncclGroupStart();
+    for (int peer = 0; r == ncclSuccess && peer < bw->nranks; peer++) {
+      call = "ncclSend";
+      r = ncclSend((const char *)send + (size_t)peer * bytes, part, dt, peer,
+                   comm, s);
+      if (r == ncclSuccess) {
+        call = "ncclRecv";
+        r = ncclRecv((char *)recv + (size_t)peer * bytes, part, dt, peer, comm,
+                     s);
+      }
+    }
+    {
+      /* End the group even after a failure inside it. */
+      ncclResult_t e = ncclGroupEnd();
+      if (r == ncclSuccess && e != ncclSuccess) {
+        call = "ncclGroupEnd";
+        r = e;
+      }
+    }
+    break;
+  }
   default:
     ovl__cuda_nccl_leave(br);
     return ovl__err(err, OVL_EINVAL, "rank %d: unknown collective %d",
@@ -589,6 +735,83 @@ static ovl_status cuda_collective(ovl__brank *br, int stream, int ring,
   if (r != ncclSuccess)
     st = ovl__cuda_nccl_fail(err, br->rank, where, call, r, comm, __FILE__, __LINE__);
   ovl__cuda_nccl_leave(br);
+  if (st == OVL_OK)
+    st = progress_record(br, ring, stream, tag, where, err);
+  return st;
+}
+
+/* Point-to-point: one ncclSend/ncclRecv, or several in a group. */
+static ovl_status cuda_p2p(ovl__brank *br, int stream, int ring,
+                           const ovl__p2p_item *items, int n, uint64_t tag,
+                           ovl_error *err) {
+  ovl__bworld *bw = br->bw;
+  ncclComm_t comm;
+  ncclResult_t r = ncclSuccess;
+  const char *call = "ncclSend";
+  char where[160], sname[80];
+  ovl_status st = OVL_OK;
+  bool group = n > 1;
+
+  if (!stream_valid(br, stream))
+    return bad_stream(br, stream, err);
+  if (n < 1 || items == NULL)
+    return ovl__err(err, OVL_EINVAL, "rank %d: point-to-point call of %d items",
+                    br->rank, n);
+  for (int k = 0; k < n; k++) {
+    ncclDataType_t dt;
+    if (items[k].peer < 0 || items[k].peer >= bw->nranks)
+      return ovl__err(err, OVL_EINVAL,
+                      "rank %d: %s peer %d does not exist (%d ranks)",
+                      br->rank, items[k].send ? "send" : "receive",
+                      items[k].peer, bw->nranks);
+    if ((st = nccl_dtype(br, items[k].dtype, &dt, err)) != OVL_OK)
+      return st;
+    if (items[k].count > 0 && items[k].buf == NULL)
+      return ovl__err(err, OVL_EINVAL, "rank %d: point-to-point: NULL buffer",
+                      br->rank);
+  }
+  snprintf(where, sizeof where, "ring %d, %s", ring,
+           ovl__cuda_stream_name(br, sname, sizeof sname, stream));
+  if (!ovl__cuda_nccl_enter(br))
+    return aborted_err(br, where, err);
+  if ((comm = ring_comm(br, ring, &st, err)) == NULL) {
+    ovl__cuda_nccl_leave(br);
+    return st;
+  }
+  cudaStream_t s = br->streams[stream];
+  if (group) {
+    call = "ncclGroupStart";
+    r = ncclGroupStart();
+  }
+  for (int k = 0; r == ncclSuccess && k < n; k++) {
+    const ovl__p2p_item *it = &items[k];
+    ncclDataType_t dt = it->dtype == OVL_DTYPE_FLOAT64 ? ncclFloat64
+                                                       : ncclFloat32;
+    if (it->send) {
+      call = "ncclSend";
+      r = ncclSend(it->buf, it->count, dt, it->peer, comm, s);
+    } else {
+      call = "ncclRecv";
+      r = ncclRecv(it->buf, it->count, dt, it->peer, comm, s);
+    }
+    if (r != ncclSuccess)
+      snprintf(where, sizeof where, "ring %d, %s, %s rank %d", ring,
+               ovl__cuda_stream_name(br, sname, sizeof sname, stream),
+               it->send ? "send to" : "receive from", it->peer);
+  }
+  if (group) {
+    ncclResult_t e = ncclGroupEnd();
+    if (r == ncclSuccess && e != ncclSuccess) {
+      call = "ncclGroupEnd";
+      r = e;
+    }
+  }
+  if (r != ncclSuccess)
+    st = ovl__cuda_nccl_fail(err, br->rank, where, call, r, comm, __FILE__,
+                             __LINE__);
+  ovl__cuda_nccl_leave(br);
+  if (st == OVL_OK)
+    st = progress_record(br, ring, stream, tag, where, err);
   return st;
 }
 
@@ -663,6 +886,7 @@ const ovl__backend_ops ovl__backend_cuda = {
     .default_ranks = ovl__cuda_default_ranks,
     .world_init = ovl__cuda_world_init,
     .world_rings = ovl__cuda_world_rings,
+    .world_p2p = ovl__cuda_world_p2p,
     .world_devices = ovl__cuda_world_devices,
     .device_name = ovl__cuda_device_name,
     .world_info = ovl__cuda_world_info,
@@ -684,6 +908,8 @@ const ovl__backend_ops ovl__backend_cuda = {
     .stream_sync = cuda_stream_sync,
     .elementwise = cuda_elementwise,
     .collective = cuda_collective,
+    .p2p = cuda_p2p,
+    .ring_progress = cuda_ring_progress,
     .delay = cuda_delay,
     .timers_reserve = cuda_timers_reserve,
     .timer_mark = cuda_timer_mark,

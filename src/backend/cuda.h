@@ -42,6 +42,10 @@
  * handle included, for 0.5 to 2 million events, recorded or not (driver
  * 580.159.04, CUDA 13.0, H200; 520 bytes without timing). */
 #define CUDA_EVENT_HOST_BYTES 612
+/* Flight record: events recorded after each collective or point-to-point
+ * call of a ring, per rank, reused round robin. The last completed call
+ * is found among the last PROGRESS_EVENTS enqueued. */
+#define PROGRESS_EVENTS 256
 /* rank_quiesce gives a stream this long to empty after an abort. */
 #define QUIESCE_GRACE_S 30.0
 
@@ -65,6 +69,11 @@ struct ovl__bworld {
   bool comms_released;
   /* Held by rank r's thread around its NCCL calls, and by world_abort. */
   pthread_mutex_t nccl_lock[OVL_MAX_RANKS];
+  /* The ranks' state while they exist (rank_init to rank_fini), for
+   * world_abort's snapshot of the flight record; under abort_lock. */
+  ovl__brank *ranks[OVL_MAX_RANKS];
+  /* Rings whose point-to-point peers are connected (world_p2p). */
+  uint32_t p2p_connected;
   /* Tuning (world_set): comm streams at the highest priority; NCCL CTA
    * limits (0 = NCCL's choice). */
   bool comm_priority_high;
@@ -94,7 +103,24 @@ struct ovl__brank {
   /* Timing events for --op-times (created with timing enabled). */
   size_t ntimers;
   cudaEvent_t *timers;
+  /* Flight record, per ring: progress[ring][k % PROGRESS_EVENTS] recorded
+   * after the call tagged progress_tag[ring][k % ...] (NULL until the
+   * ring's first call); progress_n[ring] calls recorded so far. `frozen`:
+   * world_abort took the snapshot frozen_done[] before it aborted the
+   * communicators (after which every event completes). */
+  cudaEvent_t *progress[OVL_MAX_RINGS];
+  uint64_t *progress_tag[OVL_MAX_RINGS];
+  uint64_t progress_n[OVL_MAX_RINGS];
+  uint64_t done_cache[OVL_MAX_RINGS];
+  atomic_bool frozen;
+  uint64_t frozen_done[OVL_MAX_RINGS];
+  /* barrier's one-element buffer. */
+  float *barrier_buf;
 };
+
+/* The tag of the last completed call of `ring` on `br` among those still
+ * recorded (0: none known). Never blocks (cudaEventQuery). */
+uint64_t ovl__cuda_progress_scan(ovl__brank *br, int ring);
 
 
 /* ------------------------------------------------------------------ */
@@ -178,6 +204,8 @@ ovl_status ovl__cuda_world_init(int nranks, double timeout_s,
                                 ovl__bworld **out, ovl_error *err);
 ovl_status ovl__cuda_world_rings(ovl__bworld *bw, int nrings,
                                  uint32_t comm_mask, ovl_error *err);
+ovl_status ovl__cuda_world_p2p(ovl__bworld *bw, uint32_t p2p_mask,
+                               ovl_error *err);
 const char *ovl__cuda_world_devices(ovl__bworld *bw);
 const char *ovl__cuda_device_name(ovl__bworld *bw, int rank);
 void ovl__cuda_world_info(ovl__bworld *bw, ovl_world_info *info);

@@ -326,6 +326,104 @@ ovl_status ovl__cuda_world_rings(ovl__bworld *bw, int nrings,
   return st;
 }
 
+/* One send and one receive of one element between every pair of ranks
+ * (themselves included) of `ring`, all ranks in one group from this
+ * thread: NCCL connects the point-to-point peers then, here, instead of
+ * inside a rank's first ncclSend/ncclRecv. */
+static ovl_status p2p_connect(ovl__bworld *bw, int ring, ovl_error *err) {
+  const int n = bw->nranks;
+  float *buf[OVL_MAX_RANKS] = {0};
+  cudaStream_t s[OVL_MAX_RANKS] = {0};
+  ovl_status st = OVL_OK;
+  ncclResult_t r = ncclSuccess;
+  const char *call = "ncclGroupStart";
+  char where[64];
+  int failed_rank = -1;
+
+  snprintf(where, sizeof where, "ring %d (connecting point-to-point peers)",
+           ring);
+  for (int i = 0; i < n && st == OVL_OK; i++) {
+    OVL__CUDACHECK_GOTO(err, i, where, cudaSetDevice, (i), st, done);
+    OVL__CUDACHECK_GOTO(err, i, where, cudaMalloc,
+                        ((void **)&buf[i], 2 * (size_t)n * sizeof(float)), st,
+                        done);
+    OVL__CUDACHECK_GOTO(err, i, where, cudaMemset,
+                        (buf[i], 0, 2 * (size_t)n * sizeof(float)), st, done);
+    OVL__CUDACHECK_GOTO(err, i, where, cudaStreamCreateWithFlags,
+                        (&s[i], cudaStreamNonBlocking), st, done);
+  }
+  r = ncclGroupStart();
+  for (int i = 0; r == ncclSuccess && i < n; i++)
+    for (int peer = 0; r == ncclSuccess && peer < n; peer++) {
+      call = "ncclSend";
+      r = ncclSend(buf[i] + peer, 1, ncclFloat32, peer, bw->comms[ring][i],
+                   s[i]);
+      if (r == ncclSuccess) {
+        call = "ncclRecv";
+        r = ncclRecv(buf[i] + n + peer, 1, ncclFloat32, peer,
+                     bw->comms[ring][i], s[i]);
+      }
+      if (r != ncclSuccess)
+        failed_rank = i;
+    }
+  {
+    ncclResult_t e = ncclGroupEnd();
+    if (r == ncclSuccess && e != ncclSuccess) {
+      call = "ncclGroupEnd";
+      r = e;
+    }
+  }
+  if (r != ncclSuccess) {
+    st = ovl__cuda_nccl_fail(err, failed_rank, where, call, r,
+                             failed_rank >= 0 ? bw->comms[ring][failed_rank]
+                                              : NULL,
+                             __FILE__, __LINE__);
+    goto done;
+  }
+  for (int i = 0; i < n && st == OVL_OK; i++) {
+    OVL__CUDACHECK_GOTO(err, i, where, cudaSetDevice, (i), st, done);
+    OVL__CUDACHECK_GOTO(err, i, where, cudaStreamSynchronize, (s[i]), st,
+                        done);
+  }
+done:
+  for (int i = 0; i < n; i++) {
+    if (s[i] == NULL && buf[i] == NULL)
+      continue;
+    (void)cudaSetDevice(i);
+    if (s[i] != NULL)
+      (void)cudaStreamDestroy(s[i]);
+    if (buf[i] != NULL)
+      (void)cudaFree(buf[i]);
+  }
+  (void)cudaGetLastError();
+  return st;
+}
+
+ovl_status ovl__cuda_world_p2p(ovl__bworld *bw, uint32_t p2p_mask,
+                               ovl_error *err) {
+  ovl_status st = OVL_OK;
+  int device = -1;
+  if (ovl__cuda_world_aborted(bw))
+    return ovl__err(err, OVL_EABORTED,
+                    "cuda backend: cannot connect peers: the world was "
+                    "aborted");
+  OVL__CUDACHECK(err, -1, NULL, cudaGetDevice, (&device));
+  for (int ring = 0; ring < bw->nrings && st == OVL_OK; ring++) {
+    if (!((p2p_mask >> ring) & 1) || (bw->p2p_connected >> ring) & 1)
+      continue;
+    if (bw->comms[ring][0] == NULL)
+      return ovl__err(err, OVL_EINVAL,
+                      "cuda backend: ring %d carries point-to-point but has "
+                      "no communicator",
+                      ring);
+    st = p2p_connect(bw, ring, err);
+    if (st == OVL_OK)
+      bw->p2p_connected |= 1u << ring;
+  }
+  (void)cudaSetDevice(device);
+  return st;
+}
+
 const char *ovl__cuda_world_devices(ovl__bworld *bw) { return bw->devices; }
 
 const char *ovl__cuda_device_name(ovl__bworld *bw, int rank) {
@@ -423,6 +521,16 @@ void ovl__cuda_world_abort(ovl__bworld *bw) {
   atomic_thread_fence(memory_order_seq_cst);
   pthread_mutex_lock(&bw->abort_lock);
   if (!bw->comms_released) {
+    /* The flight record as it stands: once the communicators are aborted
+     * their kernels leave and every progress event completes. */
+    for (int r = 0; r < bw->nranks; r++) {
+      ovl__brank *br = bw->ranks[r];
+      if (br == NULL || atomic_load(&br->frozen))
+        continue;
+      for (int ring = 0; ring < br->nrings; ring++)
+        br->frozen_done[ring] = ovl__cuda_progress_scan(br, ring);
+      atomic_store(&br->frozen, true);
+    }
     bw->comms_released = true;
     comms_abort(bw);
   }

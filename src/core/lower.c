@@ -210,6 +210,20 @@ size_t ovl__op_main_prim(const ovl_program *prog, size_t i) {
   return p;
 }
 
+uint32_t ovl__program_p2p_rings(const ovl_program *prog) {
+  uint32_t mask = 0;
+  for (size_t i = 0; i < prog->nops; i++) {
+    const ovl__op *op = &prog->ops[i];
+    size_t n;
+    const ovl__prim *p = ovl__op_prims(prog, i, &n);
+    for (size_t k = 0; k < n; k++)
+      if (p[k].kind == OVL_PRIM_SEND || p[k].kind == OVL_PRIM_RECV ||
+          (p[k].kind == OVL_PRIM_COLL && op->def->coll == OVL_COLL_ALLTOALL))
+        mask |= 1u << op->ring_id;
+  }
+  return mask;
+}
+
 bool ovl__op_on_host(const ovl_program *prog, size_t i) {
   return ovl__prim_on_host(&prog->prims[prog->prim_first[i]]);
 }

@@ -468,6 +468,11 @@ bool ovl__op_on_host(const ovl_program *prog, size_t i);
  * OVL_STREAM_HOST when it does none. */
 int ovl__op_work_stream(const ovl_program *prog, size_t i);
 
+/* The rings that carry point-to-point traffic (bit R): a SEND or RECV
+ * primitive, or an alltoall collective (grouped sends and receives on
+ * cuda). */
+uint32_t ovl__program_p2p_rings(const ovl_program *prog);
+
 /* Total events of a rank: the per-ring ones, then the named ones. */
 static inline int ovl__program_nevents(const ovl_program *prog) {
   return OVL_EVENT_NAMED(prog->nrings, (int)prog->nevents);

@@ -686,6 +686,8 @@ ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
   /* Communicators are created here, on the main thread, before any rank
    * thread starts (ncclCommInitAll must see every device at once). */
   st = world->be->world_rings(world->bw, prog->nrings, prog->ring_comm, err);
+  if (st == OVL_OK && world->be->world_p2p != NULL)
+    st = world->be->world_p2p(world->bw, ovl__program_p2p_rings(prog), err);
   if (st != OVL_OK)
     return st;
 
