@@ -1937,6 +1937,133 @@ END_TEST
 
 
 /* ------------------------------------------------------------------ */
+/* Robustness                                                          */
+/* ------------------------------------------------------------------ */
+
+static uint64_t rng_state;
+static uint64_t rng(void) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return rng_state;
+}
+
+/* Parsing must answer OK or a schedule error, never crash or leak. */
+static void parse_any(const char *buf, size_t len) {
+  ovl_program *p = NULL;
+  ovl_status st = try_parse(buf, len, NULL, &p);
+  ck_assert_msg(st == OVL_OK || st == OVL_EPARSE, "status %s: %s",
+                ovl_err_name(st), last_err.msg);
+  if (st == OVL_OK)
+    ovl_program_free(p);
+  else
+    ck_assert_msg(strncmp(last_err.msg, "<string>:", 9) == 0, "%s",
+                  last_err.msg);
+}
+
+START_TEST(test_random_bytes) {
+  char buf[256];
+  rng_state = 0x9e3779b97f4a7c15ull;
+  for (int it = 0; it < 3000; it++) {
+    size_t len = rng() % sizeof buf;
+    for (size_t i = 0; i < len; i++)
+      buf[i] = (char)rng();
+    parse_any(buf, len);
+  }
+}
+END_TEST
+
+START_TEST(test_mutated_seed) {
+  static const char alphabet[] = "()[]{},=#\n -.e0123456789abc_ \t";
+  size_t n = strlen(seed_sched);
+  char *buf = malloc(n + 64);
+  ck_assert_ptr_nonnull(buf);
+  rng_state = 12345;
+  for (int it = 0; it < 4000; it++) {
+    size_t len = n;
+    memcpy(buf, seed_sched, n);
+    int edits = 1 + (int)(rng() % 4);
+    for (int e = 0; e < edits; e++) {
+      size_t at = rng() % len;
+      switch (rng() % 3) {
+      case 0: /* replace */
+        buf[at] = alphabet[rng() % (sizeof alphabet - 1)];
+        break;
+      case 1: /* delete */
+        memmove(buf + at, buf + at + 1, len - at - 1);
+        len--;
+        break;
+      default: /* insert */
+        memmove(buf + at + 1, buf + at, len - at);
+        buf[at] = alphabet[rng() % (sizeof alphabet - 1)];
+        len++;
+        break;
+      }
+    }
+    parse_any(buf, len);
+    parse_any(buf, rng() % (len + 1)); /* truncated too */
+  }
+  free(buf);
+}
+END_TEST
+
+static char *repeat_str(const char *unit, size_t times, const char *tail) {
+  size_t u = strlen(unit), t = strlen(tail);
+  char *s = malloc(u * times + t + 1);
+  ck_assert_ptr_nonnull(s);
+  for (size_t i = 0; i < times; i++)
+    memcpy(s + i * u, unit, u);
+  memcpy(s + u * times, tail, t + 1);
+  return s;
+}
+
+START_TEST(test_deep_nesting) {
+  char *s = repeat_str("(", 200000, "");
+  EXPECT_ERR(s, "<string>:1:1: ", "expected a statement");
+  free(s);
+  s = repeat_str("[", 200000, "");
+  EXPECT_ERR(s, "<string>:1:1: ", "expected a statement");
+  free(s);
+  s = repeat_str("(", 200000, "");
+  memcpy(s, "a=b(c", 5);
+  EXPECT_ERR(s, "<string>:1:6: ", "expected ',' or ')'");
+  free(s);
+  s = repeat_str("[", 200000, "");
+  memcpy(s, "a=b(c=", 6);
+  EXPECT_ERR(s, "<string>:1:8: ", "nested lists are not supported");
+  free(s);
+  s = repeat_str("repeat 1 {\n", 100000, "");
+  EXPECT_ERR(s, "<string>:65:1: ", "nested deeper than 64");
+  free(s);
+  s = repeat_str("}\n", 100000, "");
+  EXPECT_ERR(s, "<string>:1:1: ", "'}' without a matching repeat");
+  free(s);
+}
+END_TEST
+
+START_TEST(test_long_lines) {
+  char *s = repeat_str(" ", 1 << 20, "a = data(shape=[3])\n");
+  ovl_program *p = PARSE_OK(s);
+  ck_assert_int_eq(p->vars[0].col, (1 << 20) + 1);
+  ovl_program_free(p);
+  free(s);
+  s = repeat_str("x", 1 << 20, " = assign(a)\n");
+  EXPECT_ERR(s, "<string>:1:1: ", "identifier too long (1048576 chars");
+  free(s);
+  s = repeat_str("9", 1 << 20, "\n");
+  EXPECT_ERR(s, "<string>:1:1: ", "number too long");
+  free(s);
+  s = repeat_str("# comment comment comment\n", 100000, "b = assign(a)\n");
+  EXPECT_ERR(s, "<string>:100001:12: ", "undefined variable 'a'");
+  free(s);
+  s = repeat_str("a, ", 100000, "a)\n");
+  memcpy(s, "fetch(", 6);
+  EXPECT_ERR(s, "<string>:1:1: ", "fetch takes at most 16 inputs, got 99999");
+  free(s);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 /* Ranks that differ: ranks=, expressions, send/recv, groups            */
 /* ------------------------------------------------------------------ */
 
@@ -1946,9 +2073,9 @@ static ovl_program *parse_ranks(const char *src, int nranks) {
 }
 
 /* The parse for `nranks` ranks fails with exactly `text`. */
-#define EXPECT_RANKS_ERR(src, nranks, text)                                    \
+#define EXPECT_RANKS_ERR(src, nranks_, text)                                   \
   do {                                                                        \
-    ovl_parse_opts o_ = {.nranks = (nranks)};                                 \
+    ovl_parse_opts o_ = {.nranks = (nranks_)};                                \
     EXPECT_ERR_OPTS(src, &o_, text, "");                                      \
     ck_assert_str_eq(last_err.msg, (text));                                   \
   } while (0)
@@ -2145,130 +2272,756 @@ START_TEST(test_groups) {
 }
 END_TEST
 
-/* ------------------------------------------------------------------ */
-/* Robustness                                                          */
-/* ------------------------------------------------------------------ */
 
-static uint64_t rng_state;
-static uint64_t rng(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
-}
-
-/* Parsing must answer OK or a schedule error, never crash or leak. */
-static void parse_any(const char *buf, size_t len) {
-  ovl_program *p = NULL;
-  ovl_status st = try_parse(buf, len, NULL, &p);
-  ck_assert_msg(st == OVL_OK || st == OVL_EPARSE, "status %s: %s",
-                ovl_err_name(st), last_err.msg);
-  if (st == OVL_OK)
+/* Integer expressions: precedence, Python's floor division and modulo,
+ * a '-' that the lexer reads with a number, params and nranks. Params
+ * may be expressions too (over ints, earlier params and nranks). */
+START_TEST(test_expressions) {
+  static const struct {
+    const char *expr;
+    long long want;
+  } cases[] = {
+      {"1 + 2 * 3 - 4 / 2 % 3", 5}, {"(1 + 2) * 3", 9},
+      {"-7 / 2", -4},              {"7 / -2", -4},
+      {"-7 % 3", 2},               {"7 % -3", -2},
+      {"-7 % -3", -1},             {"7 % 3", 1},
+      {"-(3 - 5) * 2", 4},         {"- -3", 3},
+      {"2 - -3", 5},               {"2 -3", -1},
+      {"nranks-1", 3},             {"nranks*-1", -4},
+      {"(nranks - 5) % nranks", 3}, {"n * n - n", 6},
+      {"((((((1))))))", 1},        {"10 / 3 / 2", 1},
+      {"2 * 3 % 4", 2},            {"-nranks", -4},
+      {"9223372036854775807 + 0", 9223372036854775807LL},
+      {"-9223372036854775807 - 1", -9223372036854775807LL - 1},
+      {"(-9223372036854775807 - 1) % -1", 0},
+      {"3 - 2 - 1", 0},            {"(n\n  # comment\n  + 1)", 4},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char src[256];
+    snprintf(src, sizeof src, "param n = 3\nparam x = %s\n", cases[i].expr);
+    ovl_program *p = parse_ranks(src, 4);
+    char want[32];
+    snprintf(want, sizeof want, "%lld", cases[i].want);
+    ck_assert_msg(strcmp(p->params[1].value, want) == 0, "%s = %s, want %s",
+                  cases[i].expr, p->params[1].value, want);
+    ck_assert_str_eq(p->params[1].plain_default, cases[i].expr);
     ovl_program_free(p);
-  else
-    ck_assert_msg(strncmp(last_err.msg, "<string>:", 9) == 0, "%s",
-                  last_err.msg);
-}
-
-START_TEST(test_random_bytes) {
-  char buf[256];
-  rng_state = 0x9e3779b97f4a7c15ull;
-  for (int it = 0; it < 3000; it++) {
-    size_t len = rng() % sizeof buf;
-    for (size_t i = 0; i < len; i++)
-      buf[i] = (char)rng();
-    parse_any(buf, len);
   }
+  /* Where they go: repeat counts, dims, ring_id, root, seed, cpu= and
+   * -D'd params. */
+  const char *defs[] = {"m=3"};
+  ovl_parse_opts o = {.nranks = 4, .defines = defs, .ndefines = 1};
+  ovl_program *p = parse_with(
+      "param m = 1\nparam h = nranks / 2, cpu = m * 2\n"
+      "a = data(shape=[nranks * 2, m + h], seed=m * 10)\n"
+      "repeat nranks - 1 {\n"
+      "  repeat (m) {\n"
+      "    c_broadcast(a, root=nranks - 1, ring_id=h + 1)\n"
+      "  }\n"
+      "}\n",
+      &o);
+  ck_assert_int_eq(var(p, "a")->dims[0], 8);
+  ck_assert_int_eq(var(p, "a")->dims[1], 5);
+  ck_assert_uint_eq(var(p, "a")->seed, 30);
+  ck_assert_uint_eq(p->nops, 9);
+  ck_assert_int_eq(p->ops[8].root, 3);
+  ck_assert_int_eq(p->ops[8].ring_id, 3);
+  ck_assert_int_eq(p->nrings, 4);
+  ck_assert(!p->rank_dependent);
+  ovl_program_free(p);
+  o.cpu_defaults = 1;
+  p = parse_with("param m = 1\nparam h = nranks / 2, cpu = m * 2\n", &o);
+  ck_assert_str_eq(p->params[1].value, "6");
+  ck_assert_str_eq(p->params[1].plain_default, "nranks / 2");
+  ovl_program_free(p);
+  /* As written in the schedule API. */
+  ovl_schedule *sc = sched_ok("param h = nranks / 2, cpu = (3)\n");
+  const char *plain, *cpu;
+  ovl_schedule_param(sc, 0, NULL, &plain, &cpu);
+  ck_assert_str_eq(plain, "nranks / 2");
+  ck_assert_str_eq(cpu, "(3)");
+  ovl_schedule_free(sc);
 }
 END_TEST
 
-START_TEST(test_mutated_seed) {
-  static const char alphabet[] = "()[]{},=#\n -.e0123456789abc_ \t";
-  size_t n = strlen(seed_sched);
+/* Errors of expressions: the text, and then the values at bind time. */
+START_TEST(test_err_expressions) {
+  EXPECT_RANKS_ERR(A10 "send_v2(a, peer=(rank + 1)\n", 4,
+                   "<string>:2:8: unterminated argument list: '(' has no "
+                   "matching ')'");
+  EXPECT_RANKS_ERR(A10 "send_v2(a, peer=rank +)\n", 4,
+                   "<string>:2:23: expected a value, got ')'");
+  EXPECT_RANKS_ERR(A10 "send_v2(a, peer=(rank + 1 ranks=[0])\n", 4,
+                   "<string>:2:27: expected ')' to close the '(' at 2:17, "
+                   "got 'ranks'");
+  EXPECT_RANKS_ERR(A10 "send_v2(a, peer=rank - 1.5)\n", 4,
+                   "<string>:2:24: an expression takes ints, params, rank "
+                   "and nranks, got 1.5");
+  EXPECT_RANKS_ERR(A10 "send_v2(a, peer=rank -1.5)\n", 4,
+                   "<string>:2:23: an expression takes ints, params, rank "
+                   "and nranks, got 1.5");
+  EXPECT_RANKS_ERR(A10 "send_v2(a, peer=true * rank)\n", 4,
+                   "<string>:2:17: an expression takes ints, params, rank "
+                   "and nranks, got true");
+  EXPECT_RANKS_ERR(A10 "send_v2(a, peer=rank -9223372036854775808)\n", 4,
+                   "<string>:2:23: integer 9223372036854775808 out of range "
+                   "(int64)");
+  EXPECT_RANKS_ERR(A10 "send_v2(a, peer=rank:1)\n", 4,
+                   "<string>:2:21: a range (A:B) is allowed only in "
+                   "ranks=[...]");
+  EXPECT_RANKS_ERR("b = data(shape=[2, 1:2])\n", 4,
+                   "<string>:1:21: a range (A:B) is allowed only in "
+                   "ranks=[...]");
+  EXPECT_RANKS_ERR("b = data(shape=[2, 1 + [3]])\n", 4,
+                   "<string>:1:24: expected a value, got '['");
+  EXPECT_RANKS_ERR("b = data(shape=[2, *3])\n", 4,
+                   "<string>:1:20: expected a value, got '*'");
+  EXPECT_RANKS_ERR("param n = 3 +\n", 4,
+                   "<string>:1:14: expected a value, got end of line");
+  EXPECT_RANKS_ERR("param n = 3 4\n", 4,
+                   "<string>:1:13: unexpected '4' after statement (one "
+                   "statement per line)");
+  /* 64 nested parentheses are fine, 65 are not. */
+  char deep[512];
+  size_t k;
+  k = (size_t)snprintf(deep, sizeof deep, "param n = ");
+  for (int i = 0; i < 64; i++)
+    deep[k++] = '(';
+  deep[k++] = '1';
+  for (int i = 0; i < 64; i++)
+    deep[k++] = ')';
+  strcpy(deep + k, "\n");
+  ovl_program *p = parse_ranks(deep, 2);
+  ck_assert_str_eq(p->params[0].value, "1");
+  ovl_program_free(p);
+  k = (size_t)snprintf(deep, sizeof deep, "param n = ");
+  for (int i = 0; i < 65; i++)
+    deep[k++] = '(';
+  strcpy(deep + k, "1)\n");
+  EXPECT_RANKS_ERR(deep, 2, "<string>:1:75: expression nested deeper than "
+                            "64");
+  k = (size_t)snprintf(deep, sizeof deep, "param n = ");
+  for (int i = 0; i < 65; i++) {
+    deep[k++] = '-';
+    deep[k++] = ' ';
+  }
+  strcpy(deep + k, "1\n");
+  EXPECT_RANKS_ERR(deep, 2, "<string>:1:139: expression nested deeper than "
+                            "64");
+  /* Names: params declared above, ints. */
+  EXPECT_RANKS_ERR(A10 "send_v2(a, peer=x + 1)\n", 4,
+                   "<string>:2:17: 'x' is not a param (an expression takes "
+                   "ints, params, rank and nranks)");
+  EXPECT_RANKS_ERR(A10 "send_v2(a, peer=a + rank)\n", 4,
+                   "<string>:2:17: 'a' is not a param (an expression takes "
+                   "ints, params, rank and nranks)");
+  EXPECT_RANKS_ERR(A10 "send_v2(a, peer=n + 1)\nparam n = 1\n", 4,
+                   "<string>:2:17: param 'n' used before its declaration at "
+                   "3:7");
+  EXPECT_RANKS_ERR("param n = 1.5\n" A10 "send_v2(a, peer=n + rank)\n", 4,
+                   "<string>:3:17: param 'n' is 1.5, not an int");
+  EXPECT_RANKS_ERR("param s = calc\nparam n = s * 2\n", 4,
+                   "<string>:2:11: param 's' is 'calc', not an int");
+  /* Values: division and modulo by zero (with the rank when it depends
+   * on rank), overflow. */
+  EXPECT_RANKS_ERR(A10 "send_v2(a, peer=(rank + 1) / (rank - 1), "
+                       "ranks=[1, 2])\n",
+                   4,
+                   "<string>:2:28: division by zero in peer=(rank + 1) / "
+                   "(rank - 1) on rank 1");
+  EXPECT_RANKS_ERR(A10 "send_v2(a, peer=(rank # c\n  + 1) % (nranks - 4))\n",
+                   4,
+                   "<string>:3:8: modulo by zero in peer=(rank + 1) % "
+                   "(nranks - 4) on rank 0");
+  EXPECT_RANKS_ERR(A10 "c_broadcast(a, root=nranks % 0)\n", 4,
+                   "<string>:2:28: modulo by zero in root=nranks % 0");
+  EXPECT_RANKS_ERR("param n = nranks / (nranks - 2)\n", 2,
+                   "<string>:1:18: division by zero in param n = nranks / "
+                   "(nranks - 2)");
+  EXPECT_RANKS_ERR("b = data(shape=[4 / (nranks - 2)])\n", 2,
+                   "<string>:1:19: division by zero in shape dim 4 / "
+                   "(nranks - 2)");
+  EXPECT_RANKS_ERR("repeat nranks / 0 {\n}\n", 2,
+                   "<string>:1:15: division by zero in repeat nranks / 0");
+  EXPECT_RANKS_ERR(A10 "b = assign(a, ranks=[1 % (nranks - 2)])\n", 2,
+                   "<string>:2:24: modulo by zero in ranks entry 1 % "
+                   "(nranks - 2)");
+  EXPECT_RANKS_ERR(A10 "b = assign(a, ranks=[0:1 / (nranks - 2)])\n", 2,
+                   "<string>:2:26: division by zero in ranks range 0:1 / "
+                   "(nranks - 2)");
+  EXPECT_RANKS_ERR(A10 "send_v2(a, peer=9223372036854775807 + rank, "
+                       "ranks=[1])\n",
+                   4,
+                   "<string>:2:37: integer overflow in "
+                   "peer=9223372036854775807 + rank on rank 1");
+  EXPECT_RANKS_ERR("param n = -9223372036854775807 - 1 - nranks\n", 4,
+                   "<string>:1:36: integer overflow in param n = "
+                   "-9223372036854775807 - 1 - nranks");
+  EXPECT_RANKS_ERR("param n = (-9223372036854775807 - 1) / -1\n", 4,
+                   "<string>:1:38: integer overflow in param n = "
+                   "(-9223372036854775807 - 1) / -1");
+  EXPECT_RANKS_ERR("param n = -(-9223372036854775807 - (nranks - 3))\n", 4,
+                   "<string>:1:11: integer overflow in param n = "
+                   "-(-9223372036854775807 - (nranks - 3))");
+  EXPECT_RANKS_ERR("param n = 4294967296 * 4294967296 * nranks\n", 4,
+                   "<string>:1:22: integer overflow in param n = "
+                   "4294967296 * 4294967296 * nranks");
+  /* A long expression is quoted in part. */
+  EXPECT_RANKS_ERR(A10 "send_v2(a, peer=(((((rank + 1111111111) * "
+                       "22222222222) + 3333333333333) / 44444444) % "
+                       "555555555555555) + rank - nranks * 1000000000000)\n",
+                   4,
+                   "<string>:2:41: integer overflow in peer=(((((rank + "
+                   "1111111111) * 22222222222) + 3333333333333) / 44... on "
+                   "rank 0");
+  /* Integer expressions are for int attributes. */
+  EXPECT_RANKS_ERR(A10 "b = scale(a, scale=nranks * 2)\n", 4,
+                   "<string>:2:20: attribute 'scale' of scale wants a number "
+                   "(integer expressions are for int attributes), got the "
+                   "expression nranks * 2");
+  EXPECT_RANKS_ERR(A10 "c_allreduce_sum(a, use_calc_stream=rank)\n", 4,
+                   "<string>:2:36: attribute 'use_calc_stream' of "
+                   "c_allreduce_sum wants true or false, got the expression "
+                   "rank");
+  EXPECT_RANKS_ERR(A10 "delay(us=1, stream=nranks)\n", 4,
+                   "<string>:2:20: attribute 'stream' of delay wants calc, "
+                   "comm or the name of a stream, got the expression "
+                   "nranks");
+  EXPECT_RANKS_ERR(A10 "c_allreduce_sum(a, ring_id=nranks * 5)\n", 4,
+                   "<string>:2:28: ring_id nranks * 5 = 20 out of range "
+                   "(0..15)");
+  EXPECT_RANKS_ERR("b = data(shape=[2, nranks * 0])\n", 4,
+                   "<string>:1:20: shape dims must be >= 1, got nranks * 0 = "
+                   "0");
+  EXPECT_RANKS_ERR("b = data(shape=[2], seed=nranks - 5)\n", 4,
+                   "<string>:1:26: seed must be >= 0, got -1");
+  EXPECT_RANKS_ERR("repeat nranks - 4 {\n}\n", 4,
+                   "<string>:1:8: repeat count must be >= 1, got nranks - 4 "
+                   "= 0");
+  EXPECT_RANKS_ERR("repeat (nranks {\n}\n", 4,
+                   "<string>:1:16: expected ')' to close the '(' at 1:8, got "
+                   "'{'");
+  EXPECT_RANKS_ERR("param n = 1.5\nrepeat n + 1 {\n}\n", 4,
+                   "<string>:2:8: param 'n' is 1.5, not an int");
+  /* `rank` only in peer. */
+  EXPECT_RANKS_ERR(A10 "c_allreduce_sum(a, ring_id=rank % 2)\n", 4,
+                   "<string>:2:28: ring_id cannot depend on rank: it must be "
+                   "the same on every rank (only peer may depend on rank)");
+  EXPECT_RANKS_ERR(A10 "c_broadcast(a, root=(nranks - rank) % nranks)\n", 4,
+                   "<string>:2:31: root cannot depend on rank: it must be the "
+                   "same on every rank (only peer may depend on rank)");
+  EXPECT_RANKS_ERR(A10 "c_reduce_sum(a, root=rank)\n", 4,
+                   "<string>:2:22: root cannot depend on rank: it must be the "
+                   "same on every rank (only peer may depend on rank)");
+  EXPECT_RANKS_ERR("b = data(shape=[2, rank + 1])\n", 4,
+                   "<string>:1:20: shape cannot depend on rank: it must be "
+                   "the same on every rank (only peer may depend on rank)");
+  EXPECT_RANKS_ERR("b = data(shape=[2], seed=rank)\n", 4,
+                   "<string>:1:26: seed cannot depend on rank: it must be "
+                   "the same on every rank (only peer may depend on rank)");
+  EXPECT_RANKS_ERR("repeat rank + 1 {\n}\n", 4,
+                   "<string>:1:8: a repeat count cannot depend on rank: it "
+                   "must be the same on every rank (only peer may depend on "
+                   "rank)");
+  EXPECT_RANKS_ERR("param n = 2 * rank\n", 4,
+                   "<string>:1:15: a param cannot depend on rank: it must be "
+                   "the same on every rank (only peer may depend on rank)");
+  EXPECT_RANKS_ERR(A10 "b = assign(a, ranks=[rank])\n", 4,
+                   "<string>:2:22: ranks cannot depend on rank: it must be "
+                   "the same on every rank (only peer may depend on rank)");
+  EXPECT_RANKS_ERR(A10 "b = assign(a, ranks=[0:rank])\n", 4,
+                   "<string>:2:24: ranks cannot depend on rank: it must be "
+                   "the same on every rank (only peer may depend on rank)");
+  EXPECT_RANKS_ERR(A10 "y = recv_v2(peer=1, out_shape=[rank])\n", 4,
+                   "<string>:2:32: out_shape cannot depend on rank: it must "
+                   "be the same on every rank (only peer may depend on "
+                   "rank)");
+  /* rank, nranks and group are reserved. */
+  EXPECT_RANKS_ERR(A10 "rank = assign(a)\n", 4,
+                   "<string>:2:1: 'rank' is reserved and cannot name a "
+                   "variable");
+  EXPECT_RANKS_ERR("param nranks = 3\n", 4,
+                   "<string>:1:7: 'nranks' is reserved and cannot name a "
+                   "param");
+  EXPECT_RANKS_ERR("nranks = data(shape=[1])\n", 4,
+                   "<string>:1:1: 'nranks' is reserved and cannot name a "
+                   "variable");
+  EXPECT_RANKS_ERR(A10 "group = assign(a)\n", 4,
+                   "<string>:2:7: expected '{' after 'group', got '='");
+  EXPECT_RANKS_ERR(A10 "b = assign(rank)\n", 4,
+                   "<string>:2:12: undefined variable 'rank'");
+}
+END_TEST
+
+/* ranks=[...]: what it takes, and the ranks it names. */
+START_TEST(test_err_ranks) {
+  EXPECT_RANKS_ERR(A10 "b = assign(a, ranks=[4])\n", 4,
+                   "<string>:2:22: rank 4 out of range for 4 ranks (0..3)");
+  EXPECT_RANKS_ERR(A10 "b = assign(a, ranks=[0, -1])\n", 4,
+                   "<string>:2:25: rank -1 out of range for 4 ranks (0..3)");
+  EXPECT_RANKS_ERR(A10 "b = assign(a, ranks=[nranks])\n", 4,
+                   "<string>:2:22: ranks entry nranks is 4; ranks are 0..3");
+  EXPECT_RANKS_ERR(A10 "b = assign(a, ranks=[])\n", 4,
+                   "<string>:2:21: ranks=[] names no rank; ranks are 0..3");
+  EXPECT_RANKS_ERR(A10 "b = assign(a, ranks=[2:2])\n", 4,
+                   "<string>:2:21: ranks=[2:2] names no rank; ranks are "
+                   "0..3");
+  EXPECT_RANKS_ERR(A10 "b = assign(a, ranks=[1:nranks, 1:1])\n", 1,
+                   "<string>:2:21: ranks=[1:nranks, 1:1] names no rank; ranks "
+                   "are 0..0");
+  EXPECT_RANKS_ERR(A10 "b = assign(a, ranks=[3:1])\n", 4,
+                   "<string>:2:22: ranks range 3:1 runs backwards");
+  EXPECT_RANKS_ERR(A10 "b = assign(a, ranks=[nranks:1])\n", 4,
+                   "<string>:2:22: ranks range nranks:1 (4:1) runs "
+                   "backwards");
+  EXPECT_RANKS_ERR(A10 "b = assign(a, ranks=[0:nranks + 1])\n", 4,
+                   "<string>:2:22: ranks range 0:nranks + 1 (0:5) goes past "
+                   "the ranks; ranks are 0..3");
+  EXPECT_RANKS_ERR(A10 "b = assign(a, ranks=[-1:2])\n", 4,
+                   "<string>:2:22: ranks range -1:2 goes past the ranks; "
+                   "ranks are 0..3");
+  EXPECT_RANKS_ERR(A10 "b = assign(a, ranks=3)\n", 4,
+                   "<string>:2:21: ranks wants a list like [0, 2] or "
+                   "[1:nranks], got 3");
+  EXPECT_RANKS_ERR(A10 "b = assign(a, ranks=nranks - 1)\n", 4,
+                   "<string>:2:21: ranks wants a list like [0, 2] or "
+                   "[1:nranks], got the expression nranks - 1");
+  EXPECT_RANKS_ERR(A10 "b = assign(a, ranks=[x])\n", 4,
+                   "<string>:2:22: ranks entries are ranks (ints) or ranges "
+                   "A:B, got 'x'");
+  EXPECT_RANKS_ERR(A10 "b = assign(a, ranks=[1.5])\n", 4,
+                   "<string>:2:22: ranks entries are ranks (ints) or ranges "
+                   "A:B, got 1.5");
+  EXPECT_RANKS_ERR(A10 "b = assign(a, ranks=[[0]])\n", 4,
+                   "<string>:2:22: nested lists are not supported");
+  EXPECT_RANKS_ERR(A10 "b = assign(a, ranks=[0:1:2])\n", 4,
+                   "<string>:2:25: expected ',' or ']' in the list opened at "
+                   "2:21, got ':'");
+  EXPECT_RANKS_ERR(A10 "b = assign(a, ranks=[0], ranks=[1])\n", 4,
+                   "<string>:2:26: duplicate attribute 'ranks' (first given "
+                   "at 2:15)");
+  EXPECT_RANKS_ERR("a = data(shape=[8], ranks=[0])\n", 4,
+                   "<string>:1:21: data() declares a variable on every rank: "
+                   "it takes no ranks=");
+  /* A param gives an entry; a -D gives the param. */
+  const char *defs[] = {"r=7"};
+  ovl_parse_opts o = {.nranks = 4, .defines = defs, .ndefines = 1};
+  EXPECT_ERR_OPTS("param r = 1\n" A10 "b = assign(a, ranks=[r])\n", &o,
+                  "<string>:3:22: rank 7 out of range for 4 ranks (0..3) "
+                  "(from -D r=7)",
+                  "");
+  ck_assert_str_eq(last_err.msg, "<string>:3:22: rank 7 out of range for 4 "
+                                 "ranks (0..3) (from -D r=7)");
+}
+END_TEST
+
+/* Ops that run on some ranks only, and their rank-dependent peers: the
+ * peer is evaluated only where the op runs. */
+START_TEST(test_err_peer_root) {
+  EXPECT_RANKS_ERR(A10 "send_v2(a, peer=rank - 1)\n", 4,
+                   "<string>:2:17: peer=rank - 1 is -1 on rank 0; ranks are "
+                   "0..3");
+  EXPECT_RANKS_ERR(A10 "send_v2(a, peer=rank + 1, ranks=[1:nranks])\n", 4,
+                   "<string>:2:17: peer=rank + 1 is 4 on rank 3; ranks are "
+                   "0..3");
+  EXPECT_RANKS_ERR(A10 "send_v2(a, peer=4)\n", 4,
+                   "<string>:2:17: peer 4 out of range for 4 ranks (0..3)");
+  EXPECT_RANKS_ERR(A10 "send_v2(a, peer=-1)\n", 4,
+                   "<string>:2:17: peer -1 out of range for 4 ranks (0..3)");
+  EXPECT_RANKS_ERR(A10 "send_v2(a, peer=nranks)\n", 4,
+                   "<string>:2:17: peer=nranks is 4; ranks are 0..3");
+  EXPECT_RANKS_ERR(A10 "send_v2(a, peer=x)\n", 4,
+                   "<string>:2:17: attribute 'peer' of send_v2 wants an int, "
+                   "got 'x'");
+  EXPECT_RANKS_ERR(A10 "send_v2(a)\n", 4,
+                   "<string>:2:1: send_v2 needs peer=RANK (the other rank)");
+  EXPECT_RANKS_ERR(A10 "y = recv_v2(out_shape=[10])\n", 4,
+                   "<string>:2:5: recv_v2 needs peer=RANK (the other rank)");
+  EXPECT_RANKS_ERR(A10 "c_broadcast(a, root=nranks)\n", 4,
+                   "<string>:2:21: root=nranks is 4; ranks are 0..3");
+  EXPECT_RANKS_ERR(A10 "c_reduce_min(a, root=4)\n", 4,
+                   "<string>:2:22: root 4 out of range for 4 ranks (0..3)");
+  EXPECT_RANKS_ERR(A10 "b = assign(a, peer=1)\n", 4,
+                   "<string>:2:15: assign has no attribute 'peer' (allowed: "
+                   "ring_id, stream)");
+  EXPECT_RANKS_ERR(A10 "c_allreduce_sum(a, peer=1)\n", 4,
+                   "<string>:2:20: c_allreduce_sum has no attribute 'peer' "
+                   "(allowed: ring_id, use_calc_stream)");
+  EXPECT_RANKS_ERR(A10 "send_v2(a, peer=1, root=0)\n", 4,
+                   "<string>:2:20: send_v2 has no attribute 'root' (allowed: "
+                   "ring_id, use_calc_stream, peer)");
+  EXPECT_RANKS_ERR(A10 "send_v2(a, peer=1, out_shape=[10])\n", 4,
+                   "<string>:2:20: send_v2 has no attribute 'out_shape' "
+                   "(allowed: ring_id, use_calc_stream, peer)");
+  EXPECT_RANKS_ERR(A10 "send_v2(a, peer=1, peer=2)\n", 4,
+                   "<string>:2:20: duplicate attribute 'peer' (first given at "
+                   "2:12)");
+  /* A send to itself is fine (in a group; alone, it deadlocks: the check
+   * says so). */
+  ovl_program *p = parse_ranks(A10 "send_v2(a, peer=rank)\n", 3);
+  for (int r = 0; r < 3; r++)
+    ck_assert_int_eq(ovl__op_peer(p, &p->ops[0], r), r);
+  ovl_program_free(p);
+}
+END_TEST
+
+START_TEST(test_err_send_recv) {
+  EXPECT_RANKS_ERR(A10 "y = recv_v2(peer=1)\n", 4,
+                   "<string>:2:5: recv_v2 needs out_shape=[...] (the shape it "
+                   "receives)");
+  EXPECT_RANKS_ERR(A10 "recv_v2(peer=1, out_shape=[8])\n", 4,
+                   "<string>:2:1: recv_v2 needs an output variable (y = "
+                   "recv_v2(...))");
+  EXPECT_RANKS_ERR(A10 "a = recv_v2(peer=1, out_shape=[4])\n", 4,
+                   "<string>:2:1: shape mismatch: 'a' is [10] float32 but "
+                   "recv_v2 gives [4] float32");
+  EXPECT_RANKS_ERR(A10 "a = recv_v2(peer=1, out_shape=[10], dtype=float64)\n",
+                   4,
+                   "<string>:2:1: dtype mismatch: 'a' is [10] float32 but "
+                   "recv_v2 gives [10] float64");
+  EXPECT_RANKS_ERR(A10 "y = recv_v2(peer=1, out_shape=[8], dtype=int8)\n", 4,
+                   "<string>:2:42: bad dtype 'int8' (float32 or float64)");
+  EXPECT_RANKS_ERR(A10 "y = recv_v2(a, peer=1, out_shape=[8])\n", 4,
+                   "<string>:2:5: recv_v2 takes 0 inputs, got 1");
+  EXPECT_RANKS_ERR(A10 "y = recv_v2(peer=1, out_shape=8)\n", 4,
+                   "<string>:2:31: out_shape wants a list of dims like [1000, "
+                   "10000], got 8");
+  EXPECT_RANKS_ERR(A10 "y = recv_v2(peer=1, out_shape=[])\n", 4,
+                   "<string>:2:31: out_shape has 0 dims; it needs 1..8");
+  EXPECT_RANKS_ERR(A10 "y = recv_v2(peer=1, out_shape=[2.5])\n", 4,
+                   "<string>:2:32: out_shape dims must be ints, got 2.5");
+  EXPECT_RANKS_ERR(A10 "y = recv_v2(peer=1, out_shape=[nranks - 4])\n", 4,
+                   "<string>:2:32: out_shape dims must be >= 1, got nranks - "
+                   "4 = 0");
+  EXPECT_RANKS_ERR(A10 "y = recv_v2(peer=1, out_shape=[4294967296, "
+                       "4294967296])\n",
+                   4, "<string>:2:31: out_shape has too many elements");
+  EXPECT_RANKS_ERR(A10 "y = send_v2(a, peer=1)\n", 4,
+                   "<string>:2:1: send_v2 has no output");
+  EXPECT_RANKS_ERR(A10 "send_v2(peer=1)\n", 4,
+                   "<string>:2:1: send_v2 takes 1 input, got 0");
+  EXPECT_RANKS_ERR(A10 "send_v2(q, peer=1)\n", 4,
+                   "<string>:2:9: undefined variable 'q'");
+  EXPECT_RANKS_ERR(A10 "y = recv_v2(peer=1, out_shape=[8], scale=2)\n", 4,
+                   "<string>:2:36: recv_v2 has no attribute 'scale' (allowed: "
+                   "ring_id, use_calc_stream, peer, out_shape, dtype)");
+  /* recv_v2 into an existing variable of its shape and dtype. */
+  ovl_program *p = parse_ranks(
+      "a = data(shape=[2, 5], dtype=float64)\n"
+      "a = recv_v2(peer=0, out_shape=[2, nranks + 1], dtype=float64)\n",
+      4);
+  ck_assert_uint_eq(p->nvars, 1);
+  ck_assert_int_eq(p->ops[0].out, 0);
+  ovl_program_free(p);
+}
+END_TEST
+
+START_TEST(test_collectives_issue13) {
+  ovl_program *p = parse_ranks(
+      "x = data(shape=[8, 3])\n"
+      "c_reduce_sum(x, root=nranks - 1)\n"
+      "m = c_reduce_max(x, root=1, ring_id=2, use_calc_stream=true)\n"
+      "c_reduce_min(x)\n"
+      "y = c_reduce_prod(x, root=0, ranks=[0:nranks])\n"
+      "w = alltoall(x, ring_id=1)\n"
+      "barrier(x, w, ring_id=3)\n"
+      "barrier()\n"
+      "fetch(w, m)\n",
+      4);
+  ck_assert_uint_eq(p->nops, 8);
+  ck_assert_int_eq(p->ops[0].root, 3);
+  ck_assert_int_eq(p->ops[0].out, p->ops[0].in[0]); /* in place */
+  ck_assert_int_eq(p->ops[0].stream, OVL_STREAM_COMM(0));
+  ck_assert_int_eq(p->ops[1].root, 1);
+  ck_assert_int_eq(p->ops[1].stream, OVL_STREAM_CALC);
+  ck_assert_int_eq(p->ops[2].root, 0);
+  ck_assert_int_eq(var(p, "w")->dims[0], 8);
+  ck_assert_int_ne(p->ops[4].out, p->ops[4].in[0]);
+  ck_assert_int_eq(p->ops[5].nin, 2);
+  ck_assert_int_eq(p->ops[5].out, -1);
+  ck_assert_int_eq(p->ops[6].nin, 0);
+  ck_assert_int_eq(p->ops[6].ring_id, 0);
+  /* Every ring with a collective has a communicator; barrier's ring too. */
+  ck_assert_uint_eq(p->ring_comm, 0xf);
+  ck_assert(!p->rank_dependent);
+  /* barrier: the collective on calc, then the host syncs calc. */
+  size_t n;
+  const ovl__prim *pr = ovl__op_prims(p, 5, &n);
+  ck_assert_uint_eq(n, 2);
+  ck_assert_int_eq(pr[0].kind, OVL_PRIM_COLL);
+  ck_assert_int_eq(pr[0].stream, OVL_STREAM_CALC);
+  ck_assert_int_eq(pr[1].kind, OVL_PRIM_HOST_SYNC);
+  ovl_program_free(p);
+  EXPECT_RANKS_ERR(A10 "a = alltoall(a)\n", 2,
+                   "<string>:2:1: alltoall cannot work in place: its output "
+                   "must be another variable than its input 'a'");
+  EXPECT_RANKS_ERR(A10 "alltoall(a)\n", 2,
+                   "<string>:2:1: alltoall needs an output variable (out = "
+                   "alltoall(...))");
+  EXPECT_RANKS_ERR(A10 "w = alltoall(a)\n", 3,
+                   "<string>:2:5: alltoall: dim 0 of 'a' (10) is not "
+                   "divisible by 3 ranks");
+  EXPECT_RANKS_ERR(A10 "b = data(shape=[10], dtype=float64)\nb = "
+                       "alltoall(a)\n",
+                   2,
+                   "<string>:3:1: dtype mismatch: 'b' is [10] float64 but "
+                   "alltoall gives [10] float32");
+  EXPECT_RANKS_ERR(A10 "barrier(a, root=2)\n", 2,
+                   "<string>:2:12: barrier has no attribute 'root' (allowed: "
+                   "ring_id)");
+  EXPECT_RANKS_ERR(A10 "x = barrier(a)\n", 2,
+                   "<string>:2:1: barrier has no output");
+  EXPECT_RANKS_ERR(A10 "c_reduce_sum(a, root=rank)\n", 2,
+                   "<string>:2:22: root cannot depend on rank: it must be the "
+                   "same on every rank (only peer may depend on rank)");
+}
+END_TEST
+
+/* group { }: what it holds, and its ops' ring and stream. */
+START_TEST(test_err_groups) {
+  EXPECT_RANKS_ERR(A10 "group {\n send_v2(a, peer=1)\n b = assign(a)\n}\n", 2,
+                   "<string>:4:6: a group holds only send_v2 and recv_v2, "
+                   "got assign (group at 2:1)");
+  EXPECT_RANKS_ERR(A10 "group {\n c_allreduce_sum(a)\n}\n", 2,
+                   "<string>:3:2: a group holds only send_v2 and recv_v2, "
+                   "got c_allreduce_sum (group at 2:1)");
+  EXPECT_RANKS_ERR(A10 "group {\n b = data(shape=[2])\n}\n", 2,
+                   "<string>:3:6: a group holds only send_v2 and recv_v2, "
+                   "got data (group at 2:1)");
+  EXPECT_RANKS_ERR(A10 "group {\n group {\n }\n}\n", 2,
+                   "<string>:3:2: group inside group: groups do not nest "
+                   "(group at 2:1)");
+  EXPECT_RANKS_ERR(A10 "repeat 2 {\n group {\n  repeat 2 {\n  }\n }\n}\n", 2,
+                   "<string>:4:3: repeat inside group: a group holds only "
+                   "send_v2 and recv_v2 (group at 3:2)");
+  EXPECT_RANKS_ERR(A10 "group {\n param n = 2\n}\n", 2,
+                   "<string>:3:2: param inside group: declare params at top "
+                   "level");
+  EXPECT_RANKS_ERR(A10 "group {\n send_v2(a, peer=1)\n", 2,
+                   "<string>:2:1: group block is not closed (missing '}')");
+  EXPECT_RANKS_ERR(A10 "group\n", 2,
+                   "<string>:2:6: expected '{' after 'group', got end of "
+                   "line");
+  EXPECT_RANKS_ERR(A10 "group { send_v2(a, peer=1) }\n", 2,
+                   "<string>:2:9: unexpected 'send_v2' after statement (one "
+                   "statement per line)");
+  EXPECT_RANKS_ERR(A10 "group {\n send_v2(a, peer=1)\n send_v2(a, peer=0, "
+                       "ring_id=1)\n}\n",
+                   2,
+                   "<string>:4:2: send_v2 has ring_id=1 but the first op of "
+                   "its group (3:2) has ring_id=0: a group's ops share one "
+                   "ring");
+  EXPECT_RANKS_ERR(A10 "group {\n send_v2(a, peer=1, use_calc_stream=true)\n"
+                       " y = recv_v2(peer=1, out_shape=[10])\n}\n",
+                   2,
+                   "<string>:4:6: recv_v2 has use_calc_stream=false but the "
+                   "first op of its group (3:2) has use_calc_stream=true: a "
+                   "group's ops share one stream");
+  /* Each group instance is checked on its own. */
+  ovl_program *p = parse_ranks(A10 "group {\n send_v2(a, peer=1, ring_id=1)\n"
+                                   "}\ngroup {\n send_v2(a, peer=1)\n}\n",
+                               2);
+  ck_assert_uint_eq(p->ops[0].group, 1);
+  ck_assert_uint_eq(p->ops[1].group, 2);
+  ovl_program_free(p);
+  /* 64 blocks deep, a group still opens at the 64th. */
+  char *open = repeat_str("repeat 1 {\n", 63, "group {\n");
+  char *close = repeat_str("}\n", 64, "");
+  char *src = malloc(strlen(open) + strlen(close) + 1);
+  ck_assert_ptr_nonnull(src);
+  strcat(strcpy(src, open), close);
+  p = PARSE_OK(src);
+  ck_assert_uint_eq(p->nops, 0);
+  ovl_program_free(p);
+  /* One more repeat and the group is the 65th block. */
+  free(open);
+  open = repeat_str("repeat 1 {\n", 64, "group {\n");
+  EXPECT_ERR(open, "<string>:65:1: ", "group nested deeper than 64 blocks");
+  free(open);
+  free(close);
+  free(src);
+}
+END_TEST
+
+/* Issue 16 item 8: a value that came from -D names the -D. */
+START_TEST(test_err_from_define) {
+  static const struct {
+    const char *src, *def, *want;
+  } cases[] = {
+      {"param cols = 4\na = data(shape=[2, cols])\n", "cols=abc",
+       "<string>:2:20: shape dims must be ints, got 'abc' (from -D cols=abc)"},
+      {"param cols = 4\na = data(shape=[2, cols])\n", "cols=0",
+       "<string>:2:20: shape dims must be >= 1, got 0 (from -D cols=0)"},
+      {"param cols = 4\na = data(shape=[2, cols])\n", "cols=1.5",
+       "<string>:2:20: shape dims must be ints, got 1.5 (from -D cols=1.5)"},
+      /* Through another param. */
+      {"param n = 4\nparam cols = n\na = data(shape=[cols])\n", "n=x",
+       "<string>:3:17: shape dims must be ints, got 'x' (from -D n=x)"},
+      {"param n = 4\na = data(shape=[n * 2])\n", "n=x",
+       "<string>:2:17: param 'n' is 'x', not an int (from -D n=x)"},
+      {"param s = 4\na = data(shape=s)\n", "s=3",
+       "<string>:2:16: shape wants a list of dims like [1000, 10000], got 3 "
+       "(from -D s=3)"},
+      {"param n = 4\nrepeat n {\n}\n", "n=0",
+       "<string>:2:8: repeat count must be >= 1, got 0 (from -D n=0)"},
+      {"param n = 4\nrepeat n {\n}\n", "n=x",
+       "<string>:2:8: repeat count must be an int or an int param, got 'x' "
+       "(from -D n=x)"},
+      {"param r = 0\n" A10 "c_allreduce_sum(a, ring_id=r)\n", "r=20",
+       "<string>:3:28: ring_id 20 out of range (0..15) (from -D r=20)"},
+      {"param r = 0\n" A10 "c_allreduce_sum(a, ring_id=r)\n", "r=comm",
+       "<string>:3:28: attribute 'ring_id' of c_allreduce_sum wants an int, "
+       "got 'comm' (from -D r=comm)"},
+      {"param r = 0\n" A10 "c_broadcast(a, root=r)\n", "r=2",
+       "<string>:3:21: root 2 out of range for 2 ranks (0..1) (from -D r=2)"},
+      {"param p = 0\n" A10 "send_v2(a, peer=p)\n", "p=5",
+       "<string>:3:17: peer 5 out of range for 2 ranks (0..1) (from -D p=5)"},
+      {"param u = 0\n" A10 "delay(us=u)\n", "u=-1",
+       "<string>:3:10: us must be >= 0, got -1 (from -D u=-1)"},
+      {"param s = calc\n" A10 "delay(us=1, stream=s)\n", "s=host",
+       "<string>:3:20: stream=host: the host is not a stream (it runs fetch "
+       "and the syncs) (from -D s=host)"},
+      {"param d = float32\na = data(shape=[1], dtype=d)\n", "d=half",
+       "<string>:2:27: bad dtype 'half' (float32 or float64) (from -D "
+       "d=half)"},
+      {"param i = uniform\na = data(shape=[1], init=i)\n", "i=zeros",
+       "<string>:2:26: bad init 'zeros' (uniform, fill or special) (from -D "
+       "i=zeros)"},
+      {"param s = 0\na = data(shape=[1], seed=s)\n", "s=-2",
+       "<string>:2:26: seed must be >= 0, got -2 (from -D s=-2)"},
+      {"param c = true\n" A10 "c_allreduce_sum(a, use_calc_stream=c)\n",
+       "c=1",
+       "<string>:3:36: attribute 'use_calc_stream' of c_allreduce_sum wants "
+       "true or false, got 1 (from -D c=1)"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const char *defs[] = {cases[i].def};
+    ovl_parse_opts o = {.nranks = 2, .defines = defs, .ndefines = 1};
+    EXPECT_ERR_OPTS(cases[i].src, &o, cases[i].want, "");
+    ck_assert_str_eq(last_err.msg, cases[i].want);
+  }
+  /* The same values written in the schedule say nothing of a -D. */
+  EXPECT_ERR("a = data(shape=[2, abc])\n",
+             "<string>:1:20: shape dims must be ints, got 'abc'", "");
+  ck_assert_str_eq(last_err.msg,
+                   "<string>:1:20: shape dims must be ints, got 'abc'");
+  /* The seed, as the tools load it. */
+  ovl_program *p = SENTINEL;
+  const char *defs[] = {"cols=abc"};
+  ovl_parse_opts o = {.nranks = 2, .defines = defs, .ndefines = 1};
+  char path[512];
+  snprintf(path, sizeof path, "%s/schedules/seed.sched", OVL_SRCDIR);
+  ck_assert_int_eq(ovl_program_load(path, &o, &p, &last_err), OVL_EPARSE);
+  ck_assert_ptr_eq(p, SENTINEL);
+  ck_assert_ptr_nonnull(strstr(last_err.msg,
+                               "seed.sched:16:23: shape dims must be ints, "
+                               "got 'abc' (from -D cols=abc)"));
+}
+END_TEST
+
+/* Inserting an op (the race replay's delay) keeps a group whole and runs
+ * on every rank. */
+START_TEST(test_insert_keeps_groups) {
+  ovl_program *p = parse_ranks("x = data(shape=[4])\n"
+                               "b = assign(x, ranks=[0])\n"
+                               "group {\n"
+                               "  send_v2(x, peer=(rank + 1) % nranks)\n"
+                               "  y = recv_v2(peer=(rank - 1) % nranks, "
+                               "out_shape=[4])\n"
+                               "}\n",
+                               2);
+  ovl_program *q = NULL;
+  ck_assert_int_eq(ovl__program_insert_delay(p, 2, OVL_STREAM_COMM(0), 5.0,
+                                             &q, &last_err),
+                   OVL_OK);
+  ck_assert_uint_eq(q->nops, 4);
+  ck_assert_str_eq(opname(q, 1), "delay");
+  ck_assert_uint_eq(q->ops[1].ranks, 3);
+  ck_assert_uint_eq(q->ops[1].group, 0);
+  ck_assert_int_eq(q->ops[1].rank_attr, -1);
+  ck_assert_str_eq(opname(q, 2), "send_v2");
+  ck_assert_uint_eq(q->ops[2].group, 1);
+  ck_assert_uint_eq(q->ops[3].group, 1);
+  ck_assert_int_eq(ovl__op_peer(q, &q->ops[3], 0), 1);
+  ck_assert_uint_eq(q->ops[0].ranks, 1);
+  ovl_program_free(q);
+  /* Before the group's first op: where it was asked. */
+  ck_assert_int_eq(ovl__program_insert_delay(p, 1, OVL_STREAM_CALC, 5.0, &q,
+                                             &last_err),
+                   OVL_OK);
+  ck_assert_str_eq(opname(q, 1), "delay");
+  ovl_program_free(q);
+  ovl_program_free(p);
+}
+END_TEST
+
+/* Random edits of a schedule full of expressions, ranks and groups:
+ * parsing and binding answer OK or a schedule error, for several rank
+ * counts. */
+static const char ranks_sched[] =
+    "param n = 2\n"
+    "param h = nranks / 2\n"
+    "x = data(shape=[nranks * 2, n + 1], init=uniform, per_rank=true)\n"
+    "repeat (n - 1) * 2 {\n"
+    "  group {\n"
+    "    send_v2(x, peer=(rank + 1) % nranks, ranks=[0:nranks - 1])\n"
+    "    y = recv_v2(peer=(rank - 1) % nranks, out_shape=[nranks * 2, 3],"
+    " ranks=[1:nranks])\n"
+    "  }\n"
+    "  c_reduce_sum(x, root=nranks - 1, ranks=[0, h:nranks])\n"
+    "  w = alltoall(x, ring_id=h % 2)\n"
+    "}\n"
+    "barrier(x, ring_id=1)\n"
+    "fetch(w)\n";
+
+START_TEST(test_mutated_ranks) {
+  static const char alphabet[] = "()[]{},=:+-*/%#\n -0123456789nrk_ ";
+  size_t n = strlen(ranks_sched);
   char *buf = malloc(n + 64);
   ck_assert_ptr_nonnull(buf);
-  rng_state = 12345;
-  for (int it = 0; it < 4000; it++) {
+  for (int r = 2; r <= 4; r++) {
+    ovl_program *p = parse_ranks(ranks_sched, r);
+    ck_assert(p->rank_dependent);
+    ovl_program_free(p);
+  }
+  /* On one rank, ranks=[0:nranks - 1] names none. */
+  EXPECT_RANKS_ERR(ranks_sched, 1,
+                   "<string>:6:48: ranks=[0:nranks - 1] names no rank; ranks "
+                   "are 0..0");
+  rng_state = 777;
+  for (int it = 0; it < 3000; it++) {
     size_t len = n;
-    memcpy(buf, seed_sched, n);
-    int edits = 1 + (int)(rng() % 4);
+    memcpy(buf, ranks_sched, n);
+    int edits = 1 + (int)(rng() % 3);
     for (int e = 0; e < edits; e++) {
       size_t at = rng() % len;
       switch (rng() % 3) {
-      case 0: /* replace */
+      case 0:
         buf[at] = alphabet[rng() % (sizeof alphabet - 1)];
         break;
-      case 1: /* delete */
+      case 1:
         memmove(buf + at, buf + at + 1, len - at - 1);
         len--;
         break;
-      default: /* insert */
+      default:
         memmove(buf + at + 1, buf + at, len - at);
         buf[at] = alphabet[rng() % (sizeof alphabet - 1)];
         len++;
         break;
       }
     }
-    parse_any(buf, len);
-    parse_any(buf, rng() % (len + 1)); /* truncated too */
+    ovl_parse_opts o = {.nranks = 1 + (int)(rng() % 5)};
+    ovl_program *p = NULL;
+    ovl_status st = try_parse(buf, len, &o, &p);
+    ck_assert_msg(st == OVL_OK || st == OVL_EPARSE, "status %s: %s",
+                  ovl_err_name(st), last_err.msg);
+    if (st == OVL_OK)
+      ovl_program_free(p);
+    else
+      ck_assert_msg(strncmp(last_err.msg, "<string>:", 9) == 0, "%s",
+                    last_err.msg);
   }
   free(buf);
-}
-END_TEST
-
-static char *repeat_str(const char *unit, size_t times, const char *tail) {
-  size_t u = strlen(unit), t = strlen(tail);
-  char *s = malloc(u * times + t + 1);
-  ck_assert_ptr_nonnull(s);
-  for (size_t i = 0; i < times; i++)
-    memcpy(s + i * u, unit, u);
-  memcpy(s + u * times, tail, t + 1);
-  return s;
-}
-
-START_TEST(test_deep_nesting) {
-  char *s = repeat_str("(", 200000, "");
-  EXPECT_ERR(s, "<string>:1:1: ", "expected a statement");
-  free(s);
-  s = repeat_str("[", 200000, "");
-  EXPECT_ERR(s, "<string>:1:1: ", "expected a statement");
-  free(s);
-  s = repeat_str("(", 200000, "");
-  memcpy(s, "a=b(c", 5);
-  EXPECT_ERR(s, "<string>:1:6: ", "expected ',' or ')'");
-  free(s);
-  s = repeat_str("[", 200000, "");
-  memcpy(s, "a=b(c=", 6);
-  EXPECT_ERR(s, "<string>:1:8: ", "nested lists are not supported");
-  free(s);
-  s = repeat_str("repeat 1 {\n", 100000, "");
-  EXPECT_ERR(s, "<string>:65:1: ", "nested deeper than 64");
-  free(s);
-  s = repeat_str("}\n", 100000, "");
-  EXPECT_ERR(s, "<string>:1:1: ", "'}' without a matching repeat");
-  free(s);
-}
-END_TEST
-
-START_TEST(test_long_lines) {
-  char *s = repeat_str(" ", 1 << 20, "a = data(shape=[3])\n");
-  ovl_program *p = PARSE_OK(s);
-  ck_assert_int_eq(p->vars[0].col, (1 << 20) + 1);
-  ovl_program_free(p);
-  free(s);
-  s = repeat_str("x", 1 << 20, " = assign(a)\n");
-  EXPECT_ERR(s, "<string>:1:1: ", "identifier too long (1048576 chars");
-  free(s);
-  s = repeat_str("9", 1 << 20, "\n");
-  EXPECT_ERR(s, "<string>:1:1: ", "number too long");
-  free(s);
-  s = repeat_str("# comment comment comment\n", 100000, "b = assign(a)\n");
-  EXPECT_ERR(s, "<string>:100001:12: ", "undefined variable 'a'");
-  free(s);
-  s = repeat_str("a, ", 100000, "a)\n");
-  memcpy(s, "fetch(", 6);
-  EXPECT_ERR(s, "<string>:1:1: ", "fetch takes at most 16 inputs, got 99999");
-  free(s);
 }
 END_TEST
 
@@ -2379,6 +3132,17 @@ static Suite *parse_suite(void) {
   tcase_add_test(tc, test_send_recv);
   tcase_add_test(tc, test_rank_attrs_shared);
   tcase_add_test(tc, test_groups);
+  tcase_add_test(tc, test_expressions);
+  tcase_add_test(tc, test_err_expressions);
+  tcase_add_test(tc, test_err_ranks);
+  tcase_add_test(tc, test_err_peer_root);
+  tcase_add_test(tc, test_err_send_recv);
+  tcase_add_test(tc, test_collectives_issue13);
+  tcase_add_test(tc, test_err_groups);
+  tcase_add_test(tc, test_err_from_define);
+  tcase_add_test(tc, test_insert_keeps_groups);
+  tcase_add_test(tc, test_mutated_ranks);
+  tcase_set_timeout(tc, 30);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("robustness");

@@ -379,7 +379,7 @@ typedef struct call_attrs {
  * (a rank), or ranges A:B (A..B-1); at least one rank. */
 static ovl_status ranks_attr(binder *B, const kwarg *kw, uint64_t *mask) {
   const value *v = &kw->val;
-  char buf[128], text[96], fbuf[DEFINE_FROM_SIZE];
+  char buf[128], text[160], fbuf[DEFINE_FROM_SIZE];
   const int last = B->nranks - 1;
   ovl_status st;
   *mask = 0;
@@ -402,15 +402,18 @@ static ovl_status ranks_attr(binder *B, const kwarg *kw, uint64_t *mask) {
         return st;
       ovl__expr_text(B->S, it, text, sizeof text);
       snprintf(want, sizeof want, "%lld:%lld", (long long)lo, (long long)hi);
+      /* "2:5", or "1:nranks + 1 (1:5)" */
+      if (strcmp(text, want) != 0) {
+        size_t k = strlen(text);
+        snprintf(text + k, sizeof text - k, " (%s)", want);
+      }
       if (lo > hi)
-        return perr(B, it->line, it->col, "ranks range %s%s%s runs backwards",
-                    text, strcmp(text, want) ? " is " : "",
-                    strcmp(text, want) ? want : "");
+        return perr(B, it->line, it->col, "ranks range %s runs backwards",
+                    text);
       if (lo < 0 || hi > B->nranks)
         return perr(B, it->line, it->col,
-                    "ranks range %s%s%s goes past the ranks; ranks are 0..%d",
-                    text, strcmp(text, want) ? " is " : "",
-                    strcmp(text, want) ? want : "", last);
+                    "ranks range %s goes past the ranks; ranks are 0..%d",
+                    text, last);
       for (int64_t r = lo; r < hi; r++)
         *mask |= (uint64_t)1 << r;
       continue;
