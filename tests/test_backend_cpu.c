@@ -882,7 +882,7 @@ typedef struct err_ctx {
   int variant;
 } err_ctx;
 
-/* Two good allreduces, then #2: ranks 0 and 2 allreduce, rank 1
+/* Two good allreduces, then #3: ranks 0 and 2 allreduce, rank 1
  * broadcasts (variant 0) or allreduces one element more (variant 1). */
 static void mismatch_rank(rank_arg *a) {
   err_ctx *cx = a->ctx;
@@ -922,7 +922,7 @@ START_TEST(test_mismatch) {
                     ovl_err_name(args[r].st[0]), m);
       snprintf(prefix, sizeof prefix, "rank %d: comm[0] stream: ", r);
       ck_assert_msg(strstr(m, prefix) == m, "%s", m);
-      ck_assert_msg(strstr(m, "ring 0 collective #2") != NULL, "%s", m);
+      ck_assert_msg(strstr(m, "ring 0 collective #3") != NULL, "%s", m);
       if (variant == 0)
         ck_assert_msg(
             strstr(m, "ranks 0,2 issued allreduce sum float32 count=10") &&
@@ -940,7 +940,7 @@ START_TEST(test_mismatch) {
 }
 END_TEST
 
-/* Rank 2 never comes to collective #0 in time: 0 and 1 time out; when 2
+/* Rank 2 never comes to collective #1 in time: 0 and 1 time out; when 2
  * comes late it fails at once. */
 static void timeout_rank(rank_arg *a) {
   pthread_barrier_t *bar = a->ctx;
@@ -977,7 +977,7 @@ START_TEST(test_timeout) {
                   ovl_err_name(args[r].st[0]), m);
     ck_assert_msg(args[r].t[0] >= 0.25 && args[r].t[0] < 0.6,
                   "rank %d failed after %.3f s", r, args[r].t[0]);
-    ck_assert_msg(strstr(m, "ring 0 collective #0 (allreduce sum): timed out "
+    ck_assert_msg(strstr(m, "ring 0 collective #1 (allreduce sum): timed out "
                             "after 0.3 s waiting for rank 2") != NULL,
                   "%s", m);
   }
@@ -986,7 +986,7 @@ START_TEST(test_timeout) {
   ck_assert_msg(args[2].t[0] < 0.2, "latecomer failed after %.3f s",
                 args[2].t[0]);
   ck_assert_msg(strstr(args[2].msg[0], "rank 2: comm[0] stream: ring 0 "
-                                       "collective #0") != NULL,
+                                       "collective #1") != NULL,
                 "%s", args[2].msg[0]);
   B->world_fini(bw);
   pthread_barrier_destroy(&bar);
@@ -1043,7 +1043,7 @@ START_TEST(test_abort_collective) {
                 ovl_err_name(args[0].st[0]), args[0].msg[0]);
   ck_assert_msg(args[0].t[0] < 1.0, "abort took %.3f s", args[0].t[0]);
   ck_assert_msg(strstr(args[0].msg[0], "rank 0: comm[0] stream: ring 0 "
-                                       "collective #0") != NULL,
+                                       "collective #1") != NULL,
                 "%s", args[0].msg[0]);
   ck_assert_int_eq(args[0].st[1], OVL_EABORTED);
   ck_assert_msg(args[0].t[1] < 0.5, "after abort: %.3f s", args[0].t[1]);
@@ -1115,7 +1115,7 @@ static void sticky_rank(rank_arg *a) {
   for (int i = 0; i < 16; i++)
     h[i] = 1.0f;
   ROK(a, B->mem_upload(br, one, h, sizeof h, E));
-  /* #0 mismatches (counts 16 and 8) on calc. */
+  /* #1 mismatches (counts 16 and 8) on calc. */
   ROK(a, B->collective(br, CALC, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM,
                        OVL_DTYPE_FLOAT32, p, p, a->rank ? 8 : 16, 0, 0, E));
   ROK(a, B->elementwise(br, CALC, OVL_EW_ASSIGN, OVL_DTYPE_FLOAT32, y, one,
@@ -1134,7 +1134,7 @@ static void sticky_rank(rank_arg *a) {
   }
   ROK(a, B->mem_download(br, &v, y, sizeof v, E));
   RCHECK(a, isnan(v), "a kernel after the failure ran: y = %g", v);
-  /* #1: rank 0 on its failed calc stream, rank 1 on its healthy comm. */
+  /* #2: rank 0 on its failed calc stream, rank 1 on its healthy comm. */
   double t0 = ovl__now();
   ROK(a, B->collective(br, a->rank ? COMM0 : CALC, 0, OVL_COLL_ALLREDUCE,
                        OVL_RED_SUM, OVL_DTYPE_FLOAT32, p, p, 16, 0, 0, E));
@@ -1159,7 +1159,7 @@ START_TEST(test_sticky_error) {
       ck_assert_msg(args[r].st[k] == OVL_EMISMATCH, "rank %d sync %d: %s", r,
                     k, ovl_err_name(args[r].st[k]));
       ck_assert_msg(strstr(args[r].msg[k], "calc stream: ring 0 collective "
-                                           "#0") != NULL,
+                                           "#1") != NULL,
                     "%s", args[r].msg[k]);
     }
   /* Rank 0's calc still reports its first error; rank 1 learns at once
@@ -1167,7 +1167,7 @@ START_TEST(test_sticky_error) {
   ck_assert_int_eq(args[0].st[2], OVL_EMISMATCH);
   ck_assert_msg(args[1].st[2] == OVL_EABORTED, "%s: %s",
                 ovl_err_name(args[1].st[2]), args[1].msg[2]);
-  ck_assert_msg(strstr(args[1].msg[2], "collective #1") != NULL &&
+  ck_assert_msg(strstr(args[1].msg[2], "collective #2") != NULL &&
                     strstr(args[1].msg[2], "rank 0 did not take part") !=
                         NULL,
                 "%s", args[1].msg[2]);
@@ -1449,14 +1449,14 @@ START_TEST(test_reduce_barrier_mismatch) {
     ck_assert_msg(args[r].st[0] == OVL_EMISMATCH, "%s",
                   ovl_err_name(args[r].st[0]));
     ck_assert_msg(strstr(args[r].msg[0],
-                         "ring 0 collective #0: rank 0 issued reduce sum "
+                         "ring 0 collective #1: rank 0 issued reduce sum "
                          "root=0 float32 count=8; rank 1 issued reduce sum "
                          "root=1 float32 count=8") != NULL,
                   "%s", args[r].msg[0]);
     ck_assert_msg(args[r].st[1] == OVL_EMISMATCH, "%s",
                   ovl_err_name(args[r].st[1]));
     ck_assert_msg(strstr(args[r].msg[1],
-                         "ring 0 collective #1: rank 0 issued barrier; "
+                         "ring 0 collective #2: rank 0 issued barrier; "
                          "rank 1 issued allreduce sum float32 count=8") !=
                       NULL,
                   "%s", args[r].msg[1]);

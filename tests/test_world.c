@@ -12,6 +12,7 @@
 
 #include "check_util.h"
 #include "internal.h"
+#include "run/run.h"
 
 /* Built with ThreadSanitizer (gcc defines __SANITIZE_THREAD__, clang has
  * the feature test). */
@@ -927,6 +928,365 @@ START_TEST(failure_says_where_the_ranks_were) {
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Ranks that differ                                                   */
+/* ------------------------------------------------------------------ */
+
+/* Run `prog` (as given) on a fresh cpu world of its ranks; fails the test
+ * with the library's message unless the run succeeds. */
+static ovl_result *run_ok(const ovl_program *prog, const ovl_run_opts *ro) {
+  ovl_world *w = make_world(prog->nranks);
+  ovl_result *res = NULL;
+  ovl_error err = {0};
+  ovl_status st = ovl_world_run(w, prog, ro, &res, &err);
+  ck_assert_msg(st == OVL_OK, "run: %s", err.msg);
+  ovl_world_free(w);
+  return res;
+}
+
+/* The fetched values of variable `name` on `rank` (NULL: never fetched
+ * there). */
+static const double *fetched(const ovl_result *res, const ovl_program *prog,
+                             int rank, const char *name) {
+  for (size_t i = 0; i < ovl_program_fetch_count(prog); i++) {
+    ovl_var_info v;
+    ovl_program_fetch_info(prog, i, &v);
+    if (strcmp(v.name, name) == 0)
+      return ovl_result_fetched(res, rank, i);
+  }
+  ck_abort_msg("%s is not fetched", name);
+  return NULL;
+}
+
+/* Count of `needle` in `hay`. */
+static int count_of(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *p = strstr(hay, needle); p != NULL;
+       p = strstr(p + 1, needle))
+    n++;
+  return n;
+}
+
+/* A rank outside an op's ranks skips it: no work (y keeps its input on
+ * rank 1), no fetch (NULL), no op time, no span. The trace and the
+ * picture of such a run are made, numbering each rank's own collectives
+ * (rank 0's allreduce of w and rank 1's of x are each rank's first). */
+START_TEST(ranks_skip_ops) {
+  static const char text[] =
+      "x = data(shape=[4], init=fill, value=1.0)\n"
+      "y = data(shape=[4], init=fill, value=5.0)\n"
+      "w = data(shape=[4], init=fill, value=2.0)\n"
+      "y = scale(x, scale=3.0, ranks=[0])\n"
+      "delay(us=2000, stream=calc, ranks=[1])\n"
+      "z = scale(y, scale=2.0)\n"
+      "c_allreduce_sum(x, ring_id=0, use_calc_stream=true, ranks=[1])\n"
+      "c_allreduce_sum(w, ring_id=0, use_calc_stream=true, ranks=[0])\n"
+      "c_allreduce_sum(z, ring_id=0, use_calc_stream=true)\n"
+      "fetch(z, w)\n"
+      "fetch(y, ranks=[0])\n"
+      "fetch(x, ranks=[1])\n";
+  ovl_program *prog = parse_text(text, 2);
+  ovl_run_opts ro = {.iters = 2, .warmup = 1, .op_times = 1, .trace = 1};
+  size_t sc = find_op(prog, "scale", 0), dl = find_op(prog, "delay", 0);
+  size_t fy = find_op(prog, "fetch", 1);
+  ovl_result *res = run_ok(prog, &ro);
+  ovl_timeline_run tr = {OVL_MODE_ASYNC, prog, res};
+  char *out = NULL;
+  size_t len = 0;
+  ovl_error err = {0};
+  const double *t0 = ovl_result_op_times(res, 0);
+  const double *t1 = ovl_result_op_times(res, 1);
+
+  for (int r = 0; r < 2; r++) {
+    const double *z = fetched(res, prog, r, "z");
+    const double *w = fetched(res, prog, r, "w");
+    ck_assert_ptr_nonnull(z);
+    ck_assert_msg(z[3] == 16.0, "rank %d: z = %g", r, z[3]);
+    ck_assert_msg(w[0] == (r == 0 ? 3.0 : 2.0), "rank %d: w = %g", r, w[0]);
+  }
+  ck_assert_ptr_nonnull(fetched(res, prog, 0, "y"));
+  ck_assert(fetched(res, prog, 0, "y")[0] == 3.0);
+  ck_assert_ptr_null(fetched(res, prog, 1, "y"));
+  ck_assert_ptr_null(fetched(res, prog, 0, "x"));
+  ck_assert(fetched(res, prog, 1, "x")[2] == 3.0);
+  /* Op times: none where the op did not run. */
+  ck_assert(t0[sc] > 0 && t1[sc] == 0.0);
+  ck_assert(t0[dl] == 0.0);
+  ck_assert_msg(t1[dl] >= 2 * 0.002, "delay: %g s", t1[dl]);
+  /* Spans likewise. */
+  ck_assert_int_eq(ovl_result_span(res, 0, sc, NULL, NULL), 0);
+  ck_assert_int_eq(ovl_result_span(res, 1, sc, NULL, NULL), -1);
+  ck_assert_int_eq(ovl_result_span(res, 0, dl, NULL, NULL), -1);
+  ck_assert_int_eq(ovl_result_span(res, 1, dl, NULL, NULL), 0);
+  ck_assert_int_eq(ovl_result_span(res, 0, fy, NULL, NULL), 0);
+  ck_assert_int_eq(ovl_result_span(res, 1, fy, NULL, NULL), -1);
+  ck_assert_msg(ovl_timeline_trace(&tr, 1, &out, &len, &err) == OVL_OK,
+                "%s", err.msg);
+  ck_assert_int_eq(count_of(out, "\"c_allreduce_sum #0 (ring 0)\""), 2);
+  ck_assert_int_eq(count_of(out, "\"c_allreduce_sum #1 (ring 0)\""), 2);
+  ck_assert_int_eq(count_of(out, "#2 (ring 0)"), 0);
+  ck_assert_int_eq(count_of(out, "\"name\":\"delay\""), 1);
+  free(out);
+  ck_assert_msg(ovl_timeline_svg(&tr, 1, &out, &len, &err) == OVL_OK, "%s",
+                err.msg);
+  ck_assert(len > 0);
+  free(out);
+  ovl_result_free(res);
+  ovl_program_free(prog);
+}
+END_TEST
+
+/* A forward pipeline: rank r > 0 receives from r - 1, every rank adds its
+ * 1, rank r < nranks - 1 sends on: rank r ends with r + 1. */
+START_TEST(pipeline_send_recv) {
+  static const char text[] =
+      "x = data(shape=[16], init=fill, value=1.0)\n"
+      "h = data(shape=[16], init=fill, value=0.0)\n"
+      "h = recv_v2(peer=rank - 1, out_shape=[16], ring_id=0,\n"
+      "            use_calc_stream=true, ranks=[1:nranks])\n"
+      "h = elementwise_add(h, x)\n"
+      "send_v2(h, peer=rank + 1, ring_id=0, use_calc_stream=true,\n"
+      "        ranks=[0:nranks - 1])\n"
+      "fetch(h)\n";
+  static const int sizes[] = {2, 3, 4, 8};
+  int n = sizes[_i];
+  ovl_program *prog = parse_text(text, n);
+  ovl_run_opts ro = {.iters = 2, .warmup = 1};
+  ovl_result *res = run_ok(prog, &ro);
+  for (int r = 0; r < n; r++) {
+    const double *h = fetched(res, prog, r, "h");
+    for (int i = 0; i < 16; i++)
+      ck_assert_msg(h[i] == r + 1.0, "%d ranks: rank %d h[%d] = %g", n, r, i,
+                    h[i]);
+  }
+  ovl_result_free(res);
+  ovl_program_free(prog);
+}
+END_TEST
+
+/* A ring shift in a group (alone, every rank would wait in its send;
+ * with one rank, a send to oneself), and a group whose ops run on one
+ * rank each (rank 0 sends, rank 1 receives, the others have none). */
+START_TEST(group_ring_shift) {
+  static const char text[] =
+      "x = data(shape=[8], init=uniform, per_rank=true)\n"
+      "group {\n"
+      "  send_v2(x, peer=(rank + 1) % nranks, ring_id=0,\n"
+      "          use_calc_stream=true)\n"
+      "  y = recv_v2(peer=(rank - 1) % nranks, out_shape=[8], ring_id=0,\n"
+      "              use_calc_stream=true)\n"
+      "}\n"
+      "fetch(x, y)\n";
+  static const char text2[] =
+      "x = data(shape=[8], init=uniform, per_rank=true)\n"
+      "repeat 2 {\n"
+      "  group {\n"
+      "    send_v2(x, peer=1, ring_id=0, use_calc_stream=true, ranks=[0])\n"
+      "    y = recv_v2(peer=0, out_shape=[8], ring_id=0,\n"
+      "                use_calc_stream=true, ranks=[1])\n"
+      "  }\n"
+      "}\n"
+      "fetch(x)\n"
+      "fetch(y, ranks=[1])\n";
+  int n = _i;
+  ovl_program *prog = parse_text(text, n);
+  ovl_run_opts ro = {.iters = 2, .warmup = 1};
+  ovl_result *res = run_ok(prog, &ro);
+  for (int r = 0; r < n; r++) {
+    const double *x = fetched(res, prog, (r + n - 1) % n, "x");
+    const double *y = fetched(res, prog, r, "y");
+    for (int i = 0; i < 8; i++)
+      ck_assert_msg(y[i] == x[i], "%d ranks: rank %d y[%d] = %g, want %g", n,
+                    r, i, y[i], x[i]);
+  }
+  ovl_result_free(res);
+  ovl_program_free(prog);
+  if (n < 2)
+    return;
+  prog = parse_text(text2, n);
+  res = run_ok(prog, &ro);
+  for (int i = 0; i < 8; i++)
+    ck_assert(fetched(res, prog, 1, "y")[i] ==
+              fetched(res, prog, 0, "x")[i]);
+  ck_assert_ptr_null(fetched(res, prog, 0, "y"));
+  ovl_result_free(res);
+  ovl_program_free(prog);
+}
+END_TEST
+
+/* c_reduce_sum to the last rank (the others' outputs untouched), alltoall
+ * and barrier through the executor, on 1 to 4 ranks. */
+START_TEST(reduce_alltoall_barrier_run) {
+  static const char text[] =
+      "x = data(shape=[12], init=uniform, per_rank=true)\n"
+      "s = data(shape=[12], init=fill, value=-7.0)\n"
+      "s = c_reduce_sum(x, root=nranks - 1, ring_id=0, use_calc_stream=true)\n"
+      "a = alltoall(x, ring_id=0, use_calc_stream=true)\n"
+      "barrier(x, ring_id=0)\n"
+      "fetch(x, s, a)\n";
+  int n = _i, part = 12 / n;
+  ovl_program *prog = parse_text(text, n);
+  ovl_run_opts ro = {.iters = 2, .warmup = 1};
+  ovl_result *res = run_ok(prog, &ro);
+  for (int r = 0; r < n; r++) {
+    const double *s = fetched(res, prog, r, "s");
+    const double *a = fetched(res, prog, r, "a");
+    for (int i = 0; i < 12; i++) {
+      float sum = (float)fetched(res, prog, 0, "x")[i];
+      for (int q = 1; q < n; q++)
+        sum += (float)fetched(res, prog, q, "x")[i];
+      double want = r == n - 1 ? (double)sum : -7.0;
+      ck_assert_msg(s[i] == want, "%d ranks: rank %d s[%d] = %g, want %g", n,
+                    r, i, s[i], want);
+      /* Part j of a is part r of rank j's x. */
+      int j = i / part, e = i % part;
+      ck_assert_msg(a[i] == fetched(res, prog, j, "x")[r * part + e],
+                    "%d ranks: rank %d a[%d] = %g", n, r, i, a[i]);
+    }
+  }
+  ovl_result_free(res);
+  ovl_program_free(prog);
+}
+END_TEST
+
+/* Run `text` on `nranks` cpu ranks with a 0.3 s timeout: it must time out
+ * within a few seconds; the message is returned (static). */
+static const char *timeout_msg(const char *text, int nranks, int iters,
+                               int warmup) {
+  static ovl_error err;
+  ovl_program *prog = parse_text(text, nranks);
+  ovl_world *w = tu_cpu_world(nranks, 0.3);
+  ovl_run_opts ro = {.iters = iters, .warmup = warmup};
+  ovl_result *res = NULL;
+  double t0 = ovl__now();
+  memset(&err, 0, sizeof err);
+  ck_assert_int_eq(ovl_world_run(w, prog, &ro, &res, &err), OVL_ETIMEDOUT);
+  ck_assert_msg(ovl__now() - t0 < 5.0, "the hang took %.1f s to end",
+                ovl__now() - t0);
+  ck_assert_ptr_null(res);
+  ovl_world_free(w);
+  ovl_program_free(prog);
+  return err.msg;
+}
+
+/* Ends with `tail`. */
+#define CK_ENDS_WITH(s, tail)                                                 \
+  ck_assert_msg(strlen(s) >= strlen(tail) &&                                  \
+                    strcmp((s) + strlen(s) - strlen(tail), (tail)) == 0,      \
+                "%s\n  does not end with\n%s", (s), (tail))
+
+/* Both ranks receive first, then send, outside a group: a deadlock of
+ * order (every send has its receive). The run times out at once, and the
+ * message says where each rank's communication was and which tag none
+ * of them completed. */
+START_TEST(flight_record_deadlock) {
+  static const char text[] =
+      "x = data(shape=[8], init=fill, value=1.0)\n"
+      "y = recv_v2(peer=(rank + 1) % nranks, out_shape=[8], ring_id=0)\n"
+      "send_v2(x, peer=(rank + 1) % nranks, ring_id=0)\n"
+      "c_sync_comm_stream(y, ring_id=0)\n"
+      "fetch(y)\n";
+  const char *m = timeout_msg(text, 2, 1, 0);
+  ck_assert_msg(strstr(m, "comm[0] stream: ring 0 p2p: recv #1 from rank ") !=
+                        NULL &&
+                    strstr(m, "(float32 count=8) timed out after 0.3 s "
+                              "waiting for rank ") != NULL,
+                "%s", m);
+  ck_assert_msg(strstr(m, "; where the ranks were: ranks 0,1 at t.sched:4 "
+                          "(c_sync_comm_stream, iteration 1 of 1); ") != NULL,
+                "%s", m);
+  CK_ENDS_WITH(m, "; flight record: ranks 0,1 ring 0: enqueued #2 send_v2 "
+                  "(t.sched:3), completed nothing; ranks agree; first not "
+                  "completed: ring 0 #1: rank 0 recv_v2 from rank 1 (line "
+                  "2), rank 1 recv_v2 from rank 0 (line 2)");
+}
+END_TEST
+
+/* Rank 2 never issues the second allreduce: ranks 0 and 1 wait in it. A
+ * send with no receive (ring 1, in the first of three iterations, the
+ * warmup) likewise, named by its own tag. */
+START_TEST(flight_record_disagreement) {
+  static const char text[] =
+      "x = data(shape=[8], init=fill, value=1.0)\n"
+      "c_allreduce_sum(x, ring_id=0, use_calc_stream=true)\n"
+      "c_allreduce_sum(x, ring_id=0, use_calc_stream=true, ranks=[0, 1])\n"
+      "fetch(x)\n";
+  static const char text2[] =
+      "x = data(shape=[8], init=fill, value=1.0)\n"
+      "c_allreduce_sum(x, ring_id=1, use_calc_stream=true)\n"
+      "send_v2(x, peer=1, ring_id=1, use_calc_stream=true, ranks=[0])\n"
+      "fetch(x)\n";
+  const char *m = timeout_msg(text, 3, 1, 0);
+  CK_ENDS_WITH(m, "; flight record: ranks 0,1 ring 0: enqueued #2 "
+                  "c_allreduce_sum (t.sched:3), completed #1 c_allreduce_sum "
+                  "(t.sched:2); rank 2 ring 0: enqueued #1 c_allreduce_sum "
+                  "(t.sched:2), completed #1 c_allreduce_sum (t.sched:2); "
+                  "ranks disagree first at ring 0 #2: rank 0 c_allreduce_sum "
+                  "(line 3), rank 2 never issues it");
+  m = timeout_msg(text2, 2, 2, 1);
+  ck_assert_msg(strstr(m, "ring 1 p2p: send #1 to rank 1 (float32 count=8) "
+                          "timed out after 0.3 s waiting for rank 1's recv "
+                          "#1 from rank 0; where the ranks were: rank 0 at "
+                          "t.sched:4 (fetch, iteration 1 of 3); rank 1 at "
+                          "the barrier after iteration 1 of 3; ") != NULL,
+                "%s", m);
+  CK_ENDS_WITH(m, "; flight record: rank 0 ring 1: enqueued #2 send_v2 "
+                  "(t.sched:3), completed #1 c_allreduce_sum (t.sched:2); "
+                  "rank 1 ring 1: enqueued #1 c_allreduce_sum (t.sched:2), "
+                  "completed #1 c_allreduce_sum (t.sched:2); ranks disagree "
+                  "first at ring 1 #2: rank 0 send_v2 to rank 1 (line 3), "
+                  "rank 1 never issues the matching recv_v2");
+}
+END_TEST
+
+/* The static matching on its own: collectives that differ (the other
+ * rank's tag shown where it differs, and in the numbers of a later
+ * iteration), a send and a receive of different sizes, and programs whose
+ * ranks match. */
+START_TEST(first_disagreement_static) {
+  static const char coll[] =
+      "x = data(shape=[8], init=fill, value=1.0)\n"
+      "c_allreduce_sum(x, ring_id=0, ranks=[0])\n"
+      "send_v2(x, peer=0, ring_id=0, ranks=[1])\n"
+      "y = recv_v2(peer=1, out_shape=[8], ring_id=0, ranks=[0])\n"
+      "c_allreduce_max(x, ring_id=0)\n";
+  static const char sizes[] =
+      "x = data(shape=[8], init=fill, value=1.0)\n"
+      "group {\n"
+      "  send_v2(x, peer=1, ring_id=0, ranks=[0])\n"
+      "  y = recv_v2(peer=0, out_shape=[4], ring_id=0, ranks=[1])\n"
+      "}\n";
+  static const char fine[] =
+      "x = data(shape=[8], init=fill, value=1.0)\n"
+      "c_allreduce_sum(x, ring_id=0, ranks=[0])\n"
+      "send_v2(x, peer=0, ring_id=0, ranks=[1])\n"
+      "y = recv_v2(peer=1, out_shape=[8], ring_id=0, ranks=[0])\n"
+      "c_allreduce_sum(y, ring_id=0, ranks=[1])\n";
+  char buf[512];
+  ovl_program *p = parse_text(coll, 2);
+  ck_assert(ovl__comm_first_disagreement(p, -1, 0, buf, sizeof buf));
+  ck_assert_str_eq(buf, "ring 0 #1: rank 0 c_allreduce_sum (line 2), rank 1 "
+                        "#2 c_allreduce_max (line 5)");
+  ck_assert(ovl__comm_first_disagreement(p, 0, 2, buf, sizeof buf));
+  ck_assert_str_eq(buf, "ring 0 #7: rank 0 c_allreduce_sum (line 2), rank 1 "
+                        "#6 c_allreduce_max (line 5)");
+  ovl_program_free(p);
+  p = parse_text(sizes, 2);
+  ck_assert(ovl__comm_first_disagreement(p, -1, 0, buf, sizeof buf));
+  ck_assert_str_eq(buf, "ring 0 #1: rank 0 send_v2 to rank 1 float32 count=8 "
+                        "(line 3), rank 1 recv_v2 from rank 0 float32 "
+                        "count=4 (line 4)");
+  ovl_program_free(p);
+  p = parse_text(fine, 2);
+  ck_assert(!ovl__comm_first_disagreement(p, -1, 0, buf, sizeof buf));
+  ck_assert_str_eq(buf, "");
+  ovl_program_free(p);
+  p = load("schedules/seed.sched", 2, NULL, 0);
+  ck_assert(!ovl__comm_first_disagreement(p, -1, 0, buf, sizeof buf));
+  ovl_program_free(p);
+}
+END_TEST
+
 static Suite *world_suite(void) {
   Suite *s = suite_create("world");
   TCase *tc = tcase_create("cpu");
@@ -961,6 +1321,17 @@ static Suite *world_suite(void) {
   tcase_add_test(tc, named_event_orders_calc_after_comm);
   tcase_add_test(tc, rerecorded_event_replaces);
   tcase_add_test(tc, stream_sync_orders_fetch);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("ranks_differ");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, ranks_skip_ops);
+  tcase_add_loop_test(tc, pipeline_send_recv, 0, 4);
+  tcase_add_loop_test(tc, group_ring_shift, 1, 5);
+  tcase_add_loop_test(tc, reduce_alltoall_barrier_run, 1, 5);
+  tcase_add_test(tc, flight_record_deadlock);
+  tcase_add_test(tc, flight_record_disagreement);
+  tcase_add_test(tc, first_disagreement_static);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("chaos");

@@ -138,7 +138,9 @@ static void slot_fail(ring *rg, slot *sl, ovl_status status, const char *fmt,
 }
 
 /* "ring 0 collective #3: ranks 0,2 issued allreduce sum float32 count=100;
- * rank 1 issued broadcast root=0 float32 count=100". False if all agree. */
+ * rank 1 issued broadcast root=0 float32 count=100" (collectives of a ring
+ * numbered from 1 in messages, as the flight record's tags). False if all
+ * agree. */
 static bool find_mismatch(const ovl__bworld *bw, const ring *rg,
                           const slot *sl, char *buf, size_t size) {
   int n = bw->nranks;
@@ -149,7 +151,7 @@ static bool find_mismatch(const ovl__bworld *bw, const ring *rg,
   if (r == n)
     return false;
   size_t len = (size_t)snprintf(buf, size, "ring %d collective #%llu: ",
-                                rg->id, (unsigned long long)sl->seq);
+                                rg->id, (unsigned long long)sl->seq + 1);
   uint64_t described = 0;
   for (r = 0; r < n; r++) {
     if ((described >> r) & 1)
@@ -187,7 +189,7 @@ ovl_status ovl__cpu_rendezvous(ovl__bworld *bw, ring *rg, uint64_t seq,
     pthread_mutex_unlock(&rg->mu);
     return ovl__err(err, OVL_ENOMEM,
                     "ring %d collective #%llu (%s): out of memory", rg->id,
-                    (unsigned long long)seq, op);
+                    (unsigned long long)seq + 1, op);
   }
   sl->a[rank] = *a;
   sl->arrived |= 1ull << rank;
@@ -198,7 +200,7 @@ ovl_status ovl__cpu_rendezvous(ovl__bworld *bw, ring *rg, uint64_t seq,
     st = ovl__err(err, sl->status,
                   "ring %d collective #%llu (%s): arrived after the other "
                   "ranks had failed: %s",
-                  rg->id, (unsigned long long)seq, op, sl->msg);
+                  rg->id, (unsigned long long)seq + 1, op, sl->msg);
     slot_leave(rg, sl, n);
     pthread_mutex_unlock(&rg->mu);
     return st;
@@ -207,11 +209,11 @@ ovl_status ovl__cpu_rendezvous(ovl__bworld *bw, ring *rg, uint64_t seq,
     slot_fail(rg, sl, OVL_EABORTED,
               "ring %d collective #%llu (%s): rank %d did not take part "
               "because its stream had already failed",
-              rg->id, (unsigned long long)seq, op, rank);
+              rg->id, (unsigned long long)seq + 1, op, rank);
   } else if (is_aborted(bw)) {
     slot_fail(rg, sl, OVL_EABORTED,
               "ring %d collective #%llu (%s): aborted", rg->id,
-              (unsigned long long)seq, op);
+              (unsigned long long)seq + 1, op);
   } else if (sl->narrived == n) {
     if (find_mismatch(bw, rg, sl, buf, sizeof buf)) {
       slot_fail(rg, sl, OVL_EMISMATCH, "%s", buf);
@@ -229,7 +231,7 @@ ovl_status ovl__cpu_rendezvous(ovl__bworld *bw, ring *rg, uint64_t seq,
       if (is_aborted(bw)) {
         slot_fail(rg, sl, OVL_EABORTED,
                   "ring %d collective #%llu (%s): aborted", rg->id,
-                  (unsigned long long)seq, op);
+                  (unsigned long long)seq + 1, op);
         break;
       }
       if (!cond_wait_until(&rg->cv, &rg->mu, deadline) &&
@@ -238,7 +240,7 @@ ovl_status ovl__cpu_rendezvous(ovl__bworld *bw, ring *rg, uint64_t seq,
             buf, sizeof buf,
             "ring %d collective #%llu (%s): timed out after %.*f s waiting "
             "for ",
-            rg->id, (unsigned long long)seq, op, secs_prec(timeout),
+            rg->id, (unsigned long long)seq + 1, op, secs_prec(timeout),
             timeout);
         uint64_t all = n == 64 ? ~0ull : (1ull << n) - 1;
         append_ranks(buf, sizeof buf, len, all & ~sl->arrived, n);

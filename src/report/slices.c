@@ -20,6 +20,8 @@ cat_t ovl__tl_prim_cat(const ovl__prim *p) {
   case OVL_PRIM_KERNEL:
     return CAT_COMPUTE;
   case OVL_PRIM_COLL:
+  case OVL_PRIM_SEND:
+  case OVL_PRIM_RECV:
     return CAT_COLLECTIVE;
   case OVL_PRIM_DELAY:
     return CAT_DELAY;
@@ -145,8 +147,9 @@ uint64_t ovl__tl_op_bytes(const ovl_program *prog, const ovl__op *op) {
   return n;
 }
 
-/* Per op, its collective's number on its ring (from 0), or -1. */
-int *ovl__tl_collective_seqs(const ovl_program *prog) {
+/* Per op, its number among the comm ops (collectives, sends, receives)
+ * of its ring on `rank` (from 0), or -1: not a comm op, or not run there. */
+int *ovl__tl_comm_seqs(const ovl_program *prog, int rank) {
   int next[OVL_MAX_RINGS] = {0};
   int *seq = malloc((prog->nops + 1) * sizeof *seq);
   if (seq == NULL)
@@ -154,8 +157,9 @@ int *ovl__tl_collective_seqs(const ovl_program *prog) {
   for (size_t i = 0; i < prog->nops; i++) {
     const ovl__op *op = &prog->ops[i];
     seq[i] = -1;
-    if (prog->prims[ovl__op_main_prim(prog, i)].kind == OVL_PRIM_COLL &&
-        op->ring_id >= 0 && op->ring_id < OVL_MAX_RINGS)
+    if (ovl__prim_is_comm(&prog->prims[ovl__op_main_prim(prog, i)]) &&
+        ovl__op_on_rank(op, rank) && op->ring_id >= 0 &&
+        op->ring_id < OVL_MAX_RINGS)
       seq[i] = next[op->ring_id]++;
   }
   return seq;

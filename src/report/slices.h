@@ -26,7 +26,7 @@
 /* What an op is, for colours and trace categories. */
 typedef enum {
   CAT_COMPUTE,
-  CAT_COLLECTIVE,
+  CAT_COLLECTIVE, /* collectives, sends, receives */
   CAT_WAIT, /* waits, event records */
   CAT_DELAY,
   CAT_HOST, /* fetch, syncs */
@@ -61,8 +61,10 @@ void ovl__tl_free_all(rank_slices *all, size_t n);
 const char *ovl__tl_lane_name(const ovl_program *prog, int lane);
 /* Bytes op moves, as its row says (inputs read, output written). */
 uint64_t ovl__tl_op_bytes(const ovl_program *prog, const ovl__op *op);
-/* Per op, its collective's number on its ring (from 0), or -1; malloc'd. */
-int *ovl__tl_collective_seqs(const ovl_program *prog);
+/* Per op, its number among the comm ops (collectives, sends, receives)
+ * of its ring on `rank`, in one iteration (from 0), or -1 (not a comm
+ * op, or not run on that rank); malloc'd. */
+int *ovl__tl_comm_seqs(const ovl_program *prog, int rank);
 const char *ovl__tl_base_name(const char *path);
 /* The arguments of ovl_timeline_trace / _svg, checked. */
 ovl_status ovl__tl_check_runs(const ovl_timeline_run *runs, size_t nruns,

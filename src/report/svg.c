@@ -390,12 +390,7 @@ ovl_status ovl_timeline_svg(const ovl_timeline_run *runs, size_t nruns,
     int nstreams = prog->nstreams;
     int panel_top = y, panel_bottom;
     int64_t coll_sum = 0, ov_sum = 0;
-    int *seq = ovl__tl_collective_seqs(prog);
-    lane_ctx lc = {.b = &b, .prog = prog, .seq = seq, .scale = scale};
-    if (seq == NULL) {
-      b.fail = true;
-      break;
-    }
+    lane_ctx lc = {.b = &b, .prog = prog, .seq = NULL, .scale = scale};
     for (int r = 0; r < nranks; r++) {
       if (!overlap_of(&all[k * (size_t)nranks + (size_t)r], &ov, &coll)) {
         b.fail = true;
@@ -428,10 +423,14 @@ ovl_status ovl_timeline_svg(const ovl_timeline_run *runs, size_t nruns,
     for (int r = 0; r < nranks && !b.fail; r++) {
       const rank_slices *rs = &all[k * (size_t)nranks + (size_t)r];
       int top = y;
-      if (!overlap_of(rs, &ov, &coll)) {
+      /* Numbered per rank: ranks that differ issue different ones. */
+      int *seq = ovl__tl_comm_seqs(prog, r);
+      if (seq == NULL || !overlap_of(rs, &ov, &coll)) {
+        free(seq);
         b.fail = true;
         break;
       }
+      lc.seq = seq;
       /* The band behind the rank's lanes, then the lanes. */
       draw_intervals(&b, &ov, scale, top - 1,
                      (nstreams + 1) * (LANE_H + LANE_GAP) + OVERLAP_H, "bd");
@@ -450,8 +449,9 @@ ovl_status ovl_timeline_svg(const ovl_timeline_run *runs, size_t nruns,
                 SVG_LEFT - 6, y + OVERLAP_H);
       draw_intervals(&b, &ov, scale, y, OVERLAP_H, "ov");
       y += OVERLAP_H + RANK_GAP;
+      free(seq);
+      lc.seq = NULL;
     }
-    free(seq);
     y -= RANK_GAP;
     svg_axis(&b, y + 4, scale, step_ms, tmax, "time (ms)");
     y += AXIS_H + RANK_GAP;

@@ -42,6 +42,16 @@ static void trace_meta(ovl__sbuf *b, int pid, int tid, const char *what,
   ovl__sb_puts(b, "}}");
 }
 
+/* Whether op i records on one stream and waits on another: its record
+ * is not its main primitive (barrier's second primitive is a host sync,
+ * not a part of its own). */
+static bool has_record_part(const ovl_program *prog, size_t i) {
+  for (size_t p = prog->prim_first[i]; p < prog->prim_first[i + 1]; p++)
+    if (prog->prims[p].kind == OVL_PRIM_RECORD && !prog->prims[p].main)
+      return true;
+  return false;
+}
+
 static void trace_slice(ovl__sbuf *b, const ovl_timeline_run *run, int pid,
                         int nstreams, const slice *sl, const int *seq) {
   const ovl_program *prog = run->prog;
@@ -96,8 +106,7 @@ static void trace_slice(ovl__sbuf *b, const ovl_timeline_run *run, int pid,
     ovl__sb_printf(b, ",\"ring\":%d,\"seq\":%d", op->ring_id, seq[sl->op]);
   /* The two halves of an op that records on one stream and waits on
    * another (c_wait_compute, c_wait_comm). */
-  if (prog->prim_first[sl->op + 1] - prog->prim_first[sl->op] > 1 &&
-      !ovl__op_on_host(prog, sl->op))
+  if (has_record_part(prog, sl->op))
     ovl__sb_printf(b, ",\"ring\":%d,\"part\":\"%s\"", op->ring_id,
                    sl->record ? "record" : "wait");
   if (op->event >= 0 && (size_t)op->event < prog->nevents) {
@@ -179,13 +188,14 @@ ovl_status ovl_timeline_trace(const ovl_timeline_run *runs, size_t nruns,
   for (size_t k = 0; k < nruns; k++) {
     const ovl_program *prog = runs[k].prog;
     int nstreams = prog->nstreams;
-    int *seq = ovl__tl_collective_seqs(prog);
-    if (seq == NULL) {
-      b.fail = true;
-      break;
-    }
-    for (int r = 0; r < nranks; r++) {
+    for (int r = 0; r < nranks && !b.fail; r++) {
       int pid = 1 + (int)k * nranks + r;
+      /* Numbered per rank: ranks that differ issue different ones. */
+      int *seq = ovl__tl_comm_seqs(prog, r);
+      if (seq == NULL) {
+        b.fail = true;
+        break;
+      }
       const rank_slices *rs = &all[k * (size_t)nranks + (size_t)r];
       char pname[256];
       if (nruns > 1)
@@ -207,8 +217,8 @@ ovl_status ovl_timeline_trace(const ovl_timeline_run *runs, size_t nruns,
       for (size_t j = 0; j < rs->n; j++)
         trace_slice(&b, &runs[k], pid, nstreams, &rs->s[j], seq);
       trace_flows(&b, prog, pid, nstreams, rs, &flow_id);
+      free(seq);
     }
-    free(seq);
   }
   if (!b.fail && b.len > first && b.s[first] == ',')
     b.s[first] = ' ';

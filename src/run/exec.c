@@ -119,6 +119,10 @@ typedef struct run_s {
   ovl_error first; /* the first error that is not a consequence of another */
   _Atomic uint64_t *pos; /* per rank: where it is now */
   uint64_t *pos_at_fail; /* per rank: where it was at the first failure */
+  /* Per rank and ring, the last comm tag enqueued and its op (the rank's
+   * thread writes them) and the last completed (read from the backend
+   * once its streams are quiet). */
+  ovl__flight flight;
 } run_t;
 
 typedef struct rank_s {
@@ -131,6 +135,10 @@ typedef struct rank_s {
   void **host_out;   /* host buffer of each fetched variable */
   bool *fetched;     /* whether fetched variable i was fetched */
   int *fetch_slot;   /* per variable: its index in prog->fetch, or -1 */
+  /* Per ring, the tag of the last comm op enqueued (flight record). */
+  uint64_t tag[OVL_MAX_RINGS];
+  /* Room for the items of the largest group. */
+  ovl__p2p_item *items;
 } rank_t;
 
 /* Record a rank's failure; the first real error wins over the aborts it
@@ -244,6 +252,54 @@ static size_t var_bytes(const ovl__var *v) {
   return (size_t)v->numel * ovl_dtype_size(v->dtype);
 }
 
+/* The tag of op's next comm call on its ring (1, 2, ... per rank and
+ * ring, across iterations). */
+static uint64_t next_tag(rank_t *rk, const ovl__op *op) {
+  return ++rk->tag[op->ring_id];
+}
+
+/* The flight record: the rank enqueued comm op `op` numbered `tag`. */
+static void note_enqueued(rank_t *rk, const ovl__op *op, uint64_t tag) {
+  ovl__flight *f = &rk->run->flight;
+  size_t k = (size_t)rk->rank * (size_t)f->nrings + (size_t)op->ring_id;
+  f->enq_tag[k] = tag;
+  f->enq_op[k] = (uint32_t)(op - rk->run->prog->ops);
+}
+
+/* The send or receive of op (a SEND or RECV primitive p) on this rank. */
+static ovl__p2p_item p2p_item(const rank_t *rk, const ovl__op *op,
+                              const ovl__prim *p) {
+  const ovl_program *prog = rk->run->prog;
+  ovl__p2p_item it;
+  int v = p->kind == OVL_PRIM_SEND ? op->in[0] : op->out;
+  it.send = p->kind == OVL_PRIM_SEND;
+  it.peer = ovl__op_peer(prog, op, rk->rank);
+  it.dtype = prog->vars[v].dtype;
+  it.buf = rk->dev[v];
+  it.count = (size_t)prog->vars[v].numel;
+  return it;
+}
+
+/* One point-to-point call of items[0..n) (the ops that end with `last`):
+ * each item numbered on the ring, the call tagged with the last. */
+static ovl_status exec_p2p(rank_t *rk, const ovl__op *last, int stream,
+                           const ovl__p2p_item *items, int n,
+                           ovl_error *err) {
+  const ovl__backend_ops *be = rk->run->world->be;
+  uint64_t tag;
+  ovl_status st;
+  if (be->p2p == NULL)
+    return ovl__err(err, OVL_EINVAL,
+                    "rank %d: backend '%s' has no point-to-point", rk->rank,
+                    be->name);
+  rk->tag[last->ring_id] += (uint64_t)n;
+  tag = rk->tag[last->ring_id];
+  st = be->p2p(rk->br, stream, last->ring_id, items, n, tag, err);
+  if (st == OVL_OK)
+    note_enqueued(rk, last, tag);
+  return st;
+}
+
 /* Enqueue (or, for host primitives, perform) primitive p of op `op`. */
 static ovl_status exec_prim(rank_t *rk, const ovl__op *op,
                             const ovl__prim *p, ovl_error *err) {
@@ -262,16 +318,32 @@ static ovl_status exec_prim(rank_t *rk, const ovl__op *op,
                            op->scale, op->bias, (size_t)o->numel, err);
   }
   case OVL_PRIM_COLL: {
-    const ovl__var *x = &prog->vars[op->in[0]];
-    const ovl__var *o = &prog->vars[op->out];
-    return be->collective(br, p->stream, op->ring_id, def->coll, def->redop,
+    uint64_t tag = next_tag(rk, op);
+    if (def->coll == OVL_COLL_BARRIER) {
+      /* Its inputs only name dependencies: it moves no data. */
+      st = be->collective(br, p->stream, op->ring_id, def->coll, def->redop,
+                          OVL_DTYPE_FLOAT32, NULL, NULL, 1, 0, tag, err);
+    } else {
+      const ovl__var *x = &prog->vars[op->in[0]];
+      const ovl__var *o = &prog->vars[op->out];
+      st = be->collective(br, p->stream, op->ring_id, def->coll, def->redop,
                           x->dtype, rk->dev[op->in[0]], rk->dev[op->out],
                           ovl__coll_count(def->coll, x->numel, o->numel),
-                          op->root, 0, err);
+                          ovl__coll_has_root(def->coll)
+                              ? ovl__op_root(prog, op, rk->rank)
+                              : 0,
+                          tag, err);
+    }
+    if (st == OVL_OK)
+      note_enqueued(rk, op, tag);
+    return st;
   }
   case OVL_PRIM_SEND:
-  case OVL_PRIM_RECV: /* TODO(issue 13) */
-    return ovl__err(err, OVL_EINVAL, "point-to-point is not implemented yet");
+  case OVL_PRIM_RECV: {
+    /* Ungrouped: a lone send or receive (groups: exec_group). */
+    ovl__p2p_item it = p2p_item(rk, op, p);
+    return exec_p2p(rk, op, p->stream, &it, 1, err);
+  }
   case OVL_PRIM_DELAY:
     return be->delay(br, p->stream, op->us, err);
   case OVL_PRIM_RECORD:
@@ -346,11 +418,58 @@ static ovl_status exec_op(rank_t *rk, size_t i, bool op_times, bool trace,
   return st;
 }
 
-/* After a drain: add each timed primitive's span to its op's time. */
+/* The ops of a group instance that starts at op i: [i, end). */
+static size_t group_end(const ovl_program *prog, size_t i) {
+  size_t end = i + 1;
+  while (end < prog->nops && prog->ops[end].group == prog->ops[i].group)
+    end++;
+  return end;
+}
+
+/* Enqueue the ops [i, end) of a group instance that run on this rank as
+ * one point-to-point call (none: nothing), with timer marks around it for
+ * each of them where asked. */
+static ovl_status exec_group(rank_t *rk, size_t i, size_t end, bool op_times,
+                             bool trace, ovl_error *err) {
+  const ovl__backend_ops *be = rk->run->world->be;
+  const ovl_program *prog = rk->run->prog;
+  const ovl__op *last = NULL;
+  bool marked = trace || op_times;
+  int n = 0, stream = OVL_STREAM_CALC;
+  ovl_status st = OVL_OK;
+
+  for (size_t k = i; k < end; k++) {
+    const ovl__op *op = &prog->ops[k];
+    const ovl__prim *p = &prog->prims[prog->prim_first[k]];
+    if (!ovl__op_on_rank(op, rk->rank))
+      continue;
+    rk->items[n++] = p2p_item(rk, op, p);
+    last = op;
+    stream = p->stream;
+  }
+  if (n == 0)
+    return OVL_OK;
+  for (size_t k = i; marked && st == OVL_OK && k < end; k++)
+    if (ovl__op_on_rank(&prog->ops[k], rk->rank))
+      st = be->timer_mark(rk->br, MARK_START(prog->prim_first[k]), stream,
+                          err);
+  if (st == OVL_OK)
+    st = exec_p2p(rk, last, stream, rk->items, n, err);
+  for (size_t k = i; marked && st == OVL_OK && k < end; k++)
+    if (ovl__op_on_rank(&prog->ops[k], rk->rank))
+      st = be->timer_mark(rk->br, MARK_END(prog->prim_first[k]), stream,
+                          err);
+  return st;
+}
+
+/* After a drain: add each timed primitive's span to its op's time (ops
+ * this rank does not run have none). */
 static ovl_status collect_op_times(rank_t *rk, ovl_error *err) {
   const ovl_program *prog = rk->run->prog;
   double *sum = rk->run->res->op_times + (size_t)rk->rank * prog->nops;
   for (size_t i = 0; i < prog->nops; i++) {
+    if (!ovl__op_on_rank(&prog->ops[i], rk->rank))
+      continue;
     for (size_t p = prog->prim_first[i]; p < prog->prim_first[i + 1]; p++) {
       double sec;
       ovl_status st;
@@ -367,18 +486,24 @@ static ovl_status collect_op_times(rank_t *rk, ovl_error *err) {
 }
 
 /* After the traced iteration's drain: every stream primitive's span from
- * the base (host ops were noted as they ran). */
+ * the base (host ops were noted as they ran; ops this rank does not run
+ * have none: their spans stay NaN). */
 static ovl_status collect_spans(rank_t *rk, ovl_error *err) {
   const ovl__backend_ops *be = rk->run->world->be;
   const ovl_program *prog = rk->run->prog;
   ovl_status st = OVL_OK;
-  for (size_t p = 0; st == OVL_OK && p < prog->nprims; p++) {
-    double *sp = span_of(rk, p);
-    if (ovl__prim_on_host(&prog->prims[p]))
+  for (size_t i = 0; st == OVL_OK && i < prog->nops; i++) {
+    if (!ovl__op_on_rank(&prog->ops[i], rk->rank))
       continue;
-    st = be->timer_elapsed(rk->br, MARK_BASE, MARK_START(p), &sp[0], err);
-    if (st == OVL_OK)
-      st = be->timer_elapsed(rk->br, MARK_BASE, MARK_END(p), &sp[1], err);
+    for (size_t p = prog->prim_first[i];
+         st == OVL_OK && p < prog->prim_first[i + 1]; p++) {
+      double *sp = span_of(rk, p);
+      if (ovl__prim_on_host(&prog->prims[p]))
+        continue;
+      st = be->timer_elapsed(rk->br, MARK_BASE, MARK_START(p), &sp[0], err);
+      if (st == OVL_OK)
+        st = be->timer_elapsed(rk->br, MARK_BASE, MARK_END(p), &sp[1], err);
+    }
   }
   if (st != OVL_OK) {
     ovl__err_prefix(err, "reading the trace's timers: ");
@@ -427,6 +552,20 @@ static ovl_status rank_setup(rank_t *rk, ovl_error *err) {
       !rk->fetch_slot)
     return ovl__err(err, OVL_ENOMEM, "rank %d: out of host memory",
                     rk->rank);
+  {
+    size_t most = 1;
+    for (size_t i = 0; i < prog->nops; i++)
+      if (prog->ops[i].group != 0) {
+        size_t end = group_end(prog, i);
+        if (end - i > most)
+          most = end - i;
+        i = end - 1;
+      }
+    rk->items = malloc(most * sizeof *rk->items);
+    if (rk->items == NULL)
+      return ovl__err(err, OVL_ENOMEM, "rank %d: out of host memory",
+                      rk->rank);
+  }
   for (size_t v = 0; v < prog->nvars; v++)
     rk->fetch_slot[v] = -1;
   for (size_t i = 0; i < prog->nfetch; i++)
@@ -565,6 +704,24 @@ static ovl_status run_iterations(rank_t *rk, ovl_error *err) {
     }
     for (size_t i = 0; i < prog->nops; i++) {
       const ovl__op *op = &prog->ops[i];
+      if (op->group != 0) {
+        size_t end = group_end(prog, i);
+        set_pos(rk, AT_OP, it, i);
+        st = exec_group(rk, i, end, run->opts.op_times != 0, trace, err);
+        if (st != OVL_OK) {
+          ovl__err_prefix(err, "%s:%d:%d: %s (group of %zu ops, lines "
+                          "%d-%d) on %s: ",
+                          prog->filename, op->line, op->col, op->def->name,
+                          end - i, op->line, prog->ops[end - 1].line,
+                          op_where(prog, i, where, sizeof where));
+          return st;
+        }
+        i = end - 1;
+        continue;
+      }
+      /* A rank not in the op's ranks skips it entirely. */
+      if (!ovl__op_on_rank(op, rk->rank))
+        continue;
       set_pos(rk, AT_OP, it, i);
       st = exec_op(rk, i, run->opts.op_times != 0, trace, err);
       if (st != OVL_OK) {
@@ -611,6 +768,13 @@ static void rank_teardown(rank_t *rk) {
    * rank whose streams would not empty leaks its memory instead. */
   if (rk->br != NULL)
     idle = be->rank_quiesce(rk->br);
+  /* The flight record's last completed tags, while the rank exists. */
+  if (rk->br != NULL && be->ring_progress != NULL) {
+    ovl__flight *f = &rk->run->flight;
+    for (int ring = 0; ring < f->nrings; ring++)
+      f->done_tag[(size_t)rk->rank * (size_t)f->nrings + (size_t)ring] =
+          be->ring_progress(rk->br, ring);
+  }
   ovl__barrier_wait(&rk->run->teardown);
   if (rk->br != NULL && idle) {
     for (size_t v = 0; rk->dev != NULL && v < prog->nvars; v++)
@@ -630,6 +794,7 @@ static void rank_teardown(rank_t *rk) {
   free(rk->host_out);
   free(rk->fetched);
   free(rk->fetch_slot);
+  free(rk->items);
 }
 
 static void *rank_main(void *arg) {
@@ -661,6 +826,12 @@ static void *rank_main(void *arg) {
 /* ------------------------------------------------------------------ */
 /* The run                                                             */
 /* ------------------------------------------------------------------ */
+
+static void flight_free(ovl__flight *f) {
+  free(f->enq_tag);
+  free(f->enq_op);
+  free(f->done_tag);
+}
 
 ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
                          const ovl_run_opts *opts, ovl_result **out,
@@ -720,12 +891,24 @@ ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
   threads = calloc((size_t)world->nranks, sizeof *threads);
   run.pos = calloc((size_t)world->nranks, sizeof *run.pos);
   run.pos_at_fail = calloc((size_t)world->nranks, sizeof *run.pos_at_fail);
+  run.flight.nranks = world->nranks;
+  run.flight.nrings = prog->nrings;
+  run.flight.iters = opts->warmup + opts->iters;
+  run.flight.have_done = world->be->ring_progress != NULL;
+  {
+    size_t n = (size_t)world->nranks * (size_t)prog->nrings + 1;
+    run.flight.enq_tag = calloc(n, sizeof *run.flight.enq_tag);
+    run.flight.enq_op = calloc(n, sizeof *run.flight.enq_op);
+    run.flight.done_tag = calloc(n, sizeof *run.flight.done_tag);
+  }
   if (ranks == NULL || threads == NULL || run.pos == NULL ||
-      run.pos_at_fail == NULL) {
+      run.pos_at_fail == NULL || run.flight.enq_tag == NULL ||
+      run.flight.enq_op == NULL || run.flight.done_tag == NULL) {
     free(ranks);
     free(threads);
     free((void *)run.pos);
     free(run.pos_at_fail);
+    flight_free(&run.flight);
     ovl_result_free(run.res);
     return ovl__err(err, OVL_ENOMEM, "out of memory");
   }
@@ -758,8 +941,22 @@ ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
   free(threads);
   if (run.failed && world->nranks > 1)
     append_positions(&run);
+  /* A hang: what each rank's communication had reached, in the
+   * iteration the ranks were in (the earliest, if they differ). */
+  if (run.failed && run.first.status == OVL_ETIMEDOUT) {
+    int total = opts->warmup + opts->iters;
+    run.flight.iter = total - 1;
+    for (int r = 0; r < world->nranks; r++) {
+      int it = (int)((run.pos_at_fail[r] >> 32) & 0xffffff);
+      if (it < run.flight.iter)
+        run.flight.iter = it;
+    }
+    ovl__flight_append(prog, &run.flight, run.first.msg,
+                       sizeof run.first.msg);
+  }
   free((void *)run.pos);
   free(run.pos_at_fail);
+  flight_free(&run.flight);
   if (run.failed) {
     ovl_result_free(run.res);
     if (err != NULL)

@@ -552,16 +552,23 @@ ovl_status ovl_report_op_times(const ovl_report *r, size_t i,
     g[n].stream = stream;
     g[n].count = 0;
     g[n].sec_per_iter = 0;
+    /* Averaged over the ranks that run some op of the row (ranks=[...]). */
+    uint64_t ran = 0;
+    int nran = 0;
     for (size_t j = k; j < nops; j++) {
       ovl_program_op(p, j, &name2, &line2, &stream2);
       if (line2 != line || stream2 != stream || strcmp(name, name2) != 0)
         continue;
       done[j] = true;
       g[n].count++;
+      ran |= p->ops[j].ranks;
       for (int rk = 0; rk < nranks; rk++)
         g[n].sec_per_iter += ovl_result_op_times(m->res, rk)[j];
     }
-    g[n].sec_per_iter /= (double)nranks * iters;
+    for (int rk = 0; rk < nranks; rk++)
+      nran += (ran >> rk) & 1;
+    if (nran > 0)
+      g[n].sec_per_iter /= (double)nran * iters;
     g[n].stream_name = ovl_program_stream_name(p, stream);
     n++;
   }

@@ -80,6 +80,45 @@ ovl_status ovl__replay_form_run(ovl_world *world, const ovl_program *prog,
                                 ovl__replay_form *out, ovl_error *err);
 void ovl__replay_form_release(ovl__replay_form *f);
 
+/* The flight record of a run (run/flight.c): per rank and ring (index
+ * rank * nrings + ring) the last comm tag the rank enqueued and its op,
+ * and the last the backend completed (ring_progress; have_done false
+ * when the backend cannot say). `iters`: the iterations the run does,
+ * warmup included; `iter`: the one it failed in (0-based). */
+typedef struct ovl__flight {
+  int nranks, nrings, iters, iter;
+  uint64_t *enq_tag;
+  uint32_t *enq_op;
+  uint64_t *done_tag;
+  bool have_done;
+} ovl__flight;
+
+/* Append the flight record of a run of `prog` that timed out to `msg`
+ * (a terminated string in a buffer of `size`): "; flight record: rank 0
+ * ring 0: enqueued #12 send_v2 (pipe.sched:14), completed #11 recv_v2
+ * (pipe.sched:9); ..." (ranks with the same entry grouped, cut to fit),
+ * then "; ranks disagree first at ..." (ovl__comm_first_disagreement of
+ * the first ring that has one, "; and at ..." for the next two) or
+ * "; ranks agree; first not completed: ring R #T: rank r OP (line L),
+ * ...". Nothing for a program without communication. */
+void ovl__flight_append(const ovl_program *prog, const ovl__flight *f,
+                        char *msg, size_t size);
+
+/* The first place where the ranks' communication cannot match, by
+ * NCCL's rules: the k-th collective of a ring meets the k-th of every
+ * other rank and must be the same op, dtype, count and root; the k-th
+ * send from a to b on a ring meets the k-th receive on b from a, of the
+ * same dtype and count. Counted within one iteration (the ranks meet
+ * between iterations), on ring `ring` (-1: the first ring that has one),
+ * the first by position in the iteration, then by rank. Writes "ring 0 #5:
+ * rank 0 c_allreduce_sum (line 14), rank 1 c_broadcast (line 20)" (the
+ * other rank's tag shown where it differs; "rank 1 never issues it" where
+ * it has none) and returns true; false when everything matches. Tags are
+ * those of iteration `iter` (0-based): per rank and ring from 1 across
+ * iterations, as the executor numbers them. */
+bool ovl__comm_first_disagreement(const ovl_program *prog, int ring,
+                                  int iter, char *buf, size_t size);
+
 /* A barrier that a failed rank can open for everyone (barrier_abort), and
  * whose count can drop (threads that will never come). */
 typedef struct {
