@@ -607,6 +607,213 @@ ovl_status ovl_races_format(const ovl_races *r, const ovl_program *prog,
 void ovl_races_free(ovl_races *r);
 
 /* ------------------------------------------------------------------ */
+/* Mismatches: ranks that disagree on a communicator (DESIGN 2.4 #2).   */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Per ring, each rank's communication in program order (the order its host
+ * enqueues it), matched across ranks as NCCL matches it:
+ *   - the k-th collective a rank issues on ring R meets the k-th of every
+ *     other rank (every rank is in every communicator);
+ *   - the j-th send_v2 from rank a to rank b on ring R meets the j-th
+ *     recv_v2 on b from a on ring R.
+ * A mismatch: the k-th collective of ring R differs between ranks in op,
+ * reduction, count, dtype, root or variable, or a rank never issues it; a
+ * send with no matching receive, or a receive with no matching send; a
+ * matched send and receive that differ in count or dtype. Mismatches of the
+ * same size do not hang: they silently mix buffers; they are reported too.
+ * A mismatch is identified by source position (the ring, and each rank's
+ * op): one inside a repeat block is listed once, with its number of
+ * occurrences. Every form that keeps the communication has the same
+ * mismatches (the forms move it between streams or drop it all), so the
+ * pipeline checks the program as bound. An SPMD program (no ranks=, no
+ * rank-dependent attribute, no point-to-point) has none, found in O(1).
+ */
+typedef struct ovl_mismatches_s ovl_mismatches;
+
+/* At most this many mismatches (and deadlocks) are listed; more are only
+ * counted (ovl_mismatches_more). */
+#define OVL_FINDINGS_LIST_MAX 1000
+
+typedef enum {
+  /* The k-th collective of the ring differs, or a rank never issues it. */
+  OVL_MISMATCH_COLLECTIVE = 0,
+  /* A send_v2 whose receiver never posts the matching recv_v2. */
+  OVL_MISMATCH_UNMATCHED_SEND,
+  /* A recv_v2 whose sender never issues the matching send_v2. */
+  OVL_MISMATCH_UNMATCHED_RECV,
+  /* A matched send_v2 / recv_v2 pair whose count or dtype differ. */
+  OVL_MISMATCH_PAIR
+} ovl_mismatch_kind;
+
+/* What differs (ovl_mismatch_finding.differs), relative to the first rank
+ * that issues the op. */
+enum {
+  OVL_DIFFERS_OP = 1u << 0,      /* another collective (allreduce, ...) */
+  OVL_DIFFERS_REDOP = 1u << 1,   /* another reduction (sum, max, ...) */
+  OVL_DIFFERS_COUNT = 1u << 2,   /* element count, as NCCL is called */
+  OVL_DIFFERS_DTYPE = 1u << 3,
+  OVL_DIFFERS_ROOT = 1u << 4,
+  OVL_DIFFERS_VAR = 1u << 5,     /* another variable, same everything else */
+  OVL_DIFFERS_MISSING = 1u << 6  /* a rank never issues it */
+};
+
+/* What one rank does at a mismatch. */
+typedef struct ovl_mismatch_side_s {
+  int rank;
+  /* 0: the rank never issues it (the fields below are 0 / NULL / -1). */
+  int issues;
+  size_t op;           /* index in the program (first occurrence) */
+  const char *op_name; /* "c_allreduce_sum", "send_v2", ... */
+  int line, col;
+  const char *var;     /* the input's variable (NULL: none) */
+  const char *out_var; /* the output's (NULL: none) */
+  ovl_dtype dtype;
+  int64_t count;       /* elements, as NCCL is called */
+  int root;            /* -1: the op has none */
+  int peer;            /* send_v2 / recv_v2: the other rank; else -1 */
+  int stream;          /* where it runs, as ovl_program_op */
+  /* Its tag: 1 + its number among the rank's comm ops on the ring (one
+   * iteration), as the flight record numbers them. 0: never issued. */
+  uint64_t tag;
+} ovl_mismatch_side;
+
+typedef struct ovl_mismatch_finding_s {
+  ovl_mismatch_kind kind;
+  int ring;
+  /* Collective: k (1-based: collective #k of the ring); point-to-point: j
+   * (1-based: the j-th send from `sender` to `receiver` on the ring). Of
+   * the first occurrence. */
+  uint64_t index;
+  int sender, receiver; /* point-to-point; -1 for a collective */
+  unsigned differs;     /* OVL_DIFFERS_* */
+  /* 1: every rank that issues it moves the same number of bytes (the run
+   * would not hang; it would mix buffers silently). */
+  int same_size;
+  /* Collective: one side per rank, in rank order; point-to-point: the
+   * sender's side, then the receiver's. */
+  int nsides;
+  const ovl_mismatch_side *sides;
+  uint64_t occurrences; /* times it occurs in the expanded program */
+  uint64_t ranks;       /* bit r: rank r takes part in some occurrence */
+  /* One line: "ring 0 collective #3: rank 0 issues c_allreduce_sum of 'g'
+   * (float32, 100 elements) at f.sched:12:3, rank 1 issues c_broadcast of
+   * 'g' (float32, 100 elements, root 0) at f.sched:14:3; they differ in op
+   * and root". */
+  const char *message;
+} ovl_mismatch_finding;
+
+/* Check `prog` (lowered: as bound, or a form). On success *out holds the
+ * mismatches (maybe none); free it with ovl_mismatches_free. The result
+ * does not refer to `prog`. Time: O(ops + comm ops x ranks). */
+ovl_status ovl_mismatch_check(const ovl_program *prog, ovl_mismatches **out,
+                              ovl_error *err);
+/* Mismatches listed, in order of ring, then first occurrence. */
+size_t ovl_mismatches_count(const ovl_mismatches *m);
+/* Occurrences of mismatches not listed (beyond OVL_FINDINGS_LIST_MAX). */
+uint64_t ovl_mismatches_more(const ovl_mismatches *m);
+/* Mismatch i (0-based); returns 0, or -1 (info zeroed) if i is out of
+ * range. Strings and sides live as long as `m`. */
+int ovl_mismatches_get(const ovl_mismatches *m, size_t i,
+                       ovl_mismatch_finding *info);
+/* The report as text (json == 0) or JSON; *text is malloc'd. Text:
+ *   mismatch 1: ring 0 collective #3: rank 0 issues ... (4 times in the
+ *   expanded program)
+ *   1 mismatch in FILE (2 ranks)
+ * or "no mismatches in FILE (2 ranks, N comm ops checked)". JSON:
+ * {"schedule", "ranks", "mismatches": [{"kind": "collective" |
+ * "unmatched_send" | "unmatched_recv" | "pair", "ring", "index",
+ * "sender", "receiver", "differs": ["op", ...], "same_size", "sides":
+ * [{"rank", "issues", "op", "line", "col", "var", "out_var", "dtype",
+ * "count", "root", "peer", "stream", "tag"}], "occurrences", "ranks":
+ * [...], "message"}], "count", "more"}. */
+ovl_status ovl_mismatches_format(const ovl_mismatches *m,
+                                 const ovl_program *prog, int json,
+                                 char **text, ovl_error *err);
+void ovl_mismatches_free(ovl_mismatches *m);
+
+/* ------------------------------------------------------------------ */
+/* Deadlocks: an abstract execution of every rank (DESIGN 2.4 #3).      */
+/* ------------------------------------------------------------------ */
+
+/*
+ * One iteration of the lowered program on every rank, with no timing: per
+ * rank the host enqueues the primitives of the ops that run there in
+ * program order and blocks only at host syncs (c_sync_calc_stream,
+ * c_sync_comm_stream, stream_sync, fetch's sync of calc, barrier's) until
+ * that stream is drained; each stream runs its primitives in order:
+ * kernels and delays complete; a record snapshots its stream; a wait
+ * blocks until the recording stream has passed the record it captured
+ * (the last record of the event enqueued before the wait, host order; a
+ * never-recorded event does not wait); a collective blocks until every
+ * rank has its k-th collective of the ring at the head of one of its
+ * streams; an ungrouped send_v2 / recv_v2 blocks until its partner is at
+ * the head of a stream; the items of a group are posted together when the
+ * group reaches the head of its stream (the host has enqueued all of
+ * them), each completes when its partner is posted, and the stream moves
+ * on when all did. Collectives meet by position alone (a mismatch in what
+ * they move is a mismatch, not a deadlock).
+ *
+ * If the execution ends with something blocked, the participants (each
+ * rank's host and streams) and what each waits for form a graph; each of
+ * its cycles is a deadlock, reported as the cycle. Blocked participants
+ * that wait on no cycle wait for a comm op some rank never issues: that is
+ * a mismatch (ovl_mismatch_check), not reported again here. Time: linear
+ * in primitives x ranks. An SPMD program cannot deadlock (every rank does
+ * the same, so every collective meets), found in O(1).
+ */
+typedef struct ovl_deadlocks_s ovl_deadlocks;
+
+/* One participant of a cycle: what it is blocked at, and whom it waits
+ * for (the next step; the last step waits for the first). */
+typedef struct ovl_deadlock_step_s {
+  int rank;
+  int stream;              /* as ovl_program_op; -1: the host */
+  const char *stream_name; /* "calc", "comm[0]", "side", "host" */
+  size_t op;               /* the op it is blocked at (program index) */
+  const char *op_name;
+  int line, col;
+  int ring;                /* the op's ring; -1 when it has none */
+  /* A collective: its number on the ring (1-based); else 0. */
+  uint64_t coll_index;
+  /* A send_v2 / recv_v2: the other rank; else -1. In a group: 1. */
+  int peer;
+  int in_group;
+} ovl_deadlock_step;
+
+typedef struct ovl_deadlock_finding_s {
+  size_t nsteps;
+  const ovl_deadlock_step *steps; /* step i waits for step (i+1) % nsteps */
+  uint64_t occurrences; /* cycles alike (same steps but the ranks) */
+  /* "deadlock: rank 0 calc waits at line 5 (c_allreduce_sum, ring 0
+   * collective #1) for rank 1, whose calc is blocked at line 6
+   * (c_allreduce_sum, ring 1 collective #1) waiting for rank 0 calc". */
+  const char *message;
+} ovl_deadlock_finding;
+
+/* Check `prog` (lowered: a form, or as bound). On success *out holds the
+ * deadlocks (maybe none); free it with ovl_deadlocks_free. The result does
+ * not refer to `prog`. */
+ovl_status ovl_deadlock_check(const ovl_program *prog, ovl_deadlocks **out,
+                              ovl_error *err);
+size_t ovl_deadlocks_count(const ovl_deadlocks *d);
+uint64_t ovl_deadlocks_more(const ovl_deadlocks *d);
+/* Participants (hosts and streams of all ranks) left blocked at the end,
+ * whether on a cycle or behind a mismatch; 0 when every rank finished. */
+uint64_t ovl_deadlocks_blocked(const ovl_deadlocks *d);
+int ovl_deadlocks_get(const ovl_deadlocks *d, size_t i,
+                      ovl_deadlock_finding *info);
+/* Text: "deadlock 1: rank 0 calc waits ...", then "1 deadlock in FILE (2
+ * ranks)" or "no deadlocks in FILE (2 ranks)". JSON: {"schedule",
+ * "ranks", "deadlocks": [{"steps": [{"rank", "stream", "op", "line",
+ * "col", "ring", "coll_index", "peer", "in_group"}], "occurrences",
+ * "message"}], "count", "more", "blocked"}. */
+ovl_status ovl_deadlocks_format(const ovl_deadlocks *d,
+                                const ovl_program *prog, int json,
+                                char **text, ovl_error *err);
+void ovl_deadlocks_free(ovl_deadlocks *d);
+
+/* ------------------------------------------------------------------ */
 /* Timelines: the traced iteration of runs, as a trace or a picture.   */
 /* ------------------------------------------------------------------ */
 
@@ -648,8 +855,14 @@ ovl_status ovl_timeline_svg(const ovl_timeline_run *runs, size_t nruns,
  * For each mode asked, in the order sync, async, comp, comm:
  *   1. its form of the program (ovl_program_transform) and, with `races`,
  *      its race check (ovl_race_check) and, given the schedule, the
- *      re-check of its fixes (ovl_races_check_fixes): every form is
- *      checked before anything runs;
+ *      re-check of its fixes (ovl_races_check_fixes), and its deadlock
+ *      check (ovl_deadlock_check); then, once, the mismatch check of the
+ *      program as bound (ovl_mismatch_check; every form that keeps the
+ *      communication has the same; none when comp is the only mode):
+ *      every form is checked before anything runs. A mismatch or a
+ *      deadlock stops the pipeline here, with a report (a run would hang
+ *      or mix buffers): nothing runs, nothing is replayed, and
+ *      ovl_report_not_run says why;
  *   2. with `run`: the float64 reference (ovl_reference_compute), once,
  *      only where a checked mode fetches something (sync and async are
  *      checked; comp and comm numbers are not), unless the caller gives
@@ -671,8 +884,9 @@ typedef struct ovl_report_s ovl_report;
 
 /* What ovl_pipeline_opts.progress is told, as it happens. */
 typedef enum {
-  /* Every race check is done (with `races`; the forms are made); nothing
-   * has run. The only event without `run`. */
+  /* Every check is done (with `races`; the forms are made); nothing has
+   * run. The only event without `run`, or when the checks stop the
+   * pipeline. */
   OVL_PIPELINE_CHECKED = 0,
   /* The reference is ready (where needed); the runs start. */
   OVL_PIPELINE_READY,
@@ -685,7 +899,8 @@ typedef struct ovl_pipeline_opts_s {
   /* OVL_MODE_BIT of each mode asked (run in the order sync, async, comp,
    * comm, whatever the bits' order). */
   unsigned modes;
-  /* Non-zero: race-check each mode's form before anything runs. */
+  /* Non-zero: check each mode's form (races, deadlocks) and the program
+   * (mismatches) before anything runs. */
   int races;
   /* Non-zero: run each form on the world and compare; 0: check only (the
    * world may be NULL; nothing is run, no reference computed). */
@@ -797,6 +1012,8 @@ typedef struct ovl_report_mode_s {
   /* Seconds of the timed iterations (ovl_result_times): their sum, median,
    * min and max; NaN when it did not run. */
   double total_s, median_s, min_s, max_s;
+  /* Its deadlock report; NULL without the check. */
+  const ovl_deadlocks *deadlocks;
 } ovl_report_mode;
 
 /* Mode i (0-based, in the order run); returns 0, or -1 (info zeroed) if i
@@ -818,8 +1035,20 @@ typedef struct ovl_report_summary_s {
   int64_t mismatched;
   /* Races found, every form (listed and only counted). */
   uint64_t races;
+  /* Mismatches across ranks (ovl_mismatch_check: collectives, sends and
+   * receives; not elements out of tolerance, which `mismatched` counts),
+   * listed and only counted; deadlocks, every form. */
+  uint64_t mismatches;
+  uint64_t deadlocks;
 } ovl_report_summary;
 void ovl_report_summary_get(const ovl_report *r, ovl_report_summary *out);
+/* The mismatch report of the program as bound; NULL without the check (or
+ * when no form asked keeps the communication). Lives as long as `r`. */
+const ovl_mismatches *ovl_report_mismatches(const ovl_report *r);
+/* Why nothing ran although a run was asked for ("mismatches found: a run
+ * would hang or mix buffers", "deadlocks found: a run would hang"), or
+ * NULL. */
+const char *ovl_report_not_run(const ovl_report *r);
 
 /* The machine the report's runs ran on, from the world (backend NULL and
  * nranks 0 when nothing ran). Strings live as long as the report. */
@@ -904,17 +1133,21 @@ int ovl_report_replay_get(const ovl_report *r, size_t i,
                           ovl_report_replay *out);
 
 /* The verdict of a report: "PASS", "FAIL: numeric mismatch" (any element
- * out of tolerance) or "FAIL: races" (numbers right, races found). */
+ * out of tolerance), "FAIL: mismatches", "FAIL: deadlocks", "FAIL:
+ * mismatches and deadlocks" (nothing ran), or "FAIL: races" (numbers
+ * right, races found), in that order of precedence. */
 const char *ovl_report_result(const ovl_report *r);
 
 /*
  * The report as the results JSON of tools/overlap_sim --json=FILE (README,
  * "JSON results"): "tool", "version", "schedule", "machine", "options",
- * "modes" (per mode: times, "check", "races", and with op times
- * "op_times"), "speedup", "ideal_speedup", "overlap_efficiency", "result",
- * "exit_status". The "options" object echoes the caller's options, given
- * here; the report gives the rest. Valid UTF-8 whatever the bytes of a
- * path or a name.
+ * "modes" (per mode: times, "check", "races", "deadlocks", and with op
+ * times "op_times"), "mismatches", "not_run", "speedup", "ideal_speedup",
+ * "overlap_efficiency", "result", "exit_status". A report the checks
+ * stopped (ovl_report_not_run) has null times, an empty "iter_s" and
+ * "check" "n/a" in every mode, and "not_run" says why (else null). The
+ * "options" object echoes the caller's options, given here; the report
+ * gives the rest. Valid UTF-8 whatever the bytes of a path or a name.
  */
 typedef struct ovl_report_json_opts_s {
   const char *tool;            /* "overlap_sim" */
@@ -936,13 +1169,16 @@ typedef struct ovl_report_json_opts_s {
 ovl_status ovl_report_json(const ovl_report *r,
                            const ovl_report_json_opts *opts, char **text,
                            size_t *len, ovl_error *err);
-/* The race reports of every mode of a report, as JSON (what
+/* The check reports of every mode of a report, as JSON (what
  * tools/overlap_sim --races --json writes), each under its form's name,
- * one alone too: {"modes": {"sync": REPORT, "async": REPORT}} and "\n",
- * REPORT as ovl_races_format gives it. The report must have been made with
- * the race check. A report made with the replay has a second key,
- * "replay" (what --replay --json writes; README, "Finding ordering
- * bugs"). *text is malloc'd (free() it). */
+ * one alone too: {"modes": {"sync": REPORT, "async": REPORT}, "deadlocks":
+ * {"sync": DEADLOCKS, "async": DEADLOCKS}, "mismatches": MISMATCHES} and
+ * "\n", REPORT as ovl_races_format gives it, DEADLOCKS as
+ * ovl_deadlocks_format, MISMATCHES as ovl_mismatches_format (null where
+ * not checked). The report must have been made with the checks. A report
+ * made with the replay has one more key, "replay" (what --replay --json
+ * writes; README, "Finding ordering bugs"). *text is malloc'd (free()
+ * it). */
 ovl_status ovl_report_races_json(const ovl_report *r, char **text,
                                  size_t *len, ovl_error *err);
 

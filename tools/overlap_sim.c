@@ -8,12 +8,15 @@
  * -> the pipeline (ovl_pipeline_run: forms, race checks, reference, runs,
  * comparisons) -> the table, summary, mismatches, races, --show, op times
  * (tools/sim_report.c) -> the output files (tools/outfile.c; their text
- * from the library). --races stops after the race checks; --replay
- * replays the races found instead of the timed runs (tools/sim_replay.c).
+ * from the library). --races stops after the checks (races, mismatches,
+ * deadlocks); --replay replays the races found instead of the timed runs
+ * (tools/sim_replay.c). A mismatch or a deadlock stops a run after the
+ * checks too (the library does: ovl_report_not_run).
  *
  * Exit codes: 0 ok, 1 numeric mismatch, 2 usage or schedule error (also an
  * output file that is the schedule or another output), 3 runtime error
- * (also an output file or stdout not written), 4 races.
+ * (also an output file or stdout not written), 4 races, mismatches or
+ * deadlocks.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -143,9 +146,15 @@ static int races_output(const sim_options *o, const ovl_report *report,
   size_t len = 0;
 
   if (o->json == NULL) {
-    if (!(o->replay != 0 && o->quiet) &&
-        sim_print_races(report, false, stdout) < 0)
-      return EXIT_RUNTIME;
+    if (!(o->replay != 0 && o->quiet)) {
+      if (sim_print_races(report, false, stdout) < 0)
+        return EXIT_RUNTIME;
+      printf("check: ");
+      sim_print_check_summary(report, stdout);
+      printf(" in %s (%d rank%s)\n", ovl_program_filename(ovl_report_program(report)),
+             ovl_program_nranks(ovl_report_program(report)),
+             ovl_program_nranks(ovl_report_program(report)) == 1 ? "" : "s");
+    }
     if (o->replay != 0)
       sim_print_replay(report);
     return -1;
@@ -239,7 +248,9 @@ static int check_only(const sim_options *o, const char *path, unsigned modes,
   if (rc < 0) {
     ovl_report_summary sum;
     ovl_report_summary_get(report, &sum);
-    rc = sum.races > 0 ? EXIT_RACES : EXIT_SUCCESS;
+    rc = sum.races > 0 || sum.mismatches > 0 || sum.deadlocks > 0
+             ? EXIT_RACES
+             : EXIT_SUCCESS;
   }
 out:
   ovl_schedule_free(sched);
@@ -299,7 +310,18 @@ static int write_run_outputs(const sim_options *o,
   ovl_error err = {0};
   ovl_status st;
 
-  for (size_t i = 0; i < ovl_report_mode_count(report); i++) {
+  /* Nothing ran: no timeline to write. */
+  if (ovl_report_not_run(report) != NULL) {
+    if (o->trace != NULL)
+      fprintf(stderr, "%s: --trace=%s not written: nothing ran\n", progname,
+              o->trace);
+    if (o->svg != NULL)
+      fprintf(stderr, "%s: --svg=%s not written: nothing ran\n", progname,
+              o->svg);
+  }
+  for (size_t i = 0;
+       ovl_report_not_run(report) == NULL && i < ovl_report_mode_count(report);
+       i++) {
     ovl_report_mode m;
     ovl_report_mode_get(report, i, &m);
     tl[ntl].mode = m.mode;
@@ -307,7 +329,7 @@ static int write_run_outputs(const sim_options *o,
     tl[ntl].res = m.res;
     ntl++;
   }
-  if (o->trace != NULL) {
+  if (o->trace != NULL && ntl > 0) {
     if (ovl_timeline_trace(tl, ntl, &text, &len, &err) != OVL_OK) {
       fprintf(stderr, "%s: --trace=%s: %s\n", progname, o->trace, err.msg);
       return EXIT_RUNTIME;
@@ -317,7 +339,7 @@ static int write_run_outputs(const sim_options *o,
     if (w < 0)
       return EXIT_RUNTIME;
   }
-  if (o->svg != NULL) {
+  if (o->svg != NULL && ntl > 0) {
     if (ovl_timeline_svg(tl, ntl, &text, &len, &err) != OVL_OK) {
       fprintf(stderr, "%s: --svg=%s: %s\n", progname, o->svg, err.msg);
       return EXIT_RUNTIME;
@@ -378,12 +400,13 @@ static int finish_run(const sim_options *o, const outfile outs[N_OUTPUTS],
     sim_print_summary(report);
     sim_print_mismatches(report);
   }
-  if (sum.races > 0 && !o->quiet && sim_print_races(report, true, stdout) < 0)
+  bool found = sum.races > 0 || sum.mismatches > 0 || sum.deadlocks > 0;
+  if (found && !o->quiet && sim_print_races(report, true, stdout) < 0)
     return EXIT_RUNTIME;
   if (o->show >= 0)
     sim_print_show(report, o->show);
   status = sum.mismatched > 0 ? EXIT_MISMATCH
-           : sum.races > 0    ? EXIT_RACES
+           : found            ? EXIT_RACES
                               : EXIT_SUCCESS;
   rc = write_run_outputs(o, outs, report, status);
   if (rc >= 0)
@@ -392,10 +415,14 @@ static int finish_run(const sim_options *o, const outfile outs[N_OUTPUTS],
     printf("result: FAIL: numeric mismatch (tolerance |got-ref| <= %g + %g "
            "* |ref|)%s\n",
            o->atol, o->rtol, sum.races > 0 ? ", and races" : "");
-  else if (sum.races > 0)
-    printf("result: FAIL: %llu race%s (the numbers matched this time)\n",
-           (unsigned long long)sum.races, sum.races == 1 ? "" : "s");
-  else
+  else if (found) {
+    printf("result: FAIL: ");
+    sim_print_check_summary(report, stdout);
+    if (ovl_report_not_run(report) != NULL)
+      printf(" (nothing ran: %s)\n", ovl_report_not_run(report));
+    else
+      printf(" (the numbers matched this time)\n");
+  } else
     printf("result: PASS\n");
   return status;
 }

@@ -33,6 +33,10 @@ long sim_print_replay(const ovl_report *r) {
   char d[32];
 
   ovl_report_machine_get(r, &mc);
+  if (ovl_report_not_run(r) != NULL) {
+    printf("replay: nothing replayed (%s)\n", ovl_report_not_run(r));
+    return 0;
+  }
   for (size_t i = 0; i < ovl_report_mode_count(r); i++) {
     ovl_report_replay rp;
     if (ovl_report_replay_get(r, i, &rp) == 0)

@@ -169,34 +169,83 @@ void sim_print_mismatches(const ovl_report *r) {
   }
 }
 
-/* Races listed and counted of one form. */
+/* Races listed and counted of one form; deadlocks alike. */
 static uint64_t races_of(const ovl_report_mode *m) {
   return m->races != NULL
              ? ovl_races_count(m->races) + ovl_races_more(m->races)
              : 0;
 }
+static uint64_t deadlocks_of(const ovl_report_mode *m) {
+  return m->deadlocks != NULL ? ovl_deadlocks_count(m->deadlocks) +
+                                    ovl_deadlocks_more(m->deadlocks)
+                              : 0;
+}
+
+/* A report's text on f (its format already called: text or NULL on
+ * failure, err says why). Returns 0, or -1 with the message printed. */
+static int put_text(FILE *f, char *text, const ovl_error *err,
+                    const char *what) {
+  if (text == NULL) {
+    fprintf(stderr, "%s: %s: %s\n", progname, what, err->msg);
+    return -1;
+  }
+  fputs(text, f);
+  free(text);
+  return 0;
+}
 
 long sim_print_races(const ovl_report *r, bool racy_only, FILE *f) {
+  const ovl_program *prog = ovl_report_program(r);
+  const ovl_mismatches *mm = ovl_report_mismatches(r);
   long total = 0;
   for (size_t i = 0; i < ovl_report_mode_count(r); i++) {
     ovl_report_mode m;
     ovl_error err = {0};
     char *text = NULL;
+    bool races, deadlocks;
     ovl_report_mode_get(r, i, &m);
-    if (m.races == NULL || (racy_only && races_of(&m) == 0))
+    races = m.races != NULL && (!racy_only || races_of(&m) > 0);
+    deadlocks = m.deadlocks != NULL && (!racy_only || deadlocks_of(&m) > 0);
+    if (!races && !deadlocks)
       continue;
-    if (ovl_races_format(m.races, ovl_report_program(r), 0, &text, &err) !=
-        OVL_OK) {
-      fprintf(stderr, "%s: races: %s\n", progname, err.msg);
-      return -1;
-    }
     /* Every section says which form it checked. */
     fprintf(f, "== %s ==\n", ovl_mode_name(m.mode));
-    fputs(text, f);
-    free(text);
-    total += (long)races_of(&m);
+    if (races) {
+      if (ovl_races_format(m.races, prog, 0, &text, &err) != OVL_OK)
+        text = NULL;
+      if (put_text(f, text, &err, "races") < 0)
+        return -1;
+    }
+    if (deadlocks) {
+      if (ovl_deadlocks_format(m.deadlocks, prog, 0, &text, &err) != OVL_OK)
+        text = NULL;
+      if (put_text(f, text, &err, "deadlocks") < 0)
+        return -1;
+    }
+    total += (long)(races_of(&m) + deadlocks_of(&m));
+  }
+  if (mm != NULL && (!racy_only || ovl_mismatches_count(mm) > 0 ||
+                     ovl_mismatches_more(mm) > 0)) {
+    ovl_error err = {0};
+    char *text = NULL;
+    /* The forms that keep the communication all have the same. */
+    fprintf(f, "== mismatches (every form) ==\n");
+    if (ovl_mismatches_format(mm, prog, 0, &text, &err) != OVL_OK)
+      text = NULL;
+    if (put_text(f, text, &err, "mismatches") < 0)
+      return -1;
+    total += (long)(ovl_mismatches_count(mm) + ovl_mismatches_more(mm));
   }
   return total;
+}
+
+void sim_print_check_summary(const ovl_report *r, FILE *f) {
+  ovl_report_summary s;
+  ovl_report_summary_get(r, &s);
+  fprintf(f, "%llu race%s, %llu mismatch%s, %llu deadlock%s",
+          (unsigned long long)s.races, s.races == 1 ? "" : "s",
+          (unsigned long long)s.mismatches, s.mismatches == 1 ? "" : "es",
+          (unsigned long long)s.deadlocks, s.deadlocks == 1 ? "" : "s");
 }
 
 void sim_print_show(const ovl_report *r, int n) {
@@ -204,6 +253,8 @@ void sim_print_show(const ovl_report *r, int n) {
   int i = ovl_report_find(r, OVL_MODE_ASYNC);
   ovl_report_mode m;
   ovl_report_mode_get(r, i >= 0 ? (size_t)i : 0, &m);
+  if (m.res == NULL)
+    return;
   for (int rk = 0; rk < ovl_result_nranks(m.res); rk++) {
     for (size_t k = 0; k < ovl_program_fetch_count(prog); k++) {
       ovl_var_info v;

@@ -38,10 +38,15 @@ void sim_print_summary(const ovl_report *r);
 /* One line per (mode, rank, variable) that differs from the reference. */
 void sim_print_mismatches(const ovl_report *r);
 
-/* The race reports as text, on `f`: of every mode, or only of those with
- * races (`racy_only`); headed "== MODE ==" where there are several.
- * Returns the number of races, or -1 on error (message printed). */
+/* The check reports as text, on `f`: per mode, headed "== MODE ==", its
+ * races and its deadlocks, then the mismatches of the program (headed "==
+ * mismatches (every form) =="); with `racy_only`, only the reports that
+ * found something. Returns the number of findings, or -1 on error
+ * (message printed). */
 long sim_print_races(const ovl_report *r, bool racy_only, FILE *f);
+
+/* "1 race, 0 mismatches, 2 deadlocks" (no newline). */
+void sim_print_check_summary(const ovl_report *r, FILE *f);
 
 /* --show=N: per rank and fetched variable, its first N values (of the
  * async run, or of the only mode run). */

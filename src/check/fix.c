@@ -307,19 +307,75 @@ static stmts *next_ops(cands *c, int want, unsigned kept, unsigned bits,
 #define BIT(op) (1u << (op))
 #define STMT(e, k, ...) snprintf((e)->s[k], sizeof (e)->s[k], __VA_ARGS__)
 
-/* The candidates of race r of `prog` (whose form has the ops of `kept`),
- * in order of preference; at most `want` ops. */
-static void candidates(const ovl_program *prog, unsigned kept,
-                       const blocks *bx, const names *nm, const race_rec *r,
-                       int want, cands *c) {
+/* The context of the hints of one report: the program (a form), the ops
+ * its form has, its blocks and names, and the schedule's text when there
+ * is one (to find a group's line). */
+typedef struct hinter {
+  const ovl_program *prog;
+  unsigned kept; /* kept_ops */
+  blocks bx;
+  names nm;
+  const char *text;
+  size_t len;
+  size_t *line_at; /* offset of line l + 1 (0-based l), nlines of them */
+  size_t nlines;
+} hinter;
+
+/* Whether ops i and j are in one group instance. */
+static bool same_group(const ovl_program *prog, size_t i, size_t j) {
+  return prog->ops[i].group != 0 && prog->ops[i].group == prog->ops[j].group;
+}
+
+/* Where to insert "before op i": its line, or for an op inside a group
+ * (nothing may go between a group's ops) the line of its `group {`: from
+ * the text, the nearest line above the group's first op that holds a
+ * statement (it is `group {`: one statement per line, blank lines and
+ * comments between); without the text, the line above the first op. */
+static int before_line(const hinter *h, size_t i) {
+  const ovl_program *prog = h->prog;
+  size_t j = i;
+  int first;
+  if (prog->ops[i].group == 0)
+    return prog->ops[i].line;
+  while (j > 0 && prog->ops[j - 1].group == prog->ops[i].group)
+    j--;
+  first = prog->ops[j].line;
+  for (int l = first - 1; h->line_at != NULL && l >= 1; l--) {
+    size_t a = h->line_at[l - 1];
+    size_t b = (size_t)l < h->nlines ? h->line_at[l] : h->len;
+    while (a < b && (h->text[a] == ' ' || h->text[a] == '\t'))
+      a++;
+    if (a >= b || h->text[a] == '\n' || h->text[a] == '\r' ||
+        h->text[a] == '#')
+      continue;
+    if (b - a >= 5 && memcmp(h->text + a, "group", 5) == 0)
+      return l;
+    break;
+  }
+  return first > 1 ? first - 1 : first;
+}
+
+/* The candidates of race r of h->prog (whose form has the ops of
+ * h->kept), in order of preference; at most `want` ops. None for two ops
+ * of one group (nothing goes between them). */
+static void candidates(const hinter *h, const race_rec *r, int want,
+                       cands *c) {
+  const ovl_program *prog = h->prog;
+  unsigned kept = h->kept;
+  const names *nm = &h->nm;
   int s1 = r->a[0].stream, s2 = r->a[1].stream;
   int r1 = s1 - OVL_STREAM_COMM(0), r2 = s2 - OVL_STREAM_COMM(0);
   char ev[300], at1[300], at2[300], x[300];
   stmts *e;
   c->n = c->nops = 0;
-  /* The latest point, then just before the second access. */
-  c->lines[0] = place(prog, bx, r->a[0].op, r->a[1].op);
-  c->lines[1] = r->a[1].line;
+  if (same_group(prog, r->a[0].op, r->a[1].op))
+    return;
+  /* The latest point, then just before the second access (before its
+   * group, for an op of a group). */
+  c->lines[0] = place(prog, &h->bx, r->a[0].op, r->a[1].op);
+  if (c->lines[0] == prog->ops[r->a[1].op].line)
+    c->lines[0] = before_line(h, r->a[1].op);
+  c->lines[1] = before_line(h, r->a[1].op);
   c->nlines = c->lines[1] != c->lines[0] ? 2 : 1;
   /* The variable, as the new ops' (dependency) input, where it is declared
    * before both points: a wait at the top of a loop body that declares it
@@ -384,12 +440,18 @@ static char *edit_text(const edit *e) {
   return ovl__strdup(buf);
 }
 
-/* What a race with no candidate gets (every form has the generic stream
- * ops, so none does). */
-static char *no_candidate(const race_rec *r) {
-  char buf[128];
-  snprintf(buf, sizeof buf, "order line %d before line %d", r->a[0].line,
-           r->a[1].line);
+/* What a race with no candidate gets: two ops of one group (every form
+ * has the generic stream ops, so no other race lacks one). */
+static char *no_candidate(const hinter *h, const race_rec *r) {
+  char buf[256];
+  if (same_group(h->prog, r->a[0].op, r->a[1].op))
+    snprintf(buf, sizeof buf,
+             "move line %d or line %d out of the group at line %d (the "
+             "sends and receives of a group are not ordered)",
+             r->a[0].line, r->a[1].line, before_line(h, r->a[0].op));
+  else
+    snprintf(buf, sizeof buf, "order line %d before line %d", r->a[0].line,
+             r->a[1].line);
   return ovl__strdup(buf);
 }
 
@@ -403,36 +465,53 @@ static bool set_fix(race_rec *r, char *text, bool checked, const char *why) {
   return text != NULL && (why == NULL || r->fix_why != NULL);
 }
 
-/* The context of the hints of one report. */
-typedef struct hinter {
-  const ovl_program *prog;
-  unsigned kept; /* kept_ops */
-  blocks bx;
-  names nm;
-} hinter;
-
 static void hinter_free(hinter *h) {
   blocks_free(&h->bx);
   free(h->nm.s);
+  free(h->line_at);
 }
 
-static bool hinter_make(hinter *h, const ovl_program *prog) {
+/* `text` (NULL: none) is the schedule's, of `len` bytes. */
+static bool hinter_make(hinter *h, const ovl_program *prog, const char *text,
+                        size_t len) {
   memset(h, 0, sizeof *h);
   h->prog = prog;
   h->kept = kept_ops(prog);
-  return blocks_make(prog, &h->bx) && names_make(prog, &h->nm);
+  if (!blocks_make(prog, &h->bx) || !names_make(prog, &h->nm))
+    return false;
+  if (text != NULL) {
+    bool groups = false;
+    for (size_t i = 0; i < prog->nops && !groups; i++)
+      groups = prog->ops[i].group != 0;
+    if (!groups)
+      return true; /* no group: the text is never needed */
+    h->text = text;
+    h->len = len;
+    h->nlines = 1;
+    for (size_t k = 0; k < len; k++)
+      h->nlines += text[k] == '\n';
+    h->line_at = malloc(h->nlines * sizeof *h->line_at);
+    if (h->line_at == NULL)
+      return false;
+    h->line_at[0] = 0;
+    for (size_t k = 0, l = 1; k < len; k++)
+      if (text[k] == '\n')
+        h->line_at[l++] = k + 1;
+  }
+  return true;
 }
 
 ovl_status ovl__fix_hints(const ovl_program *prog, ovl_races *res,
                           const char *why, ovl_error *err) {
   hinter h;
   cands *c = malloc(sizeof *c);
-  bool ok = c != NULL && hinter_make(&h, prog);
+  bool ok = c != NULL && hinter_make(&h, prog, NULL, 0);
   for (size_t i = 0; ok && i < res->n; i++) {
     race_rec *r = &res->races[i];
-    candidates(prog, h.kept, &h.bx, &h.nm, r, 1, c);
+    candidates(&h, r, 1, c);
     edit e = cand(c, 0);
-    ok = set_fix(r, c->n > 0 ? edit_text(&e) : no_candidate(r), false, why);
+    ok = set_fix(r, c->n > 0 ? edit_text(&e) : no_candidate(&h, r), false,
+                 why);
   }
   if (c != NULL)
     hinter_free(&h);
@@ -713,7 +792,7 @@ static ovl_status check_race(fixer *F, const hinter *h, size_t i, cands *c,
   bool removed = false, budget = false;
   char why[160];
   ovl_status st;
-  candidates(F->form, h->kept, &h->bx, &h->nm, r, FIX_MAX_CANDS / 2, c);
+  candidates(h, r, FIX_MAX_CANDS / 2, c);
   for (int k = 0; k < c->n && chosen < 0; k++) {
     const outcome *o;
     edit e = cand(c, k);
@@ -733,6 +812,8 @@ static ovl_status check_race(fixer *F, const hinter *h, size_t i, cands *c,
   }
   if (chosen >= 0)
     why[0] = '\0';
+  else if (c->n == 0 && same_group(F->form, r->a[0].op, r->a[1].op))
+    snprintf(why, sizeof why, "no edit orders two ops of one group");
   else if (c->n == 0)
     snprintf(why, sizeof why, "no candidate in this form");
   else if (budget)
@@ -755,7 +836,8 @@ static ovl_status check_race(fixer *F, const hinter *h, size_t i, cands *c,
              tried);
   {
     edit e = cand(c, chosen >= 0 ? chosen : 0);
-    if (!set_fix(r, c->n > 0 ? edit_text(&e) : no_candidate(r), chosen >= 0,
+    if (!set_fix(r, c->n > 0 ? edit_text(&e) : no_candidate(h, r),
+                 chosen >= 0,
                  chosen >= 0 ? NULL : why))
       return ovl__err(err, OVL_ENOMEM, "fix check: out of memory");
   }
@@ -787,7 +869,7 @@ ovl_status ovl_races_check_fixes(ovl_races *r, const ovl_program *form,
   F.res = r;
   F.text = ovl__schedule_text(s, &F.len);
   c = malloc(sizeof *c);
-  if (c == NULL || !hinter_make(&h, form) || !fixer_index(&F))
+  if (c == NULL || !hinter_make(&h, form, F.text, F.len) || !fixer_index(&F))
     st = ovl__err(err, OVL_ENOMEM, "fix check: out of memory");
   for (size_t i = 0; st == OVL_OK && i < r->n; i++)
     st = check_race(&F, &h, i, c, err);

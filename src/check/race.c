@@ -33,12 +33,23 @@
  * primitive to join the host clock (skipped when the host's clock has not
  * changed since the stream last joined it).
  *
- * Every rank runs the same program and the ordering rules do not depend on
- * data, so the analysis is rank-independent: it is done once and every race
- * is reported on all ranks 0..nranks-1, counted once. Races are keyed by
- * source position (variable, both ops' line/col, streams and access kinds),
- * so a race inside a repeat block is reported once with its number of
- * occurrences in the expanded program.
+ * - A group (`group { }`, op->group) is one NCCL call: its sends and
+ *   receives on a rank run together, unordered among themselves. The
+ *   group's first item ticks the stream and the others share its epoch
+ *   (what follows the group is ordered after all of it); two items of one
+ *   group that touch the same variable, one of them writing, race (found
+ *   by comparing the group's accesses directly).
+ *
+ * The ordering rules do not depend on data, so ranks that run the same ops
+ * have the same races: the ranks are split into classes by the ops they
+ * run (op->ranks; partition refinement over the distinct rank sets) and
+ * each class is analysed once, from its first rank. An SPMD program is one
+ * class: one analysis, every race on all ranks. A race found by several
+ * classes is listed once, on the union of their ranks, with the most
+ * occurrences any of them saw. Races are keyed by source position
+ * (variable, both ops' line/col, streams and access kinds), so a race
+ * inside a repeat block is reported once with its number of occurrences
+ * in the expanded program.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -81,6 +92,23 @@ typedef struct checker {
   size_t *blind_ev;
   uint32_t cur_op;    /* the op being stepped */
   varstate *vs;
+  /* The class of ranks analysed: its first rank (whose ops are stepped),
+   * its number and its ranks. */
+  int rank;
+  uint32_t cls;
+  uint64_t cls_mask;
+  /* The group being stepped (op->group; 0: none), its stream, and the
+   * accesses of its items so far. */
+  uint32_t grp;
+  int grp_stream;
+  size_t ngacc, gcap;
+  struct gacc {
+    int var;
+    bool write;
+    acc a;
+  } *gacc;
+  /* Set while reporting a race between two items of one group. */
+  bool in_group_race;
 } checker;
 
 #define CLK(c, p) (&(c)->clk[(size_t)(p) * (size_t)(c)->np])
@@ -258,7 +286,13 @@ static ovl_status report(checker *c, int var, const acc *first,
   for (; res->table[j] != 0; j = (j + 1) & (res->tcap - 1)) {
     r = &res->races[res->table[j] - 1];
     if (key_eq(r, var, a, def)) {
-      r->occurrences++;
+      if (r->cls_seen != c->cls + 1) {
+        r->cls_seen = c->cls + 1;
+        r->cls_occ = 0;
+        r->rmask |= c->cls_mask;
+      }
+      if (++r->cls_occ > r->occurrences)
+        r->occurrences = r->cls_occ;
       return OVL_OK;
     }
   }
@@ -282,10 +316,25 @@ static ovl_status report(checker *c, int var, const acc *first,
   r->def[0] = def[0];
   r->def[1] = def[1];
   r->occurrences = 1;
+  r->rmask = c->cls_mask;
+  r->cls_seen = c->cls + 1;
+  r->cls_occ = 1;
   r->var_name = ovl__strdup(c->prog->vars[var].name);
   res->n++;
-  if (r->var_name == NULL || !blind_note(c, part, first->op, &r->note))
+  if (r->var_name == NULL)
     return ovl__err(err, OVL_ENOMEM, "race check: out of memory");
+  if (c->in_group_race) {
+    char buf[256];
+    snprintf(buf, sizeof buf,
+             "lines %d and %d are in one group: its sends and receives "
+             "progress together, in no order",
+             c->prog->ops[first->op].line, c->prog->ops[op].line);
+    r->note = ovl__strdup(buf);
+    if (r->note == NULL)
+      return ovl__err(err, OVL_ENOMEM, "race check: out of memory");
+  } else if (!blind_note(c, part, first->op, &r->note)) {
+    return ovl__err(err, OVL_ENOMEM, "race check: out of memory");
+  }
   res->table[j] = (uint32_t)res->n;
   if (2 * res->n > res->tcap)
     return table_grow(res, err);
@@ -334,22 +383,60 @@ static ovl_status do_write(checker *c, int var, uint32_t op, int part,
   return OVL_OK;
 }
 
+/* An access of an item of the group being stepped: it races with every
+ * earlier item's access to the same variable where one of them writes
+ * (the items of a group are not ordered); then it joins them. */
+static ovl_status group_access(checker *c, int var, uint32_t op, int part,
+                               bool write, ovl_error *err) {
+  ovl_status st;
+  for (size_t k = 0; k < c->ngacc; k++) {
+    const struct gacc *g = &c->gacc[k];
+    if (g->var != var || g->a.op == op || (!g->write && !write))
+      continue;
+    c->in_group_race = true;
+    st = report(c, var, &g->a, g->write, op, part, write, err);
+    c->in_group_race = false;
+    if (st != OVL_OK)
+      return st;
+  }
+  if (c->ngacc == c->gcap) {
+    size_t ncap = c->gcap ? 2 * c->gcap : 8;
+    struct gacc *ng = realloc(c->gacc, ncap * sizeof *ng);
+    if (ng == NULL)
+      return ovl__err(err, OVL_ENOMEM, "race check: out of memory");
+    c->gacc = ng;
+    c->gcap = ncap;
+  }
+  c->gacc[c->ngacc++] =
+      (struct gacc){var, write, (acc){op, CLK(c, part)[part], part}};
+  return OVL_OK;
+}
+
 /* The reads of an op (distinct, minus its output), as its row says it
  * reads, and its write. */
 static ovl_status op_accesses(checker *c, const ovl__op *o, uint32_t op,
                               int part, ovl_error *err) {
   const uint32_t *clock = CLK(c, part);
+  bool grouped = o->group != 0 && o->def->p2p != OVL_P2P_NONE;
   ovl_status st;
   for (int k = 0; o->def->reads && k < o->nin; k++) {
     int v = o->in[k];
     bool seen = v == o->out;
     for (int j = 0; j < k && !seen; j++)
       seen = o->in[j] == v;
-    if (!seen && (st = do_read(c, v, op, part, clock, err)) != OVL_OK)
+    if (seen)
+      continue;
+    if (grouped && (st = group_access(c, v, op, part, false, err)) != OVL_OK)
+      return st;
+    if ((st = do_read(c, v, op, part, clock, err)) != OVL_OK)
       return st;
   }
-  if (o->def->writes && o->out >= 0)
+  if (o->def->writes && o->out >= 0) {
+    if (grouped &&
+        (st = group_access(c, o->out, op, part, true, err)) != OVL_OK)
+      return st;
     return do_write(c, o->out, op, part, clock, err);
+  }
   return OVL_OK;
 }
 
@@ -358,11 +445,22 @@ static ovl_status step_prim(checker *c, const ovl__op *o, uint32_t i,
                             const ovl__prim *p, ovl_error *err) {
   int s = p->stream;
   switch ((ovl__prim_kind)p->kind) {
+  case OVL_PRIM_SEND:
+  case OVL_PRIM_RECV:
+    /* The items of a group after its first share its epoch. */
+    if (o->group != 0 && o->group == c->grp && s == c->grp_stream) {
+      host_enqueue(c, s);
+      return op_accesses(c, o, i, s, err);
+    }
+    c->grp = o->group;
+    c->grp_stream = s;
+    c->ngacc = 0;
+    host_enqueue(c, s);
+    CLK(c, s)[s]++;
+    return op_accesses(c, o, i, s, err);
   case OVL_PRIM_KERNEL:
   case OVL_PRIM_COLL:
   case OVL_PRIM_DELAY:
-  case OVL_PRIM_SEND:
-  case OVL_PRIM_RECV:
     host_enqueue(c, s);
     CLK(c, s)[s]++;
     return p->kind == OVL_PRIM_DELAY ? OVL_OK
@@ -389,6 +487,13 @@ static ovl_status step(checker *c, uint32_t i, ovl_error *err) {
   size_t n;
   const ovl__prim *p = ovl__op_prims(c->prog, i, &n);
   ovl_status st = OVL_OK;
+  if (!ovl__op_on_rank(&c->prog->ops[i], c->rank))
+    return OVL_OK;
+  /* Anything but an item of the group being stepped ends the group. */
+  if (c->grp != 0 && c->prog->ops[i].group != c->grp) {
+    c->grp = 0;
+    c->ngacc = 0;
+  }
   c->cur_op = i;
   for (size_t k = 0; st == OVL_OK && k < n; k++)
     st = step_prim(c, &c->prog->ops[i], i, &p[k], err);
@@ -425,6 +530,8 @@ void ovl_races_free(ovl_races *r) {
   if (r == NULL)
     return;
   for (size_t i = 0; i < r->n; i++) {
+    if (r->races[i].ranks != r->ranks)
+      free(r->races[i].ranks);
     free(r->races[i].var_name);
     free(r->races[i].fix);
     free(r->races[i].fix_why);
@@ -454,13 +561,100 @@ static void checker_free(checker *c) {
   free(c->recorded);
   free(c->blind_op);
   free(c->blind_ev);
+  free(c->gacc);
+}
+
+/* A fresh checker for `prog`, the class `cls` (its first rank and its
+ * ranks). False when out of memory (c is then freed). */
+static bool checker_init(checker *c, const ovl_program *prog, ovl_races *res,
+                         uint32_t cls, int rank, uint64_t mask) {
+  memset(c, 0, sizeof *c);
+  c->prog = prog;
+  c->res = res;
+  c->np = prog->nstreams + 1;
+  c->host = prog->nstreams;
+  c->nev = (size_t)ovl__program_nevents(prog);
+  c->rank = rank;
+  c->cls = cls;
+  c->cls_mask = mask;
+  c->clk = calloc((size_t)c->np * (size_t)c->np, sizeof *c->clk);
+  c->joined = calloc((size_t)c->np, sizeof *c->joined);
+  c->snap = calloc(c->nev * (size_t)c->np + 1, sizeof *c->snap);
+  c->recorded = calloc(c->nev + 1, sizeof *c->recorded);
+  c->blind_op = calloc((size_t)c->np, sizeof *c->blind_op);
+  c->blind_ev = calloc((size_t)c->np, sizeof *c->blind_ev);
+  c->vs = calloc(prog->nvars + 1, sizeof *c->vs);
+  /* host_ver starts at 1 so that every stream joins the (zero) host clock
+   * once; harmless and keeps the invariant simple. */
+  c->host_ver = 1;
+  if (c->clk == NULL || c->joined == NULL || c->snap == NULL ||
+      c->recorded == NULL || c->blind_op == NULL || c->blind_ev == NULL ||
+      c->vs == NULL) {
+    checker_free(c);
+    return false;
+  }
+  return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Classes of ranks                                                    */
+/* ------------------------------------------------------------------ */
+
+/* Split the ranks into classes that run the same ops: cls[r] is rank r's
+ * (numbered in order of their first rank). Partition refinement: each
+ * distinct rank set of an op (consecutive repeats and sets seen before are
+ * skipped) splits every class into its ranks in the set and those not.
+ * Returns the number of classes, or -1 when out of memory. */
+static int rank_classes(const ovl_program *prog, int nranks, int *cls) {
+  uint64_t all = ovl__program_all_ranks(prog), prev = all;
+  enum { SEEN_CAP = 1024 };
+  uint64_t *seen = calloc(SEEN_CAP, sizeof *seen);
+  int ncls = 1, map[2 * OVL_MAX_RANKS];
+  size_t nseen = 0;
+  if (seen == NULL)
+    return -1;
+  for (int r = 0; r < nranks; r++)
+    cls[r] = 0;
+  for (size_t i = 0; i < prog->nops && ncls < nranks; i++) {
+    uint64_t m = prog->ops[i].ranks & all;
+    size_t j;
+    int n = 0;
+    if (m == all || m == prev || m == 0)
+      continue;
+    prev = m;
+    /* A set seen before splits nothing more. A table half full is
+     * forgotten (correct, only slower). */
+    if (2 * nseen >= SEEN_CAP) {
+      memset(seen, 0, SEEN_CAP * sizeof *seen);
+      nseen = 0;
+    }
+    for (j = (size_t)((m * 0x9e3779b97f4a7c15ull) >> 54) & (SEEN_CAP - 1);
+         seen[j] != 0 && seen[j] != m; j = (j + 1) & (SEEN_CAP - 1))
+      ;
+    if (seen[j] == m)
+      continue;
+    seen[j] = m;
+    nseen++;
+    for (int k = 0; k < 2 * ncls; k++)
+      map[k] = -1;
+    for (int r = 0; r < nranks; r++) {
+      int k = 2 * cls[r] + (int)((m >> r) & 1);
+      if (map[k] < 0)
+        map[k] = n++;
+      cls[r] = map[k];
+    }
+    ncls = n;
+  }
+  free(seen);
+  return ncls;
 }
 
 ovl_status ovl__race_check(const ovl_program *prog, bool hints,
                            ovl_races **out, ovl_error *err) {
   checker c;
   ovl_races *res;
-  ovl_status st;
+  ovl_status st = OVL_OK;
+  int cls[OVL_MAX_RANKS], ncls;
 
   if (prog == NULL || out == NULL)
     return ovl__err(err, OVL_EINVAL, "ovl_race_check: bad argument");
@@ -468,29 +662,13 @@ ovl_status ovl__race_check(const ovl_program *prog, bool hints,
   if (prog->prim_first == NULL)
     return ovl__err(err, OVL_EINVAL, "ovl_race_check: %s is not lowered",
                     prog->filename);
-  memset(&c, 0, sizeof c);
-  c.prog = prog;
-  c.np = prog->nstreams + 1;
-  c.host = prog->nstreams;
-  c.nev = (size_t)ovl__program_nevents(prog);
   res = calloc(1, sizeof *res);
-  c.res = res;
-  c.clk = calloc((size_t)c.np * (size_t)c.np, sizeof *c.clk);
-  c.joined = calloc((size_t)c.np, sizeof *c.joined);
-  c.snap = calloc(c.nev * (size_t)c.np + 1, sizeof *c.snap);
-  c.recorded = calloc(c.nev + 1, sizeof *c.recorded);
-  c.blind_op = calloc((size_t)c.np, sizeof *c.blind_op);
-  c.blind_ev = calloc((size_t)c.np, sizeof *c.blind_ev);
-  c.vs = calloc(prog->nvars + 1, sizeof *c.vs);
-  if (res == NULL || c.clk == NULL || c.joined == NULL || c.snap == NULL ||
-      c.recorded == NULL || c.blind_op == NULL || c.blind_ev == NULL ||
-      c.vs == NULL) {
-    checker_free(&c);
-    ovl_races_free(res);
+  if (res == NULL)
     return ovl__err(err, OVL_ENOMEM, "race check: out of memory");
-  }
   res->nops = prog->nops;
   res->nranks = prog->nranks > 0 ? prog->nranks : 1;
+  if (res->nranks > OVL_MAX_RANKS)
+    res->nranks = OVL_MAX_RANKS;
   res->ranks = malloc((size_t)res->nranks * sizeof *res->ranks);
   res->stream_names = calloc((size_t)prog->nstreams + 1,
                              sizeof *res->stream_names);
@@ -501,29 +679,66 @@ ovl_status ovl__race_check(const ovl_program *prog, bool hints,
     names_ok = res->stream_names[s] != NULL;
   }
   if (res->ranks == NULL || !names_ok) {
-    checker_free(&c);
     ovl_races_free(res);
     return ovl__err(err, OVL_ENOMEM, "race check: out of memory");
   }
-  /* Rank-independent: every race is on every rank. */
   for (int k = 0; k < res->nranks; k++)
     res->ranks[k] = k;
-  /* host_ver starts at 1 so that every stream joins the (zero) host clock
-   * once; harmless and keeps the invariant simple. */
-  c.host_ver = 1;
+  ncls = rank_classes(prog, res->nranks, cls);
+  if (ncls < 0) {
+    ovl_races_free(res);
+    return ovl__err(err, OVL_ENOMEM, "race check: out of memory");
+  }
+  res->nclasses = ncls;
 
-  for (size_t i = 0; i < prog->nops; i++)
-    if ((st = step(&c, (uint32_t)i, err)) != OVL_OK) {
-      checker_free(&c);
-      ovl_races_free(res);
-      return st;
+  /* One analysis per class, from its first rank. */
+  for (int k = 0; st == OVL_OK && k < ncls; k++) {
+    uint64_t mask = 0;
+    int first = -1;
+    for (int r = 0; r < res->nranks; r++)
+      if (cls[r] == k) {
+        mask |= (uint64_t)1 << r;
+        if (first < 0)
+          first = r;
+      }
+    if (!checker_init(&c, prog, res, (uint32_t)k, first, mask)) {
+      st = ovl__err(err, OVL_ENOMEM, "race check: out of memory");
+      break;
     }
-  checker_free(&c);
+    for (size_t i = 0; st == OVL_OK && i < prog->nops; i++)
+      st = step(&c, (uint32_t)i, err);
+    checker_free(&c);
+  }
+  if (st != OVL_OK) {
+    ovl_races_free(res);
+    return st;
+  }
   free(res->table);
   res->table = NULL;
   res->tcap = 0;
   if (res->n > 1)
     qsort(res->races, res->n, sizeof *res->races, race_cmp);
+  /* Each race's ranks as a list: the program's when it is on all. */
+  for (size_t i = 0; i < res->n; i++) {
+    race_rec *r = &res->races[i];
+    uint64_t all = res->nranks >= 64 ? ~(uint64_t)0
+                                     : ((uint64_t)1 << res->nranks) - 1;
+    int n = 0;
+    if ((r->rmask & all) == all) {
+      r->ranks = res->ranks;
+      r->nranks = res->nranks;
+      continue;
+    }
+    r->ranks = malloc((size_t)res->nranks * sizeof *r->ranks);
+    if (r->ranks == NULL) {
+      ovl_races_free(res);
+      return ovl__err(err, OVL_ENOMEM, "race check: out of memory");
+    }
+    for (int k = 0; k < res->nranks; k++)
+      if ((r->rmask >> k) & 1)
+        r->ranks[n++] = k;
+    r->nranks = n;
+  }
   /* The hints, once per race listed (check/fix.c): not re-checked here,
    * since that needs the schedule (ovl_races_check_fixes). */
   if (hints && (st = ovl__fix_hints(prog, res,
@@ -562,8 +777,8 @@ int ovl_races_get(const ovl_races *r, size_t i, ovl_race_info *info) {
   info->fix_why = rr->fix_why;
   info->note = rr->note;
   info->occurrences = rr->occurrences;
-  info->nranks = r->nranks;
-  info->ranks = r->ranks;
+  info->nranks = rr->nranks;
+  info->ranks = rr->ranks;
   return 0;
 }
 
@@ -571,11 +786,20 @@ int ovl_races_get(const ovl_races *r, size_t i, ovl_race_info *info) {
 /* Formatting                                                          */
 /* ------------------------------------------------------------------ */
 
-static void fmt_ranks(ovl__sbuf *b, const ovl_races *r) {
-  if (r->nranks == 1)
-    ovl__sb_printf(b, "rank 0");
-  else
-    ovl__sb_printf(b, "ranks 0-%d", r->nranks - 1);
+/* "rank 0", "ranks 0-1", "ranks 0, 2-3". */
+static void fmt_ranks(ovl__sbuf *b, const race_rec *rr) {
+  bool first = true;
+  ovl__sb_puts(b, rr->nranks == 1 ? "rank " : "ranks ");
+  for (int k = 0; k < rr->nranks;) {
+    int e = k;
+    while (e + 1 < rr->nranks && rr->ranks[e + 1] == rr->ranks[e] + 1)
+      e++;
+    ovl__sb_printf(b, "%s%d", first ? "" : ", ", rr->ranks[k]);
+    if (e > k)
+      ovl__sb_printf(b, "-%d", rr->ranks[e]);
+    first = false;
+    k = e + 1;
+  }
 }
 
 static void fmt_human(ovl__sbuf *b, const ovl_races *r, const char *file) {
@@ -585,7 +809,7 @@ static void fmt_human(ovl__sbuf *b, const ovl_races *r, const char *file) {
     int w1 = snprintf(NULL, 0, "%s:%d", file, rr->a[1].line);
     int w = w0 > w1 ? w0 : w1;
     ovl__sb_printf(b, "race %zu: '%s' on ", i + 1, rr->var_name);
-    fmt_ranks(b, r);
+    fmt_ranks(b, rr);
     if (rr->occurrences > 1)
       ovl__sb_printf(b, " (%llu times in the expanded program)",
                 (unsigned long long)rr->occurrences);
@@ -636,8 +860,8 @@ static void fmt_json(ovl__sbuf *b, const ovl_races *r, const char *file) {
     ovl__sb_printf(b, "%s{\"var\":", i ? "," : "");
     ovl__sb_json_str(b, rr->var_name);
     ovl__sb_printf(b, ",\"ranks\":[");
-    for (int k = 0; k < r->nranks; k++)
-      ovl__sb_printf(b, "%s%d", k ? "," : "", r->ranks[k]);
+    for (int k = 0; k < rr->nranks; k++)
+      ovl__sb_printf(b, "%s%d", k ? "," : "", rr->ranks[k]);
     ovl__sb_printf(b, "],\"first\":");
     fmt_json_access(b, &rr->a[0]);
     ovl__sb_printf(b, ",\"second\":");

@@ -20,6 +20,15 @@ typedef struct race_rec {
   bool fix_checked;
   char *fix_why;
   char *note; /* NULL, or why the second access is unordered */
+  /* The ranks it is on (bit r), and as a list (res->ranks when it is on
+   * every rank; else owned). */
+  uint64_t rmask;
+  int nranks;
+  int *ranks;
+  /* While checking: the class of ranks that last found it (1 + its
+   * number), and how many times that class did. */
+  uint32_t cls_seen;
+  uint64_t cls_occ;
 } race_rec;
 
 struct ovl_races_s {
@@ -29,6 +38,9 @@ struct ovl_races_s {
   size_t nops;
   int nranks;
   int *ranks; /* 0..nranks-1 */
+  /* Classes of ranks with the same ops (one analysis each): 1 for an
+   * SPMD program. */
+  int nclasses;
   /* The program's stream names (the result does not refer to it). */
   int nstreams;
   char **stream_names;

@@ -22,6 +22,15 @@ static void sb_num(ovl__sbuf *b, double v) {
     ovl__sb_printf(b, "%.17g", v);
 }
 
+/* A time: %.9g as the "modes" object always wrote it, null when it did
+ * not run (NaN). */
+static void sb_time(ovl__sbuf *b, double v) {
+  if (isnan(v))
+    ovl__sb_puts(b, "null");
+  else
+    ovl__sb_printf(b, "%.9g", v);
+}
+
 /* A number, or null when it does not apply (NaN). */
 static void sb_num_or_null(ovl__sbuf *b, double v) {
   if (isnan(v))
@@ -57,13 +66,10 @@ void ovl_var_index_text(const ovl_var_info *v, int64_t flat, char *buf,
     snprintf(buf + off, len - off, "]");
 }
 
-/* A race report as ovl_races_format gives it, without its newline. */
-static void sb_races(ovl__sbuf *b, const ovl_races *races,
-                     const ovl_program *prog) {
-  ovl_error err;
-  char *text = NULL;
+/* Text a check's format gave, without its newline (NULL: failed). */
+static void sb_text(ovl__sbuf *b, char *text) {
   size_t n;
-  if (ovl_races_format(races, prog, 1, &text, &err) != OVL_OK) {
+  if (text == NULL) {
     b->fail = true;
     return;
   }
@@ -72,6 +78,45 @@ static void sb_races(ovl__sbuf *b, const ovl_races *races,
     text[--n] = '\0';
   ovl__sb_puts(b, text);
   free(text);
+}
+
+/* A race report as ovl_races_format gives it, without its newline. */
+static void sb_races(ovl__sbuf *b, const ovl_races *races,
+                     const ovl_program *prog) {
+  ovl_error err;
+  char *text = NULL;
+  if (ovl_races_format(races, prog, 1, &text, &err) != OVL_OK)
+    text = NULL;
+  sb_text(b, text);
+}
+
+/* A deadlock report as ovl_deadlocks_format gives it, or null. */
+static void sb_deadlocks(ovl__sbuf *b, const ovl_deadlocks *d,
+                         const ovl_program *prog) {
+  ovl_error err;
+  char *text = NULL;
+  if (d == NULL) {
+    ovl__sb_puts(b, "null");
+    return;
+  }
+  if (ovl_deadlocks_format(d, prog, 1, &text, &err) != OVL_OK)
+    text = NULL;
+  sb_text(b, text);
+}
+
+/* The mismatch report of a report, or null. */
+static void sb_mismatches(ovl__sbuf *b, const ovl_report *r) {
+  const ovl_mismatches *m = ovl_report_mismatches(r);
+  ovl_error err;
+  char *text = NULL;
+  if (m == NULL) {
+    ovl__sb_puts(b, "null");
+    return;
+  }
+  if (ovl_mismatches_format(m, ovl_report_program(r), 1, &text, &err) !=
+      OVL_OK)
+    text = NULL;
+  sb_text(b, text);
 }
 
 static void json_schedule(ovl__sbuf *b, const ovl_program *prog) {
@@ -237,12 +282,18 @@ static void json_modes(ovl__sbuf *b, const ovl_report *r, int nranks,
     int n;
     const double *t;
     ovl_report_mode_get(r, i, &m);
-    n = ovl_result_iters(m.res);
-    t = ovl_result_times(m.res);
-    ovl__sb_printf(b, "%s\n    \"%s\": {\"total_s\": %.9g, \"median_s\": "
-                      "%.9g, \"min_s\": %.9g, \"max_s\": %.9g, \"iter_s\": [",
-                   i ? "," : "", ovl_mode_name(m.mode), m.total_s, m.median_s,
-                   m.min_s, m.max_s);
+    n = m.res != NULL ? ovl_result_iters(m.res) : 0;
+    t = m.res != NULL ? ovl_result_times(m.res) : NULL;
+    ovl__sb_printf(b, "%s\n    \"%s\": {\"total_s\": ", i ? "," : "",
+                   ovl_mode_name(m.mode));
+    sb_time(b, m.total_s);
+    ovl__sb_puts(b, ", \"median_s\": ");
+    sb_time(b, m.median_s);
+    ovl__sb_puts(b, ", \"min_s\": ");
+    sb_time(b, m.min_s);
+    ovl__sb_puts(b, ", \"max_s\": ");
+    sb_time(b, m.max_s);
+    ovl__sb_puts(b, ", \"iter_s\": [");
     for (int k = 0; k < n; k++)
       ovl__sb_printf(b, "%s%.9g", k ? ", " : "", t[k]);
     ovl__sb_puts(b, "],\n      ");
@@ -252,7 +303,9 @@ static void json_modes(ovl__sbuf *b, const ovl_report *r, int nranks,
       ovl__sb_puts(b, "null");
     else
       sb_races(b, m.races, m.prog);
-    if (op_times) {
+    ovl__sb_puts(b, ",\n      \"deadlocks\": ");
+    sb_deadlocks(b, m.deadlocks, m.prog);
+    if (op_times && m.res != NULL) {
       ovl__sb_puts(b, ",\n      ");
       json_op_times(b, r, i);
     }
@@ -285,7 +338,8 @@ ovl_status ovl_report_json(const ovl_report *r,
   if (r == NULL || opts == NULL || text == NULL)
     return ovl__err(err, OVL_EINVAL, "ovl_report_json: bad argument");
   ovl_report_machine_get(r, &mc);
-  for (size_t i = 0; i < ovl_report_mode_count(r); i++) {
+  for (size_t i = 0; i < ovl_report_mode_count(r) && !ovl_report_not_run(r);
+       i++) {
     ovl_report_mode m;
     ovl_report_mode_get(r, i, &m);
     if (m.res == NULL)
@@ -306,7 +360,11 @@ ovl_status ovl_report_json(const ovl_report *r,
   json_machine(&b, &mc);
   json_options(&b, opts);
   json_modes(&b, r, mc.nranks, opts->op_times);
-  ovl__sb_puts(&b, "  \"speedup\": ");
+  ovl__sb_puts(&b, "  \"mismatches\": ");
+  sb_mismatches(&b, r);
+  ovl__sb_puts(&b, ",\n  \"not_run\": ");
+  sb_str_or_null(&b, ovl_report_not_run(r));
+  ovl__sb_puts(&b, ",\n  \"speedup\": ");
   sb_num_or_null(&b, sum.speedup);
   ovl__sb_puts(&b, ",\n  \"ideal_speedup\": ");
   sb_num_or_null(&b, sum.ideal_speedup);
@@ -424,7 +482,15 @@ ovl_status ovl_report_races_json(const ovl_report *r, char **text,
     ovl__sb_printf(&b, "%s\"%s\": ", i ? ", " : "", ovl_mode_name(m.mode));
     sb_races(&b, m.races, ovl_report_program(r));
   }
-  ovl__sb_puts(&b, "}");
+  ovl__sb_puts(&b, "}, \"deadlocks\": {");
+  for (size_t i = 0; i < n; i++) {
+    ovl_report_mode m;
+    ovl_report_mode_get(r, i, &m);
+    ovl__sb_printf(&b, "%s\"%s\": ", i ? ", " : "", ovl_mode_name(m.mode));
+    sb_deadlocks(&b, m.deadlocks, ovl_report_program(r));
+  }
+  ovl__sb_puts(&b, "}, \"mismatches\": ");
+  sb_mismatches(&b, r);
   /* Made with the replay: its results too. */
   if (ovl_report_replay_get(r, 0, &rp) == 0) {
     ovl__sb_puts(&b, ", \"replay\": ");

@@ -1,10 +1,13 @@
 /*
  * The pipeline (docs/ARCHITECTURE.md, "The pipeline"): for each mode asked,
  * in the order sync, async, comp, comm, the mode's form of the program and
- * its race check (every form checked before anything runs), the float64
+ * its checks (races and deadlocks per form, mismatches once for the
+ * program as bound; every form checked before anything runs), the float64
  * reference (once, only where a checked mode fetches something), the run
- * and the comparison; then the summary figures. Everything lands in one
- * report, which report/json.c writes as JSON and the tools format.
+ * and the comparison; then the summary figures. A mismatch or a deadlock
+ * stops the pipeline after the checks: a run would hang or mix buffers.
+ * Everything lands in one report, which report/json.c writes as JSON and
+ * the tools format.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -24,6 +27,7 @@ typedef struct {
   ovl_mode mode;
   ovl_program *prog; /* its form: made by the race check or the run */
   ovl_races *races;  /* NULL without the race check */
+  ovl_deadlocks *deadlocks; /* NULL without the check */
   ovl_result *res;   /* NULL until it ran */
   bool checked;      /* its numbers are compared with the reference */
   ovl_check check;
@@ -36,6 +40,11 @@ struct ovl_report_s {
   size_t nmodes;
   report_mode modes[N_ORDER];
   bool races; /* made with the race check */
+  /* The mismatches of the program as bound (NULL without the check, or
+   * when no form asked keeps the communication: comp alone). */
+  ovl_mismatches *mismatches;
+  /* Why nothing ran (mismatches or deadlocks found), or NULL. */
+  const char *not_run;
   bool replay; /* made with the race replay */
   /* The machine (with a run): copied from the world. */
   char *backend, *devices;
@@ -51,6 +60,7 @@ void ovl_report_free(ovl_report *r) {
     report_mode *m = &r->modes[i];
     ovl_result_free(m->res);
     ovl_races_free(m->races);
+    ovl_deadlocks_free(m->deadlocks);
     ovl_program_free(m->prog);
     ovl_check_release(&m->check);
     ovl__replay_form_release(&m->replay);
@@ -59,6 +69,7 @@ void ovl_report_free(ovl_report *r) {
     for (int k = 0; k < r->nranks; k++)
       free(r->device_names[k]);
   free(r->device_names);
+  ovl_mismatches_free(r->mismatches);
   free(r->backend);
   free(r->devices);
   free(r);
@@ -151,10 +162,12 @@ static void progress(const ovl_pipeline_opts *o, const ovl_report *r,
     o->progress(o->progress_ctx, r, ev, i);
 }
 
-/* Every mode's form, race-checked (and its fixes re-checked, given the
- * schedule), before anything runs. */
+/* Every mode's form race-checked (and its fixes re-checked, given the
+ * schedule) and deadlock-checked, and the program's mismatches, before
+ * anything runs. */
 static ovl_status check_races(ovl_report *r, const ovl_pipeline_opts *o,
                               ovl_error *e) {
+  bool comm = false;
   for (size_t i = 0; i < r->nmodes; i++) {
     report_mode *m = &r->modes[i];
     ovl_status st = ovl_program_transform(r->prog, m->mode, &m->prog, e);
@@ -164,8 +177,34 @@ static ovl_status check_races(ovl_report *r, const ovl_pipeline_opts *o,
       st = ovl_races_check_fixes(m->races, m->prog, o->schedule, o->bind, e);
     if (st != OVL_OK)
       return stage_failed(e, o, "race check (%s)", ovl_mode_name(m->mode));
+    if (ovl_deadlock_check(m->prog, &m->deadlocks, e) != OVL_OK)
+      return stage_failed(e, o, "deadlock check (%s)",
+                          ovl_mode_name(m->mode));
+    comm |= m->mode != OVL_MODE_COMP;
   }
+  /* Every form that keeps the communication keeps all of it, in the same
+   * order on every rank: one check of the program as bound. */
+  if (comm && ovl_mismatch_check(r->prog, &r->mismatches, e) != OVL_OK)
+    return stage_failed(e, o, "mismatch check");
   return OVL_OK;
+}
+
+/* Why the checks stop the pipeline, or NULL. */
+static const char *findings_stop(const ovl_report *r) {
+  bool dl = false, mm = r->mismatches != NULL &&
+                         (ovl_mismatches_count(r->mismatches) > 0 ||
+                          ovl_mismatches_more(r->mismatches) > 0);
+  for (size_t i = 0; i < r->nmodes; i++)
+    dl |= r->modes[i].deadlocks != NULL &&
+          (ovl_deadlocks_count(r->modes[i].deadlocks) > 0 ||
+           ovl_deadlocks_more(r->modes[i].deadlocks) > 0);
+  if (mm && dl)
+    return "mismatches and deadlocks found: a run would hang";
+  if (mm)
+    return "mismatches found: a run would hang or mix buffers";
+  if (dl)
+    return "deadlocks found: a run would hang";
+  return NULL;
 }
 
 /* Mode i: its form (unless the race check made it), the run, the
@@ -278,6 +317,9 @@ static ovl_status pipeline(ovl_report *r, ovl_world *world,
   if (o->races && (st = check_races(r, o, e)) != OVL_OK)
     return st;
   progress(o, r, OVL_PIPELINE_CHECKED, 0);
+  /* Nothing runs after a mismatch or a deadlock (not even a replay). */
+  if ((r->not_run = findings_stop(r)) != NULL)
+    return OVL_OK;
   if (o->replay != 0 && (st = check_replay_race(r, o, e)) != OVL_OK)
     return st;
   if (!o->run && o->replay == 0)
@@ -406,9 +448,12 @@ int ovl_report_mode_get(const ovl_report *r, size_t i,
   info->mode = m->mode;
   info->prog = m->prog;
   info->races = m->races;
+  info->deadlocks = m->deadlocks;
   info->res = m->res;
   if (m->res != NULL && m->checked)
     info->check = &m->check;
+  else if (m->res == NULL && r->not_run != NULL)
+    info->not_checked = r->not_run;
   else if (m->res == NULL)
     info->not_checked = "not run";
   else if (m->mode == OVL_MODE_COMP)
@@ -483,15 +528,35 @@ void ovl_report_summary_get(const ovl_report *r, ovl_report_summary *out) {
     out->mismatched += m->check.mismatched;
     if (m->races != NULL)
       out->races += ovl_races_count(m->races) + ovl_races_more(m->races);
+    if (m->deadlocks != NULL)
+      out->deadlocks += ovl_deadlocks_count(m->deadlocks) +
+                        ovl_deadlocks_more(m->deadlocks);
   }
+  if (r->mismatches != NULL)
+    out->mismatches = ovl_mismatches_count(r->mismatches) +
+                      ovl_mismatches_more(r->mismatches);
+}
+
+const ovl_mismatches *ovl_report_mismatches(const ovl_report *r) {
+  return r != NULL ? r->mismatches : NULL;
+}
+
+const char *ovl_report_not_run(const ovl_report *r) {
+  return r != NULL ? r->not_run : NULL;
 }
 
 const char *ovl_report_result(const ovl_report *r) {
   ovl_report_summary s;
   ovl_report_summary_get(r, &s);
-  return s.mismatched > 0 ? "FAIL: numeric mismatch"
-         : s.races > 0    ? "FAIL: races"
-                          : "PASS";
+  if (s.mismatched > 0)
+    return "FAIL: numeric mismatch";
+  if (s.mismatches > 0 && s.deadlocks > 0)
+    return "FAIL: mismatches and deadlocks";
+  if (s.mismatches > 0)
+    return "FAIL: mismatches";
+  if (s.deadlocks > 0)
+    return "FAIL: deadlocks";
+  return s.races > 0 ? "FAIL: races" : "PASS";
 }
 
 void ovl_report_machine_get(const ovl_report *r, ovl_report_machine *out) {

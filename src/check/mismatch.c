@@ -1,0 +1,461 @@
+/*
+ * The mismatch check (ovl.h, "Mismatches"; docs/ARCHITECTURE.md,
+ * "Checks"): every disagreement of the matching (check/match.c), keyed by
+ * source position (the ring, the kind, what differs and each rank's op),
+ * so that one inside a repeat block is listed once with its number of
+ * occurrences.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check/match.h"
+
+typedef struct mm_rec {
+  int kind, ring;
+  uint64_t index;
+  int sender, receiver;
+  unsigned differs;
+  bool same_size;
+  int nsides;
+  ovl_mismatch_side *sides;
+  uint64_t occurrences, ranks, first_tag;
+  char *message;
+  /* The key: kind, ring, differs and per item its op's position. */
+  uint64_t hash;
+  int nkey;
+  uint64_t *key;
+} mm_rec;
+
+struct ovl_mismatches_s {
+  size_t n, cap;
+  mm_rec *recs;
+  uint64_t more;
+  int nranks;
+  uint64_t nitems; /* comm ops checked, all ranks */
+  uint32_t *table; /* open addressing: record index + 1 */
+  size_t tcap;
+  /* While checking: the matching. */
+  const ovl__match *m;
+};
+
+void ovl_mismatches_free(ovl_mismatches *mm) {
+  if (mm == NULL)
+    return;
+  for (size_t i = 0; i < mm->n; i++) {
+    mm_rec *r = &mm->recs[i];
+    for (int k = 0; r->sides != NULL && k < r->nsides; k++) {
+      free((char *)r->sides[k].var);
+      free((char *)r->sides[k].out_var);
+    }
+    free(r->sides);
+    free(r->message);
+    free(r->key);
+  }
+  free(mm->recs);
+  free(mm->table);
+  free(mm);
+}
+
+static uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdull;
+}
+
+/* The key of an occurrence into key[] (1 + nitems words); its hash. */
+static uint64_t occ_key(const ovl__match *m, const ovl__occ *o,
+                        uint64_t *key) {
+  uint64_t h;
+  key[0] = (uint64_t)o->kind | (uint64_t)o->ring << 8 |
+           (uint64_t)o->differs << 16;
+  h = mix(0x2545f4914f6cdd1dull, key[0]);
+  for (int k = 0; k < o->nitems; k++) {
+    uint64_t v = 0;
+    if (o->items[k] != OVL__NONE) {
+      const ovl__op *op = &m->prog->ops[m->items[o->items[k]].op];
+      v = (uint64_t)(uint32_t)op->line << 32 | (uint32_t)op->col;
+      v ^= (uint64_t)(uintptr_t)op->def << 1;
+    }
+    key[1 + k] = v;
+    h = mix(h, v);
+  }
+  return h;
+}
+
+static bool table_grow(ovl_mismatches *mm) {
+  size_t ncap = mm->tcap ? mm->tcap * 2 : 64;
+  uint32_t *t = calloc(ncap, sizeof *t);
+  if (t == NULL)
+    return false;
+  for (size_t i = 0; i < mm->n; i++) {
+    size_t j = mm->recs[i].hash & (ncap - 1);
+    while (t[j] != 0)
+      j = (j + 1) & (ncap - 1);
+    t[j] = (uint32_t)(i + 1);
+  }
+  free(mm->table);
+  mm->table = t;
+  mm->tcap = ncap;
+  return true;
+}
+
+static uint64_t occ_ranks(const ovl__occ *o) {
+  uint64_t r = 0;
+  if (o->kind == OVL_MISMATCH_COLLECTIVE) {
+    for (int k = 0; k < o->nitems; k++)
+      r |= (uint64_t)1 << k;
+  } else {
+    r |= (uint64_t)1 << o->sender;
+    r |= (uint64_t)1 << o->receiver;
+  }
+  return r;
+}
+
+static uint64_t occ_first_tag(const ovl__match *m, const ovl__occ *o) {
+  uint64_t t = UINT64_MAX;
+  for (int k = 0; k < o->nitems; k++)
+    if (o->items[k] != OVL__NONE && m->items[o->items[k]].tag < t)
+      t = m->items[o->items[k]].tag;
+  return t;
+}
+
+static bool fill_side(const ovl__match *m, uint32_t item, int rank,
+                      ovl_mismatch_side *s) {
+  const ovl_program *prog = m->prog;
+  const ovl__citem *it;
+  ovl__citem_desc d;
+  memset(s, 0, sizeof *s);
+  s->rank = rank;
+  s->root = s->peer = s->stream = -1;
+  if (item == OVL__NONE)
+    return true;
+  it = &m->items[item];
+  ovl__citem_describe(m, it, &d);
+  s->issues = 1;
+  s->op = it->op;
+  s->op_name = d.op->def->name;
+  s->line = d.op->line;
+  s->col = d.op->col;
+  s->dtype = d.dtype;
+  s->count = d.count;
+  s->root = d.root;
+  s->peer = it->kind == OVL__CI_COLL ? -1 : it->peer;
+  s->stream = it->stream;
+  s->tag = it->tag;
+  if (d.in >= 0 && (s->var = ovl__strdup(prog->vars[d.in].name)) == NULL)
+    return false;
+  if (d.out >= 0 &&
+      (s->out_var = ovl__strdup(prog->vars[d.out].name)) == NULL)
+    return false;
+  return true;
+}
+
+static ovl_status add_occ(void *ctx, const ovl__occ *o, ovl_error *err) {
+  ovl_mismatches *mm = ctx;
+  const ovl__match *m = mm->m;
+  uint64_t keybuf[1 + OVL_MAX_RANKS];
+  uint64_t h = occ_key(m, o, keybuf);
+  int nkey = 1 + o->nitems;
+  size_t j;
+  mm_rec *r;
+  ovl__sbuf b = {0};
+
+  if (mm->tcap == 0 && !table_grow(mm))
+    goto oom;
+  for (j = h & (mm->tcap - 1); mm->table[j] != 0; j = (j + 1) & (mm->tcap - 1)) {
+    r = &mm->recs[mm->table[j] - 1];
+    if (r->hash == h && r->nkey == nkey &&
+        memcmp(r->key, keybuf, (size_t)nkey * sizeof *keybuf) == 0) {
+      r->occurrences++;
+      r->ranks |= occ_ranks(o);
+      return OVL_OK;
+    }
+  }
+  if (mm->n >= OVL_FINDINGS_LIST_MAX) {
+    mm->more++;
+    return OVL_OK;
+  }
+  if (mm->n == mm->cap) {
+    size_t ncap = mm->cap ? mm->cap * 2 : 16;
+    mm_rec *nr = realloc(mm->recs, ncap * sizeof *nr);
+    if (nr == NULL)
+      goto oom;
+    mm->recs = nr;
+    mm->cap = ncap;
+  }
+  r = &mm->recs[mm->n];
+  memset(r, 0, sizeof *r);
+  mm->n++;
+  r->kind = o->kind;
+  r->ring = o->ring;
+  r->index = o->index + 1;
+  r->sender = o->sender;
+  r->receiver = o->receiver;
+  r->differs = o->differs;
+  r->same_size = o->same_size;
+  r->occurrences = 1;
+  r->ranks = occ_ranks(o);
+  r->first_tag = occ_first_tag(m, o);
+  r->hash = h;
+  r->nkey = nkey;
+  r->key = malloc((size_t)nkey * sizeof *r->key);
+  r->nsides = o->nitems;
+  r->sides = calloc((size_t)o->nitems, sizeof *r->sides);
+  if (r->key == NULL || r->sides == NULL)
+    goto oom;
+  memcpy(r->key, keybuf, (size_t)nkey * sizeof *keybuf);
+  for (int k = 0; k < o->nitems; k++) {
+    int rank = o->kind == OVL_MISMATCH_COLLECTIVE ? k
+               : k == 0                           ? o->sender
+                                                  : o->receiver;
+    if (!fill_side(m, o->items[k], rank, &r->sides[k]))
+      goto oom;
+  }
+  ovl__occ_text(m, o, &b);
+  if (b.fail || b.s == NULL) {
+    free(b.s);
+    goto oom;
+  }
+  r->message = b.s;
+  mm->table[j] = (uint32_t)mm->n;
+  if (2 * mm->n > mm->tcap && !table_grow(mm))
+    goto oom;
+  return OVL_OK;
+oom:
+  return ovl__err(err, OVL_ENOMEM, "mismatch check: out of memory");
+}
+
+/* Ring, then the first occurrence's earliest tag, then kind and index. */
+static int rec_cmp(const void *pa, const void *pb) {
+  const mm_rec *a = pa, *b = pb;
+#define CMP(x, y)                                                             \
+  if ((x) != (y))                                                             \
+    return (x) < (y) ? -1 : 1;
+  CMP(a->ring, b->ring);
+  CMP(a->first_tag, b->first_tag);
+  CMP(a->kind, b->kind);
+  CMP(a->sender, b->sender);
+  CMP(a->receiver, b->receiver);
+  CMP(a->index, b->index);
+#undef CMP
+  return 0;
+}
+
+/* Comm ops of the program, all ranks, without building the matching. */
+static uint64_t count_comm(const ovl_program *prog) {
+  uint64_t n = 0, all = ovl__program_all_ranks(prog);
+  for (size_t i = 0; i < prog->nops; i++) {
+    size_t np;
+    const ovl__prim *p = ovl__op_prims(prog, i, &np);
+    for (size_t k = 0; k < np; k++)
+      if (ovl__prim_is_comm(&p[k])) {
+        n += (uint64_t)__builtin_popcountll(prog->ops[i].ranks & all);
+        break;
+      }
+  }
+  return n;
+}
+
+ovl_status ovl_mismatch_check(const ovl_program *prog, ovl_mismatches **out,
+                              ovl_error *err) {
+  ovl_mismatches *mm;
+  ovl__match m;
+  ovl_status st;
+  if (prog == NULL || out == NULL)
+    return ovl__err(err, OVL_EINVAL, "ovl_mismatch_check: bad argument");
+  *out = NULL;
+  if (prog->prim_first == NULL)
+    return ovl__err(err, OVL_EINVAL, "ovl_mismatch_check: %s is not lowered",
+                    prog->filename);
+  mm = calloc(1, sizeof *mm);
+  if (mm == NULL)
+    return ovl__err(err, OVL_ENOMEM, "mismatch check: out of memory");
+  mm->nranks = prog->nranks > 0 ? prog->nranks : 1;
+  if (!ovl__program_ranks_differ(prog)) {
+    /* SPMD: every rank issues the same collectives in the same order. */
+    mm->nitems = count_comm(prog);
+    *out = mm;
+    return OVL_OK;
+  }
+  if ((st = ovl__match_build(prog, &m, err)) != OVL_OK) {
+    ovl_mismatches_free(mm);
+    return st;
+  }
+  mm->nitems = m.nitems;
+  mm->m = &m;
+  st = ovl__match_scan(&m, -1, add_occ, mm, err);
+  mm->m = NULL;
+  ovl__match_free(&m);
+  free(mm->table);
+  mm->table = NULL;
+  mm->tcap = 0;
+  if (st != OVL_OK) {
+    ovl_mismatches_free(mm);
+    return st;
+  }
+  if (mm->n > 1)
+    qsort(mm->recs, mm->n, sizeof *mm->recs, rec_cmp);
+  *out = mm;
+  return OVL_OK;
+}
+
+size_t ovl_mismatches_count(const ovl_mismatches *m) { return m ? m->n : 0; }
+uint64_t ovl_mismatches_more(const ovl_mismatches *m) {
+  return m ? m->more : 0;
+}
+
+int ovl_mismatches_get(const ovl_mismatches *m, size_t i,
+                       ovl_mismatch_finding *info) {
+  const mm_rec *r;
+  if (info != NULL)
+    memset(info, 0, sizeof *info);
+  if (m == NULL || info == NULL || i >= m->n)
+    return -1;
+  r = &m->recs[i];
+  info->kind = (ovl_mismatch_kind)r->kind;
+  info->ring = r->ring;
+  info->index = r->index;
+  info->sender = r->sender;
+  info->receiver = r->receiver;
+  info->differs = r->differs;
+  info->same_size = r->same_size;
+  info->nsides = r->nsides;
+  info->sides = r->sides;
+  info->occurrences = r->occurrences;
+  info->ranks = r->ranks;
+  info->message = r->message;
+  return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Formatting                                                          */
+/* ------------------------------------------------------------------ */
+
+static const char *kind_name(int kind) {
+  switch (kind) {
+  case OVL_MISMATCH_COLLECTIVE:
+    return "collective";
+  case OVL_MISMATCH_UNMATCHED_SEND:
+    return "unmatched_send";
+  case OVL_MISMATCH_UNMATCHED_RECV:
+    return "unmatched_recv";
+  default:
+    return "pair";
+  }
+}
+
+static void json_str_or_null(ovl__sbuf *b, const char *s) {
+  if (s != NULL)
+    ovl__sb_json_str(b, s);
+  else
+    ovl__sb_puts(b, "null");
+}
+
+static void fmt_json(ovl__sbuf *b, const ovl_mismatches *m,
+                     const ovl_program *prog, const char *file) {
+  ovl__sb_puts(b, "{\"schedule\":");
+  ovl__sb_json_str(b, file);
+  ovl__sb_printf(b, ",\"ranks\":%d,\"comm_ops\":%llu,\"mismatches\":[",
+                 m->nranks, (unsigned long long)m->nitems);
+  for (size_t i = 0; i < m->n; i++) {
+    const mm_rec *r = &m->recs[i];
+    int nd = 0;
+    ovl__sb_printf(b, "%s{\"kind\":\"%s\",\"ring\":%d,\"index\":%llu,"
+                      "\"sender\":%d,\"receiver\":%d,\"differs\":[",
+                   i ? "," : "", kind_name(r->kind), r->ring,
+                   (unsigned long long)r->index, r->sender, r->receiver);
+    for (unsigned bit = 1; bit <= OVL_DIFFERS_MISSING; bit <<= 1)
+      if (r->differs & bit)
+        ovl__sb_printf(b, "%s\"%s\"", nd++ ? "," : "",
+                       ovl__differs_name(bit));
+    ovl__sb_printf(b, "],\"same_size\":%s,\"sides\":[",
+                   r->same_size ? "true" : "false");
+    for (int k = 0; k < r->nsides; k++) {
+      const ovl_mismatch_side *s = &r->sides[k];
+      ovl__sb_printf(b, "%s{\"rank\":%d,\"issues\":%s", k ? "," : "",
+                     s->rank, s->issues ? "true" : "false");
+      if (!s->issues) {
+        ovl__sb_puts(b, "}");
+        continue;
+      }
+      ovl__sb_puts(b, ",\"op\":");
+      ovl__sb_json_str(b, s->op_name);
+      ovl__sb_printf(b, ",\"line\":%d,\"col\":%d,\"var\":", s->line, s->col);
+      json_str_or_null(b, s->var);
+      ovl__sb_puts(b, ",\"out_var\":");
+      json_str_or_null(b, s->out_var);
+      ovl__sb_printf(b, ",\"dtype\":\"%s\",\"count\":%lld,\"root\":",
+                     ovl_dtype_name(s->dtype), (long long)s->count);
+      if (s->root >= 0)
+        ovl__sb_printf(b, "%d", s->root);
+      else
+        ovl__sb_puts(b, "null");
+      ovl__sb_puts(b, ",\"peer\":");
+      if (s->peer >= 0)
+        ovl__sb_printf(b, "%d", s->peer);
+      else
+        ovl__sb_puts(b, "null");
+      ovl__sb_puts(b, ",\"stream\":");
+      ovl__sb_json_str(b, prog != NULL ? ovl__stream_name(prog, s->stream)
+                                       : "?");
+      ovl__sb_printf(b, ",\"tag\":%llu}", (unsigned long long)s->tag);
+    }
+    ovl__sb_printf(b, "],\"occurrences\":%llu,\"ranks\":[",
+                   (unsigned long long)r->occurrences);
+    for (int k = 0, n = 0; k < 64; k++)
+      if ((r->ranks >> k) & 1)
+        ovl__sb_printf(b, "%s%d", n++ ? "," : "", k);
+    ovl__sb_puts(b, "],\"message\":");
+    ovl__sb_json_str(b, r->message);
+    ovl__sb_puts(b, "}");
+  }
+  ovl__sb_printf(b, "],\"count\":%zu,\"more\":%llu}\n", m->n,
+                 (unsigned long long)m->more);
+}
+
+static void fmt_human(ovl__sbuf *b, const ovl_mismatches *m,
+                      const char *file) {
+  for (size_t i = 0; i < m->n; i++) {
+    const mm_rec *r = &m->recs[i];
+    ovl__sb_printf(b, "mismatch %zu: %s", i + 1, r->message);
+    if (r->occurrences > 1)
+      ovl__sb_printf(b, " (%llu times in the expanded program)",
+                     (unsigned long long)r->occurrences);
+    ovl__sb_puts(b, "\n");
+  }
+  if (m->more > 0)
+    ovl__sb_printf(b, "and %llu more mismatched comm op%s not listed (the "
+                      "list stops at %d)\n",
+                   (unsigned long long)m->more, m->more == 1 ? "" : "s",
+                   OVL_FINDINGS_LIST_MAX);
+  if (m->n == 0 && m->more == 0)
+    ovl__sb_printf(b, "no mismatches in %s (%d rank%s, %llu comm op%s "
+                      "checked)\n",
+                   file, m->nranks, m->nranks == 1 ? "" : "s",
+                   (unsigned long long)m->nitems, m->nitems == 1 ? "" : "s");
+  else
+    ovl__sb_printf(b, "%zu mismatch%s in %s (%d rank%s)\n", m->n,
+                   m->n == 1 ? "" : "es", file, m->nranks,
+                   m->nranks == 1 ? "" : "s");
+}
+
+ovl_status ovl_mismatches_format(const ovl_mismatches *m,
+                                 const ovl_program *prog, int json,
+                                 char **text, ovl_error *err) {
+  ovl__sbuf b = {0};
+  const char *file = prog != NULL && prog->filename != NULL ? prog->filename
+                                                            : "<program>";
+  if (m == NULL || text == NULL)
+    return ovl__err(err, OVL_EINVAL, "ovl_mismatches_format: bad argument");
+  *text = NULL;
+  if (json)
+    fmt_json(&b, m, prog, file);
+  else
+    fmt_human(&b, m, file);
+  if (b.fail || b.s == NULL) {
+    free(b.s);
+    return ovl__err(err, OVL_ENOMEM, "mismatch report: out of memory");
+  }
+  *text = b.s;
+  return OVL_OK;
+}
