@@ -29,7 +29,9 @@
  *     other rank in a group;
  *   - ops that move no data (the waits, syncs, event ops, delay): a few
  *     fixed schedules in which they order a compute op and a collective
- *     (ordering_recipes[]); each schedule is also checked race-free.
+ *     (ordering_recipes[]).
+ * Each schedule is also checked race-free, and free of mismatches and
+ * deadlocks between ranks.
  * Every case is counted for every row that occurs in the program that ran,
  * and the suite fails when a row has no case on a backend it ran on.
  *
@@ -675,6 +677,23 @@ static void run_text(backend_state *bs, ovl_world *world, const char *what,
                report != NULL ? report : "");
       free(report);
       why = err.msg;
+    }
+    /* Nor may its ranks disagree (the point-to-point cases). */
+    if (st == OVL_OK && why == NULL) {
+      ovl_mismatches *mm = NULL;
+      ovl_deadlocks *dl = NULL;
+      st = ovl_mismatch_check(p, &mm, &err);
+      if (st == OVL_OK)
+        st = ovl_deadlock_check(p, &dl, &err);
+      if (st == OVL_OK &&
+          (ovl_mismatches_count(mm) > 0 || ovl_deadlocks_count(dl) > 0)) {
+        snprintf(err.msg, sizeof err.msg,
+                 "the check finds %zu mismatches, %zu deadlocks",
+                 ovl_mismatches_count(mm), ovl_deadlocks_count(dl));
+        why = err.msg;
+      }
+      ovl_mismatches_free(mm);
+      ovl_deadlocks_free(dl);
     }
     if (st == OVL_OK && why == NULL)
       st = ovl_world_run(world, p, &ro, &res, &err);
