@@ -1,12 +1,13 @@
 #!/bin/sh
 # End-to-end tests of the issue 13 examples (schedules/{good,bad}/
-# pipeline_1f1b, ddp_buckets, moe_alltoall) through tools/overlap_sim on the
-# cpu backend, on 2, 3, 4 and 8 ranks: each fixed twin runs in both modes
-# and passes the numeric check with no finding; each bad one is found by
-# the check (exit 4, nothing run) as the kind of bug its header says: the
-# pipeline's lone sends a deadlock, DDP's buckets in rank-dependent order
-# and MoE's skipped dispatch mismatches. Run anyway (--no-races), the
-# pipeline hangs until the timeout and its flight record (exit 3), and the
+# pipeline_1f1b, ddp_buckets, moe_alltoall, two_rings_order) through
+# tools/overlap_sim on the cpu backend, on 2, 3, 4 and 8 ranks: each fixed
+# twin runs in both modes and passes the numeric check with no finding;
+# each bad one is found by the check (exit 4, nothing run) as the kind of
+# bug its header says: the pipeline's lone sends and the two rings' orders
+# through host syncs deadlocks, DDP's buckets in rank-dependent order and
+# MoE's skipped dispatch mismatches. Run anyway (--no-races), the
+# deadlocks hang until the timeout and its flight record (exit 3), and the
 # reference refuses the mismatched ones (exit 3).
 set -u
 
@@ -35,7 +36,7 @@ run() {
 has() { grep -Eq -- "$2" "$tmp/$1"; }
 
 for n in 2 3 4 8; do
-  for ex in pipeline_1f1b ddp_buckets moe_alltoall; do
+  for ex in pipeline_1f1b ddp_buckets moe_alltoall two_rings_order; do
     good=$src/schedules/good/$ex.sched
     bad=$src/schedules/bad/$ex.sched
     if run 0 -r "$n" -n 2 -w 0 "$good" &&
@@ -58,6 +59,10 @@ for n in 2 3 4 8; do
     moe_alltoall)
       kind="^check: 0 races, 2 mismatches, 0 deadlocks in "
       what="^mismatch 2: ring 0 collective #2: .* rank 0 never issues it" ;;
+    two_rings_order)
+      # Through the host syncs (async form).
+      kind="^check: 0 races, 0 mismatches, [1-9][0-9]* deadlocks? in "
+      what="^deadlock 1: rank 0 comm\\[1\\] waits at line [0-9]+ \\(c_allreduce_sum, ring 1 collective #1\\) for rank 1, whose host is blocked at line [0-9]+ \\(c_sync_comm_stream, ring 0\\)" ;;
     esac
     if run 4 --races -r "$n" "$bad" && has out "$kind" && has out "$what"
     then ok "bad/$ex on $n ranks: found"; else ko "bad/$ex on $n ranks: found"; fi
@@ -76,6 +81,12 @@ if run 3 --no-races --timeout=2 -r 4 -n 2 -w 0 "$src/schedules/bad/pipeline_1f1b
   has err 'completed nothing' && [ $(($(date +%s) - start)) -lt 15 ]
 then ok "bad/pipeline_1f1b run anyway: timeout and flight record"
 else ko "bad/pipeline_1f1b run anyway: timeout and flight record"; fi
+start=$(date +%s)
+if run 3 --no-races --timeout=2 -r 3 -n 2 -w 0 "$src/schedules/bad/two_rings_order.sched" &&
+  has err 'timed out after 2\.0 s' && has err 'flight record: ' &&
+  [ $(($(date +%s) - start)) -lt 15 ]
+then ok "bad/two_rings_order run anyway: timeout and flight record"
+else ko "bad/two_rings_order run anyway: timeout and flight record"; fi
 for ex in ddp_buckets moe_alltoall; do
   if run 3 --no-races -r 3 -n 2 -w 0 "$src/schedules/bad/$ex.sched" &&
     has err "^overlap_sim: reference: .*/$ex\\.sched:[0-9]+:[0-9]+: reference: the 1st collective on ring 0 differs between ranks: rank 0 issues "
