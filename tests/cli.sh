@@ -284,11 +284,12 @@ for f in user_stream_missing_wait comm_stream_no_collective unrecorded_event loo
 done
 
 # No hang: a stream that never finishes ends in a timeout error (exit 3)
-# that names the op, the rank and the streams.
+# that names the op, the rank and the streams, and says where every rank's
+# communication was (the flight record: its allreduce is done).
 t0=$(date +%s)
 if run 3 hang-stream --timeout=1 --mode=async -n 1 -w 0 "$src/tests/schedules/hang_stream.sched" &&
   has err 'hang_stream\.sched:9:1: fetch on calc stream: rank [01]: calc stream: waited 1\.0 s for event 1 of comm\[0\] stream' &&
-  has err '; where the ranks were: ranks 0,1 at .*hang_stream\.sched:9 \(fetch, iteration 1 of 1\)$' &&
+  has err '; where the ranks were: ranks 0,1 at .*hang_stream\.sched:9 \(fetch, iteration 1 of 1\); flight record: ranks 0,1 ring 0: enqueued #1 c_allreduce_sum \(hang_stream\.sched:5\), completed #1 c_allreduce_sum \(hang_stream\.sched:5\)$' &&
   [ $(( $(date +%s) - t0 )) -lt 20 ]
 then ok "a stuck stream times out"; else ko "a stuck stream times out"; fi
 

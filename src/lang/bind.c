@@ -224,8 +224,6 @@ static ovl_status bind_statements(binder *B) {
       break;
     case S_GROUP:
       B->in_group = true;
-      B->group_line = s->line;
-      B->group_col = s->col;
       B->group_op0 = SIZE_MAX;
       break;
     case S_CLOSE:

@@ -250,9 +250,10 @@ static ovl_status rank_out_of_range(binder *B, const scalar *v,
                                     const define *from) {
   char text[96], on[32] = "", fbuf[DEFINE_FROM_SIZE];
   if (v->kind != V_EXPR)
-    return perr(B, v->line, v->col, "%s %lld out of range for %d ranks (0..%d)%s",
-                what, (long long)val, B->nranks, B->nranks - 1,
-                ovl__from_define(from, fbuf, sizeof fbuf));
+    return perr(B, v->line, v->col,
+                "%s %lld out of range for %d rank%s (0..%d)%s", what,
+                (long long)val, B->nranks, B->nranks == 1 ? "" : "s",
+                B->nranks - 1, ovl__from_define(from, fbuf, sizeof fbuf));
   if (rank >= 0)
     snprintf(on, sizeof on, " on rank %d", rank);
   return perr(B, v->line, v->col, "%s%s%s is %lld%s; ranks are 0..%d", what,

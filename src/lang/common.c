@@ -162,6 +162,35 @@ const char *ovl__scalar_text(const scalar *v, char *buf, size_t size) {
   return buf;
 }
 
+const char *ovl__one_line(const char *s, size_t n, char *buf, size_t size) {
+  size_t k = 0;
+  bool blank = false, cut = false;
+  for (size_t i = 0; i < n && !cut; i++) {
+    if (s[i] == '#') {
+      while (i + 1 < n && s[i + 1] != '\n')
+        i++;
+      blank = true;
+    } else if (is_blank((unsigned char)s[i]) || s[i] == '\n') {
+      blank = true;
+    } else if (k + (blank && k > 0) + 1 >= size) {
+      cut = true;
+    } else {
+      if (blank && k > 0)
+        buf[k++] = ' ';
+      blank = false;
+      buf[k++] = s[i];
+    }
+  }
+  if (cut) {
+    if (k > size - 4)
+      k = size - 4;
+    strcpy(buf + k, "...");
+  } else {
+    buf[k] = '\0';
+  }
+  return buf;
+}
+
 const char *ovl__scalar_desc(const scalar *v, char *buf, size_t size) {
   if (v->kind == V_NAME) {
     snprintf(buf, size, "'%.*s'", (int)v->n, v->s);

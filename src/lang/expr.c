@@ -20,30 +20,11 @@
 const char *ovl__expr_text(const ovl_schedule *S, const scalar *v, char *buf,
                            size_t size) {
   const sexpr *e;
-  size_t k = 0, max = size > EXPR_QUOTE_MAX + 4 ? EXPR_QUOTE_MAX : size - 4;
-  bool blank = false;
   if (v->kind != V_EXPR && v->kind != V_RANGE)
     return ovl__scalar_text(v, buf, size);
   e = &S->exprs[v->i];
-  for (const char *p = e->text, *end = e->text + e->len; p < end; p++) {
-    if (*p == '#') {
-      while (p + 1 < end && p[1] != '\n')
-        p++;
-      blank = true;
-    } else if (is_blank((unsigned char)*p) || *p == '\n') {
-      blank = true;
-    } else if (k + (blank && k > 0) >= max) {
-      strcpy(buf + k, "...");
-      return buf;
-    } else {
-      if (blank && k > 0)
-        buf[k++] = ' ';
-      blank = false;
-      buf[k++] = *p;
-    }
-  }
-  buf[k] = '\0';
-  return buf;
+  return ovl__one_line(e->text, e->len, buf,
+                       size > EXPR_QUOTE_MAX + 4 ? EXPR_QUOTE_MAX + 4 : size);
 }
 
 bool ovl__expr_names_rank(const ovl_schedule *S, const scalar *v, int *line,

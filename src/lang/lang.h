@@ -137,6 +137,10 @@ typedef struct value {
 
 /* The canonical text of a scalar: 10000, 2.5, true, calc. */
 const char *ovl__scalar_text(const scalar *v, char *buf, size_t size);
+/* s[0..n) on one line in buf: each run of blanks, newlines and comments
+ * one blank; cut short with "..." when it does not fit in `size` (at
+ * least 4). */
+const char *ovl__one_line(const char *s, size_t n, char *buf, size_t size);
 /* How a diagnostic shows a value: names are quoted. */
 const char *ovl__scalar_desc(const scalar *v, char *buf, size_t size);
 bool ovl__name_eq(const char *s, size_t n, const char *word);
@@ -394,7 +398,6 @@ typedef struct binder {
    * and for each group of the template (op->group - 1 in the template) its
    * first op, where each expanded instance starts. */
   bool in_group;
-  int group_line, group_col;
   size_t group_op0;  /* the open group's first op, or SIZE_MAX: none yet */
   size_t *group_first;
   size_t ngroups, capgroups;

@@ -51,7 +51,8 @@ typedef struct syntax {
 } syntax;
 
 static ovl_status advance(syntax *X) {
-  X->prev_end = X->tok.s + X->tok.n;
+  if (X->tok.s != NULL) /* NULL before the first token */
+    X->prev_end = X->tok.s + X->tok.n;
   if (!ovl__lex_next(&X->lx, &X->tok))
     return perr(X, X->lx.err_line, X->lx.err_col, "%s", X->lx.err_msg);
   return OVL_OK;
@@ -599,6 +600,7 @@ static ovl_status add_call(syntax *X, const call *c) {
  * over ints, earlier params and nranks); its text. */
 static ovl_status param_value(syntax *X, scalar *v, char **text) {
   const char *start;
+  size_t n;
   ovl_status st;
   if (X->tok.type == T_LBRACK)
     return perr(X, X->tok.line, X->tok.col,
@@ -606,8 +608,10 @@ static ovl_status param_value(syntax *X, scalar *v, char **text) {
   start = X->tok.s;
   if ((st = parse_expr(X, v, false)) != OVL_OK)
     return st;
-  if ((*text = ovl__strndup(start, (size_t)(X->prev_end - start))) == NULL)
+  n = (size_t)(X->prev_end - start);
+  if ((*text = malloc(n + 1)) == NULL)
     return nomem(X);
+  ovl__one_line(start, n, *text, n + 1);
   return OVL_OK;
 }
 
