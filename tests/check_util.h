@@ -7,6 +7,7 @@
 #define OVL_TESTS_CHECK_UTIL_H
 
 #include <check.h>
+#include <ctype.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +94,98 @@ static inline bool tu_utf8_valid(const unsigned char *s) {
     s += n;
   }
   return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* A tiny JSON parser: well-formedness only.                           */
+/* ------------------------------------------------------------------ */
+
+static inline const char *tu_js_value(const char *s);
+
+static inline const char *tu_js_ws(const char *s) {
+  while (*s == ' ' || *s == '\n' || *s == '\t' || *s == '\r')
+    s++;
+  return s;
+}
+
+static inline const char *tu_js_string(const char *s) {
+  if (*s != '"')
+    return NULL;
+  for (s++; *s != '"'; s++) {
+    if ((unsigned char)*s < 0x20)
+      return NULL;
+    if (*s == '\\') {
+      s++;
+      if (*s == 'u') {
+        for (int k = 1; k <= 4; k++)
+          if (!isxdigit((unsigned char)s[k]))
+            return NULL;
+        s += 4;
+      } else if (strchr("\"\\/bfnrt", *s) == NULL || *s == '\0') {
+        return NULL;
+      }
+    }
+  }
+  return s + 1;
+}
+
+static inline const char *tu_js_number(const char *s) {
+  const char *b = s;
+  if (*s == '-')
+    s++;
+  if (!isdigit((unsigned char)*s))
+    return NULL;
+  while (isdigit((unsigned char)*s) || *s == '.' || *s == 'e' ||
+         *s == 'E' || *s == '+' || *s == '-')
+    s++;
+  return s > b ? s : NULL;
+}
+
+static inline const char *tu_js_seq(const char *s, char close, bool object) {
+  s = tu_js_ws(s + 1);
+  if (*s == close)
+    return s + 1;
+  for (;;) {
+    if (object) {
+      if ((s = tu_js_string(tu_js_ws(s))) == NULL)
+        return NULL;
+      s = tu_js_ws(s);
+      if (*s++ != ':')
+        return NULL;
+    }
+    if ((s = tu_js_value(s)) == NULL)
+      return NULL;
+    s = tu_js_ws(s);
+    if (*s == close)
+      return s + 1;
+    if (*s++ != ',')
+      return NULL;
+  }
+}
+
+static inline const char *tu_js_value(const char *s) {
+  s = tu_js_ws(s);
+  switch (*s) {
+  case '{':
+    return tu_js_seq(s, '}', true);
+  case '[':
+    return tu_js_seq(s, ']', false);
+  case '"':
+    return tu_js_string(s);
+  case 't':
+    return strncmp(s, "true", 4) ? NULL : s + 4;
+  case 'f':
+    return strncmp(s, "false", 5) ? NULL : s + 5;
+  case 'n':
+    return strncmp(s, "null", 4) ? NULL : s + 4;
+  default:
+    return tu_js_number(s);
+  }
+}
+
+static inline bool tu_json_ok(const char *s) {
+  const char *e = tu_js_value(s);
+  return e != NULL && *tu_js_ws(e) == '\0';
 }
 
 /* Run a suite; the exit status of a test program. */

@@ -562,16 +562,23 @@ START_TEST(races_as_json) {
     ovl_report_mode_get(r, 0, &m);
     ck_assert_int_eq(ovl_races_format(m.races, p, 1, &one, &err), OVL_OK);
   }
-  /* One form: still under its name. */
+  /* One form: still under its name; then its deadlocks, and the
+   * mismatches of the program. */
   {
     const char *head = "{\"modes\": {\"async\": ";
+    const char *tail = "}, \"deadlocks\": {\"async\": {\"schedule\":"
+                       "\"racy.sched\",\"ranks\":2,\"deadlocks\":[],"
+                       "\"count\":0,\"more\":0,\"blocked\":0}}, "
+                       "\"mismatches\": {\"schedule\":\"racy.sched\","
+                       "\"ranks\":2,\"comm_ops\":2,\"mismatches\":[],"
+                       "\"count\":0,\"more\":0}}\n";
     size_t n1 = strlen(one), nh = strlen(head);
     while (n1 > 0 && one[n1 - 1] == '\n')
       n1--;
-    ck_assert_uint_eq(len, nh + n1 + 3);
+    ck_assert_uint_eq(len, nh + n1 + strlen(tail));
     ck_assert(strncmp(text, head, nh) == 0);
     ck_assert(strncmp(text + nh, one, n1) == 0);
-    ck_assert_str_eq(text + nh + n1, "}}\n");
+    ck_assert_str_eq(text + nh + n1, tail);
   }
   free(text);
   ovl_report_free(r);
@@ -584,6 +591,7 @@ START_TEST(races_as_json) {
                         38) == 0,
                 "%s", text);
   ck_assert_ptr_nonnull(strstr(text, "\"more\":0}, \"async\": {\"schedule\""));
+  ck_assert_ptr_nonnull(strstr(text, "}, \"deadlocks\": {\"sync\": {"));
   ck_assert_str_eq(text + len - 3, "}}\n");
   free(text);
   free(one);

@@ -113,8 +113,10 @@ typedef struct dl {
   /* Per primitive: its op; for a WAIT the program's last RECORD of its
    * event before it, for a RECORD the previous one (OVL__NONE: none). */
   uint32_t *op_of, *cap;
-  /* Per stream s: its primitives slist[sfirst[s] .. sfirst[s + 1]). */
+  /* Per stream s: its primitives slist[sfirst[s] .. sfirst[s + 1]), and
+   * each one's ranks (sranks, beside it). */
   uint32_t *slist;
+  uint64_t *sranks;
   size_t *sfirst;
   /* Per rank and participant (rank * np + part; part ns: the host). */
   pstate *ps;
@@ -143,8 +145,8 @@ static void push(dl *d, int r, int part) {
 static void norm(dl *d, int r, int s) {
   pstate *p = PS(d, r, s);
   size_t n = d->sfirst[s + 1] - d->sfirst[s];
-  const uint32_t *l = d->slist + d->sfirst[s];
-  while (p->pos < n && !ON(d, d->op_of[l[p->pos]], r))
+  const uint64_t *rk = d->sranks + d->sfirst[s];
+  while (p->pos < n && !((rk[p->pos] >> r) & 1))
     p->pos++;
 }
 
@@ -216,28 +218,22 @@ static uint32_t item_at(dl *d, int r, int s, uint32_t prim) {
  * or a group's. False when the host has not enqueued all of a group. */
 static bool post_head(dl *d, int r, int s, uint32_t prim) {
   pstate *p = PS(d, r, s);
-  const ovl_program *prog = d->prog;
+  const ovl__citem *items = d->m->items;
   const uint32_t *l = d->slist + d->sfirst[s];
-  size_t n = d->sfirst[s + 1] - d->sfirst[s];
-  uint32_t g = prog->ops[d->op_of[prim]].group;
   uint32_t end = p->pos + 1, first = item_at(d, r, s, prim), cnt = 1;
   if (first == OVL__NONE)
     return true; /* cannot happen: every comm primitive is an item */
-  if (g != 0 && d->m->items[first].kind != OVL__CI_COLL) {
-    /* The group's primitives on this stream that rank r runs. */
-    uint32_t last = prim;
-    for (size_t k = p->pos + 1; k < n; k++) {
-      uint32_t op = d->op_of[l[k]];
-      if (prog->ops[op].group != g)
-        break;
-      if (!ON(d, op, r))
-        continue;
-      last = l[k];
-      end = (uint32_t)k + 1;
-      cnt++;
-    }
+  if (items[first].group != 0 && items[first].kind != OVL__CI_COLL) {
+    /* The group's items on rank r: they follow, consecutive (a group's
+     * ops are, and all on one stream). */
+    uint32_t g = items[first].group, last = prim;
+    size_t k = first + 1, kend = d->m->rank_first[r + 1];
+    for (; k < kend && items[k].group == g; k++, cnt++)
+      last = items[k].prim;
     if (last >= PS(d, r, d->ns)->hp)
       return false;
+    while (l[end - 1] < last)
+      end++;
   }
   p->state = ST_COMM;
   p->entry_end = end;
@@ -366,6 +362,7 @@ static void dl_free(dl *d) {
   free(d->op_of);
   free(d->cap);
   free(d->slist);
+  free(d->sranks);
   free(d->sfirst);
   free(d->ps);
   free(d->ist);
@@ -388,6 +385,7 @@ static bool dl_init(dl *d, const ovl_program *prog, const ovl__match *m) {
   d->op_of = malloc((np + 1) * sizeof *d->op_of);
   d->cap = malloc((np + 1) * sizeof *d->cap);
   d->slist = malloc((np + 1) * sizeof *d->slist);
+  d->sranks = malloc((np + 1) * sizeof *d->sranks);
   d->sfirst = calloc((size_t)d->ns + 2, sizeof *d->sfirst);
   d->ps = calloc((size_t)d->nr * (size_t)d->np, sizeof *d->ps);
   d->ist = calloc(m->nitems + 1, sizeof *d->ist);
@@ -397,7 +395,8 @@ static bool dl_init(dl *d, const ovl_program *prog, const ovl__match *m) {
   last = malloc((nev + 1) * sizeof *last);
   fill = malloc(((size_t)d->ns + 1) * sizeof *fill);
   if (d->opranks == NULL || d->op_of == NULL || d->cap == NULL ||
-      d->slist == NULL || d->sfirst == NULL || d->ps == NULL ||
+      d->slist == NULL || d->sranks == NULL || d->sfirst == NULL ||
+      d->ps == NULL ||
       d->ist == NULL || d->coff == NULL || d->q == NULL || last == NULL ||
       fill == NULL)
     goto fail;
@@ -432,8 +431,10 @@ static bool dl_init(dl *d, const ovl_program *prog, const ovl__match *m) {
     fill[s] = (uint32_t)d->sfirst[s];
   for (uint32_t p = 0; p < np; p++) {
     const ovl__prim *pr = &prog->prims[p];
-    if (!ovl__prim_on_host(pr) && pr->stream >= 0 && pr->stream < d->ns)
+    if (!ovl__prim_on_host(pr) && pr->stream >= 0 && pr->stream < d->ns) {
+      d->sranks[fill[pr->stream]] = d->opranks[d->op_of[p]];
       d->slist[fill[pr->stream]++] = p;
+    }
   }
   for (int r = 0; r < d->nr; r++)
     for (int s = 0; s < d->ns; s++)
@@ -950,6 +951,12 @@ ovl_status ovl_deadlock_check(const ovl_program *prog, ovl_deadlocks **out,
   }
   *out = res;
   return OVL_OK;
+}
+
+size_t ovl__order_bytes_per_op(void) {
+  return sizeof(uint64_t) +
+         2 * (3 * sizeof(uint32_t) + sizeof(uint64_t)) +
+         2 * (sizeof(ovl__citem) + 1);
 }
 
 /* ------------------------------------------------------------------ */

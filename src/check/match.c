@@ -55,6 +55,43 @@ static void prefix(size_t *c, size_t n) {
   c[n] = sum;
 }
 
+/* The ops with a comm primitive, in order, and each one's primitive: n of
+ * them (one pass over the compact primitives; the ops, large, are read
+ * only for these). NULL arrays when out of memory. */
+static size_t comm_ops(const ovl_program *prog, uint32_t **ops,
+                       uint32_t **prims) {
+  size_t n = 0, cap = 1024;
+  *ops = malloc(cap * sizeof **ops);
+  *prims = malloc(cap * sizeof **prims);
+  if (*ops == NULL || *prims == NULL)
+    goto oom;
+  for (size_t i = 0; i < prog->nops; i++) {
+    uint32_t p = comm_prim(prog, i);
+    if (p == OVL__NONE)
+      continue;
+    if (n == cap) {
+      uint32_t *a, *b;
+      cap *= 2;
+      a = realloc(*ops, cap * sizeof *a);
+      if (a != NULL)
+        *ops = a;
+      b = realloc(*prims, cap * sizeof *b);
+      if (b != NULL)
+        *prims = b;
+      if (a == NULL || b == NULL)
+        goto oom;
+    }
+    (*ops)[n] = (uint32_t)i;
+    (*prims)[n++] = p;
+  }
+  return n;
+oom:
+  free(*ops);
+  free(*prims);
+  *ops = *prims = NULL;
+  return 0;
+}
+
 ovl_status ovl__match_build(const ovl_program *prog, ovl__match *m,
                             ovl_error *err) {
   int nr = prog->nranks > 0 ? prog->nranks : 1;
@@ -63,7 +100,8 @@ ovl_status ovl__match_build(const ovl_program *prog, ovl__match *m,
   size_t nrr = (size_t)nr * (size_t)ng;
   uint64_t all = ovl__program_all_ranks(prog);
   size_t *fill = NULL, *cfill = NULL, *sfill = NULL, *rfill = NULL;
-  uint32_t *tagc = NULL;
+  uint32_t *tagc = NULL, *cops = NULL, *cprims = NULL;
+  size_t ncomm = comm_ops(prog, &cops, &cprims);
 
   memset(m, 0, sizeof *m);
   m->prog = prog;
@@ -76,16 +114,14 @@ ovl_status ovl__match_build(const ovl_program *prog, ovl__match *m,
   m->rfirst = calloc(npair + 1, sizeof *m->rfirst);
   tagc = calloc(nrr, sizeof *tagc);
   if (m->rank_first == NULL || m->cfirst == NULL || m->coll_max == NULL ||
-      m->sfirst == NULL || m->rfirst == NULL || tagc == NULL)
+      m->sfirst == NULL || m->rfirst == NULL || tagc == NULL || cops == NULL)
     goto oom;
 
   /* Count: items per rank, collectives per (rank, ring), sends and
    * receives per (ring, from, to). */
-  for (size_t i = 0; i < prog->nops; i++) {
-    const ovl__op *o = &prog->ops[i];
+  for (size_t c = 0; c < ncomm; c++) {
+    const ovl__op *o = &prog->ops[cops[c]];
     uint64_t ranks = o->ranks & all;
-    if (comm_prim(prog, i) == OVL__NONE)
-      continue;
     for (; ranks != 0; ranks &= ranks - 1) {
       int r = __builtin_ctzll(ranks);
       m->rank_first[r]++;
@@ -131,12 +167,11 @@ ovl_status ovl__match_build(const ovl_program *prog, ovl__match *m,
   memcpy(rfill, m->rfirst, (npair + 1) * sizeof *rfill);
 
   /* Fill, in program order. */
-  for (size_t i = 0; i < prog->nops; i++) {
+  for (size_t c = 0; c < ncomm; c++) {
+    size_t i = cops[c];
     const ovl__op *o = &prog->ops[i];
     uint64_t ranks = o->ranks & all;
-    uint32_t p = comm_prim(prog, i);
-    if (p == OVL__NONE)
-      continue;
+    uint32_t p = cprims[c];
     for (; ranks != 0; ranks &= ranks - 1) {
       int r = __builtin_ctzll(ranks);
       size_t rr = (size_t)r * (size_t)ng + (size_t)o->ring_id;
@@ -145,6 +180,7 @@ ovl_status ovl__match_build(const ovl_program *prog, ovl__match *m,
       it->op = (uint32_t)i;
       it->prim = p;
       it->partner = OVL__NONE;
+      it->group = o->group;
       it->stream = prog->prims[p].stream;
       it->ring = (uint8_t)o->ring_id;
       it->rank = (uint8_t)r;
@@ -195,6 +231,8 @@ ovl_status ovl__match_build(const ovl_program *prog, ovl__match *m,
   free(sfill);
   free(rfill);
   free(tagc);
+  free(cops);
+  free(cprims);
   return OVL_OK;
 oom:
   free(fill);
@@ -202,6 +240,8 @@ oom:
   free(sfill);
   free(rfill);
   free(tagc);
+  free(cops);
+  free(cprims);
   ovl__match_free(m);
   return ovl__err(err, OVL_ENOMEM, "communication check: out of memory");
 }

@@ -37,6 +37,8 @@ typedef struct ovl__citem {
   uint32_t tag;
   /* Send / receive: the item it matches, or OVL__NONE. */
   uint32_t partner;
+  /* Its op's group instance (op->group; 0: none). */
+  uint32_t group;
   int16_t stream;
   uint8_t kind; /* OVL__CI_* */
   uint8_t ring;
@@ -146,6 +148,13 @@ void ovl__occ_text(const ovl__match *m, const ovl__occ *o, ovl__sbuf *b);
 void ovl__ranks_text(ovl__sbuf *b, uint64_t mask);
 /* "op", "count", ... of one OVL_DIFFERS_* bit. */
 const char *ovl__differs_name(unsigned bit);
+
+/* Host bytes per op the mismatch and deadlock checks keep at once, for
+ * ovl_host_bytes_per_op: per op its ranks, per primitive (two an op) its
+ * op, its record, its place in its stream's list and its ranks, and per
+ * comm op its items on two ranks and their states (an SPMD program keeps
+ * nothing; an op that runs on more ranks keeps more). */
+size_t ovl__order_bytes_per_op(void);
 
 /* ------------------------------------------------------------------ */
 /* The flight record's first disagreement                              */

@@ -418,9 +418,12 @@ static void fmt_human(ovl__sbuf *b, const ovl_mismatches *m,
   for (size_t i = 0; i < m->n; i++) {
     const mm_rec *r = &m->recs[i];
     ovl__sb_printf(b, "mismatch %zu: %s", i + 1, r->message);
-    if (r->occurrences > 1)
-      ovl__sb_printf(b, " (%llu times in the expanded program)",
+    if (r->occurrences > 1) {
+      ovl__sb_printf(b, " (%llu times in the expanded program, among ",
                      (unsigned long long)r->occurrences);
+      ovl__ranks_text(b, r->ranks);
+      ovl__sb_puts(b, ")");
+    }
     ovl__sb_puts(b, "\n");
   }
   if (m->more > 0)

@@ -56,6 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check/match.h"
 #include "check/races.h"
 
 /* ------------------------------------------------------------------ */
@@ -109,6 +110,9 @@ typedef struct checker {
   } *gacc;
   /* Set while reporting a race between two items of one group. */
   bool in_group_race;
+  /* Every rank of the program; set when an op runs on only some. */
+  uint64_t all;
+  bool partial;
 } checker;
 
 #define CLK(c, p) (&(c)->clk[(size_t)(p) * (size_t)(c)->np])
@@ -487,6 +491,8 @@ static ovl_status step(checker *c, uint32_t i, ovl_error *err) {
   size_t n;
   const ovl__prim *p = ovl__op_prims(c->prog, i, &n);
   ovl_status st = OVL_OK;
+  if ((c->prog->ops[i].ranks & c->all) != c->all)
+    c->partial = true;
   if (!ovl__op_on_rank(&c->prog->ops[i], c->rank))
     return OVL_OK;
   /* Anything but an item of the group being stepped ends the group. */
@@ -547,8 +553,12 @@ void ovl_races_free(ovl_races *r) {
 }
 
 /* A read is kept until the variable's next write, in an array that
- * doubles: a program that only reads a variable keeps up to two per op. */
-size_t ovl__race_bytes_per_op(void) { return 2 * sizeof(acc); }
+ * doubles: a program that only reads a variable keeps up to two per op.
+ * The mismatch and deadlock checks of a program whose ranks differ come
+ * after it (check/deadlock.c says what they keep). */
+size_t ovl__race_bytes_per_op(void) {
+  return 2 * sizeof(acc) + ovl__order_bytes_per_op();
+}
 
 static void checker_free(checker *c) {
   if (c->vs != NULL)
@@ -577,6 +587,7 @@ static bool checker_init(checker *c, const ovl_program *prog, ovl_races *res,
   c->rank = rank;
   c->cls = cls;
   c->cls_mask = mask;
+  c->all = ovl__program_all_ranks(prog);
   c->clk = calloc((size_t)c->np * (size_t)c->np, sizeof *c->clk);
   c->joined = calloc((size_t)c->np, sizeof *c->joined);
   c->snap = calloc(c->nev * (size_t)c->np + 1, sizeof *c->snap);
@@ -684,15 +695,38 @@ ovl_status ovl__race_check(const ovl_program *prog, bool hints,
   }
   for (int k = 0; k < res->nranks; k++)
     res->ranks[k] = k;
-  ncls = rank_classes(prog, res->nranks, cls);
-  if (ncls < 0) {
+  /* Rank 0 first: its analysis also finds whether some op runs on only
+   * some ranks. Not (SPMD): it is every rank's, one analysis as ever.
+   * Else the classes, rank 0's first (class 0), then one analysis per
+   * other class, from its first rank. */
+  if (!checker_init(&c, prog, res, 0, 0, 1)) {
     ovl_races_free(res);
     return ovl__err(err, OVL_ENOMEM, "race check: out of memory");
   }
+  for (size_t i = 0; st == OVL_OK && i < prog->nops; i++)
+    st = step(&c, (uint32_t)i, err);
+  checker_free(&c);
+  ncls = 1;
+  for (int r = 0; r < res->nranks; r++)
+    cls[r] = 0;
+  if (st == OVL_OK && c.partial)
+    ncls = rank_classes(prog, res->nranks, cls);
+  if (st == OVL_OK && ncls < 0)
+    st = ovl__err(err, OVL_ENOMEM, "race check: out of memory");
+  if (st != OVL_OK) {
+    ovl_races_free(res);
+    return st;
+  }
   res->nclasses = ncls;
-
-  /* One analysis per class, from its first rank. */
-  for (int k = 0; st == OVL_OK && k < ncls; k++) {
+  {
+    uint64_t mask0 = 0;
+    for (int r = 0; r < res->nranks; r++)
+      if (cls[r] == 0)
+        mask0 |= (uint64_t)1 << r;
+    for (size_t i = 0; i < res->n; i++)
+      res->races[i].rmask = mask0;
+  }
+  for (int k = 1; st == OVL_OK && k < ncls; k++) {
     uint64_t mask = 0;
     int first = -1;
     for (int r = 0; r < res->nranks; r++)
