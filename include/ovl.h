@@ -440,12 +440,16 @@ void ovl_program_op(const ovl_program *prog, size_t i, const char **name,
 
 typedef struct ovl_reference_s ovl_reference;
 
-/* Interpret `prog` sequentially in float64 for `nranks` ranks in lock step. */
+/* Interpret `prog` sequentially in float64 for `nranks` ranks (its own rank
+ * count): each rank in its program order, ranks meeting at communication
+ * as NCCL matches it (README, "Ranks that differ"). OVL_EMISMATCH, with
+ * the first disagreement named, for a program whose ranks disagree on the
+ * matching or cannot all complete. */
 ovl_status ovl_reference_compute(const ovl_program *prog, int nranks,
                                  ovl_reference **out, ovl_error *err);
 void ovl_reference_free(ovl_reference *ref);
-/* The value fetched variable `i` must have on `rank` (NULL if never
- * fetched). */
+/* The value fetched variable `i` must have on `rank` (NULL if that rank
+ * never fetches it). */
 const double *ovl_reference_fetched(const ovl_reference *ref, int rank,
                                     size_t i);
 

@@ -110,7 +110,10 @@ check() {
   fi
 }
 
+# (The bad schedules of ranks that differ, a mismatch or a deadlock and no
+# race, have no fix hint: tests/examples.sh covers them.)
 for f in "$src"/schedules/bad/*.sched "$src/tests/schedules/sync_only_race.sched"; do
+  "$tool" --races "$f" 2>/dev/null | grep -q '^race [0-9]*: ' || continue
   check "$(basename "$f")" "$f"
 done
 

@@ -18,10 +18,20 @@
  *     the two inputs in different orders (and x with itself), with scale
  *     and bias where the row takes them;
  *   - collective rows (OVL_RING_COLLECTIVE): out of place on ring 0, and in
- *     place where the output has the input's shape, root = the last rank;
+ *     place where the output has the input's shape (not alltoall), root =
+ *     the last rank (c_reduce_*: the other ranks' outputs stay untouched);
+ *     barrier between a compute op that writes and one that reads;
+ *   - point-to-point (send_v2 and recv_v2, one case for both): a ring shift
+ *     in a group (each rank sends to the next and receives from the one
+ *     before; one rank sends to itself), and on 2 ranks or more rank 0
+ *     sending to every other rank one by one (ranks=[0]; recv_v2 into an
+ *     existing variable on ranks=[1:nranks]) and receiving from every
+ *     other rank in a group;
  *   - ops that move no data (the waits, syncs, event ops, delay): a few
  *     fixed schedules in which they order a compute op and a collective
- *     (ordering_recipes[]); each schedule is also checked race-free.
+ *     (ordering_recipes[]).
+ * Each schedule is also checked race-free, and free of mismatches and
+ * deadlocks between ranks.
  * Every case is counted for every row that occurs in the program that ran,
  * and the suite fails when a row has no case on a backend it ran on.
  *
@@ -211,12 +221,66 @@ static void put_collective_case(text *t, const ovl__opdef *def, int nranks,
   ck_assert_msg(def->shape(def, &in, names, 1, nranks, &out, msg,
                            sizeof msg) == NULL,
                 "%s: %s", def->name, msg);
-  inplace = ovl__shape_dims_eq(&in, &out);
+  /* alltoall's output must not be its input. */
+  inplace = ovl__shape_dims_eq(&in, &out) && def->coll != OVL_COLL_ALLTOALL;
   tput(t, "o = %s(x, ring_id=0%s)\n", def->name, root);
   if (inplace)
     tput(t, "%s(y, ring_id=0%s)\n", def->name, root);
   tput(t, "c_wait_comm(o%s, ring_id=0)\n", inplace ? ", y" : "");
   tput(t, "fetch(o%s)\n", inplace ? ", y" : "");
+}
+
+/* barrier: orders nothing on the device that calc does not order
+ * already; its inputs only name dependencies. */
+static void put_barrier_case(text *t, const ovl__opdef *def) {
+  tput(t, "a = elementwise_mul(x, y)\n");
+  tput(t, "%s(a, x, ring_id=0)\n", def->name);
+  tput(t, "b = elementwise_add(a, y)\n");
+  tput(t, "%s(ring_id=0)\n", def->name);
+  tput(t, "fetch(a, b)\n");
+}
+
+/* Point-to-point, case `which` (0: the ring shift in a group; 1: rank 0 to
+ * every other rank and back, 2 ranks or more). Returns false where the
+ * case does not exist for `nranks`. */
+static bool put_p2p_case(text *t, int which, int nranks, ovl_dtype dtype) {
+  const char *dt = ovl_dtype_name(dtype);
+  if (which == 0) {
+    /* o = x of the rank before; on one rank, the rank's own x. */
+    tput(t, "group {\n"
+            "  send_v2(x, peer=(rank + 1) %% nranks, ring_id=0)\n"
+            "  o = recv_v2(peer=(rank - 1) %% nranks, out_shape=[%d, %d], "
+            "dtype=%s, ring_id=0)\n"
+            "}\n",
+         DIM0, DIM1, dt);
+    tput(t, "c_wait_comm(o, ring_id=0)\n");
+    tput(t, "fetch(o)\n");
+    return true;
+  }
+  if (nranks < 2)
+    return false;
+  /* Out: one send at a time to each rank (rendezvous, no group); y on the
+   * other ranks becomes rank 0's x, rank 0's y stays its input. Back: every
+   * other rank sends x to rank 0, which receives them in a group (b<k> is
+   * rank k's x on rank 0, NaN elsewhere: never written). */
+  for (int k = 1; k < nranks; k++)
+    tput(t, "send_v2(x, peer=%d, ring_id=0, ranks=[0])\n", k);
+  tput(t, "y = recv_v2(peer=0, out_shape=[%d, %d], dtype=%s, ring_id=0, "
+          "ranks=[1:nranks])\n",
+       DIM0, DIM1, dt);
+  tput(t, "send_v2(x, peer=0, ring_id=0, ranks=[1:nranks])\n");
+  tput(t, "group {\n");
+  for (int k = 1; k < nranks; k++)
+    tput(t, "  b%d = recv_v2(peer=%d, out_shape=[%d, %d], dtype=%s, "
+            "ring_id=0, ranks=[0])\n",
+         k, k, DIM0, DIM1, dt);
+  tput(t, "}\n");
+  tput(t, "c_wait_comm(y, ring_id=0)\n");
+  tput(t, "fetch(y");
+  for (int k = 1; k < nranks; k++)
+    tput(t, ", b%d", k);
+  tput(t, ")\n");
+  return true;
 }
 
 /* ------------------------------------------------------------------ */
@@ -260,8 +324,8 @@ static bool op_exact(const char *be, const ovl__opdef *def, ovl_dtype dtype,
                      int nranks) {
   if (def->roles & OVL_ROLE_COMPUTE)
     return ew_exact(def->ew);
-  if (!(def->ring_use & OVL_RING_COLLECTIVE))
-    return true; /* moves no data (fetch copies) */
+  if (!(def->ring_use & OVL_RING_COLLECTIVE) || def->p2p != OVL_P2P_NONE)
+    return true; /* moves no data (fetch copies), or copies it (p2p) */
   if (!ovl__coll_has_redop(def->coll) || def->redop == OVL_RED_MAX ||
       def->redop == OVL_RED_MIN || nranks == 1)
     return true;
@@ -288,7 +352,7 @@ static bool program_exact(const char *be, const ovl_program *prog,
 static bool zero_sign_defined(const ovl__opdef *def) {
   if (def->roles & OVL_ROLE_COMPUTE)
     return def->ew != OVL_EW_MAX;
-  if (def->ring_use & OVL_RING_COLLECTIVE)
+  if ((def->ring_use & OVL_RING_COLLECTIVE) && def->p2p == OVL_P2P_NONE)
     return !ovl__coll_has_redop(def->coll) ||
            (def->redop != OVL_RED_MAX && def->redop != OVL_RED_MIN);
   return true;
@@ -340,8 +404,9 @@ static void count_rows(backend_state *bs, const ovl_program *prog) {
       }
 }
 
-/* The index of the input an output element came from (allgather: on rank
- * *src_rank; reducescatter: on every rank; else the same index). */
+/* The index of the input an output element came from (allgather,
+ * alltoall, recv_v2: on rank *src_rank; reducescatter: on every rank; else
+ * the same index). */
 static int64_t source_index(const ovl_program *prog, int fetch_var,
                             int rank, int64_t i, int *src_rank) {
   *src_rank = -1;
@@ -351,6 +416,11 @@ static int64_t source_index(const ovl_program *prog, int fetch_var,
       continue;
     if (!(op->def->ring_use & OVL_RING_COLLECTIVE))
       break;
+    if (op->def->p2p == OVL_P2P_RECV) {
+      if (ovl__op_on_rank(op, rank))
+        *src_rank = ovl__op_peer(prog, op, rank);
+      return i;
+    }
     int64_t n_in = prog->vars[op->in[0]].numel;
     int64_t n_out = prog->vars[op->out].numel;
     if (op->def->coll == OVL_COLL_ALLGATHER) {
@@ -359,6 +429,11 @@ static int64_t source_index(const ovl_program *prog, int fetch_var,
     }
     if (op->def->coll == OVL_COLL_REDUCESCATTER)
       return (int64_t)rank * n_out + i;
+    if (op->def->coll == OVL_COLL_ALLTOALL) {
+      int64_t part = n_in / prog->nranks;
+      *src_rank = (int)(i / part);
+      return (int64_t)rank * part + i % part;
+    }
     break;
   }
   return i;
@@ -424,11 +499,13 @@ static int64_t zero_sign_mismatches(backend_state *bs, const char *label,
   return total;
 }
 
-/* The collective that last wrote fetched variable `var`, or NULL. */
+/* The collective that last wrote fetched variable `var`, or NULL (also
+ * when a compute op or recv_v2 did). */
 static const ovl__op *writer(const ovl_program *prog, int var) {
   for (size_t k = prog->nops; k-- > 0;)
     if (prog->ops[k].def->writes && prog->ops[k].out == var)
-      return (prog->ops[k].def->ring_use & OVL_RING_COLLECTIVE)
+      return (prog->ops[k].def->ring_use & OVL_RING_COLLECTIVE) &&
+                     prog->ops[k].def->p2p == OVL_P2P_NONE
                  ? &prog->ops[k]
                  : NULL;
   return NULL;
@@ -601,6 +678,23 @@ static void run_text(backend_state *bs, ovl_world *world, const char *what,
       free(report);
       why = err.msg;
     }
+    /* Nor may its ranks disagree (the point-to-point cases). */
+    if (st == OVL_OK && why == NULL) {
+      ovl_mismatches *mm = NULL;
+      ovl_deadlocks *dl = NULL;
+      st = ovl_mismatch_check(p, &mm, &err);
+      if (st == OVL_OK)
+        st = ovl_deadlock_check(p, &dl, &err);
+      if (st == OVL_OK &&
+          (ovl_mismatches_count(mm) > 0 || ovl_deadlocks_count(dl) > 0)) {
+        snprintf(err.msg, sizeof err.msg,
+                 "the check finds %zu mismatches, %zu deadlocks",
+                 ovl_mismatches_count(mm), ovl_deadlocks_count(dl));
+        why = err.msg;
+      }
+      ovl_mismatches_free(mm);
+      ovl_deadlocks_free(dl);
+    }
     if (st == OVL_OK && why == NULL)
       st = ovl_world_run(world, p, &ro, &res, &err);
     if (st == OVL_OK && why == NULL)
@@ -647,9 +741,25 @@ static void run_backend(backend_state *bs) {
       ovl_dtype dtype = d == 0 ? OVL_DTYPE_FLOAT32 : OVL_DTYPE_FLOAT64;
       for (const ovl__opdef *def = ovl__optable; def->name != NULL; def++) {
         text t = {.len = 0};
+        if (def->p2p == OVL_P2P_SEND) {
+          for (int which = 0; which < 2; which++) {
+            text tp = {.len = 0};
+            put_inputs(&tp, dtype, name_seed(def->name) + (unsigned)which);
+            if (put_p2p_case(&tp, which, nranks, dtype))
+              run_text(bs, world, which == 0 ? "p2p_ring_shift" : "p2p_star",
+                       &tp, nranks, dtype);
+          }
+          continue;
+        }
+        if (def->p2p == OVL_P2P_RECV)
+          continue; /* in send_v2's cases */
         if (def->roles & OVL_ROLE_COMPUTE) {
           put_inputs(&t, dtype, name_seed(def->name));
           put_compute_case(&t, def);
+        } else if ((def->ring_use & OVL_RING_COLLECTIVE) &&
+                   def->coll == OVL_COLL_BARRIER) {
+          put_inputs(&t, dtype, name_seed(def->name));
+          put_barrier_case(&t, def);
         } else if (def->ring_use & OVL_RING_COLLECTIVE) {
           put_inputs(&t, dtype, name_seed(def->name));
           put_collective_case(&t, def, nranks, dtype);

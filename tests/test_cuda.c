@@ -1410,8 +1410,11 @@ START_TEST(test_replay_bad_schedules) {
       continue;
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
     text = read_without(path, NULL, &len);
-    races += replay_all_shown(world, path, text, len, 2);
+    size_t shown = replay_all_shown(world, path, text, len, 2);
     free(text);
+    if (shown == 0)
+      continue; /* ranks that differ: a mismatch or deadlock, no race */
+    races += shown;
     text = read_without(path, "delay(", &len);
     races += replay_all_shown(world, path, text, len, 2);
     free(text);

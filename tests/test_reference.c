@@ -588,6 +588,125 @@ START_TEST(test_reducescatter) {
 }
 END_TEST
 
+/* Every c_reduce_*, the root cycling through the ranks: the root's output
+ * is the reduction in rank order rounded once (float32 in place, float64
+ * out of place); the other ranks' outputs are not written: NaN out of
+ * place, the input in place, and what an earlier op wrote (z: the kernel
+ * before the reduce is not dead on them). */
+START_TEST(test_reduce) {
+  static const char *const names[] = {"c_reduce_sum", "c_reduce_max",
+                                      "c_reduce_min", "c_reduce_prod"};
+  static const redop ops[] = {RED_SUM, RED_MAX, RED_MIN, RED_PROD};
+  const int nranks = _i;
+  const int64_t n = 2500;
+  sched_text t = {0};
+  char name[16];
+
+  put(&t, "x = data(shape=[2500], dtype=float64, init=uniform, seed=9, "
+          "per_rank=true)\n"
+          "xf = data(shape=[2500], dtype=float32, init=uniform, seed=9, "
+          "per_rank=true)\n");
+  for (int k = 0; k < 4; k++) {
+    int root = (k + 1) % nranks;
+    put(&t, "o%d = %s(x, root=%d)\n", k, names[k], root);
+    put(&t, "c%d = assign(xf)\n%s(c%d, root=%d)\n", k, names[k], k, root);
+    put(&t, "z%d = scale(x, scale=3.0)\nz%d = %s(x, root=%d)\n", k, k,
+        names[k], root);
+    put(&t, "fetch(o%d, c%d, z%d)\n", k, k, k);
+  }
+  load(t.s, nranks);
+  run_ref(nranks);
+
+  double *exp = xmalloc_doubles((size_t)n);
+  double *exp_c = xmalloc_doubles((size_t)n);
+  for (int k = 0; k < 4; k++) {
+    int root = (k + 1) % nranks;
+    for (int64_t i = 0; i < n; i++) {
+      exp[i] = uniform(OVL_DTYPE_FLOAT64, 9, true, 0, i);
+      exp_c[i] = uniform(OVL_DTYPE_FLOAT32, 9, true, 0, i);
+      for (int q = 1; q < nranks; q++) {
+        exp[i] = reduce2(ops[k], exp[i],
+                         uniform(OVL_DTYPE_FLOAT64, 9, true, q, i));
+        exp_c[i] = reduce2(ops[k], exp_c[i],
+                           uniform(OVL_DTYPE_FLOAT32, 9, true, q, i));
+      }
+      exp_c[i] = f32(exp_c[i]);
+    }
+    for (int r = 0; r < nranks; r++) {
+      snprintf(name, sizeof name, "o%d", k);
+      const double *o = got_var(r, name);
+      snprintf(name, sizeof name, "c%d", k);
+      const double *c = got_var(r, name);
+      snprintf(name, sizeof name, "z%d", k);
+      const double *z = got_var(r, name);
+      if (r == root) {
+        assert_same(o, exp, (size_t)n, names[k], r);
+        assert_same(c, exp_c, (size_t)n, names[k], r);
+        assert_same(z, exp, (size_t)n, names[k], r);
+        continue;
+      }
+      for (int64_t i = 0; i < n; i++) {
+        ck_assert(isnan(o[i]));
+        ck_assert_double_eq(c[i], uniform(OVL_DTYPE_FLOAT32, 9, true, r, i));
+        ck_assert_double_eq(z[i],
+                            3.0 * uniform(OVL_DTYPE_FLOAT64, 9, true, r, i));
+      }
+    }
+  }
+  free(exp);
+  free(exp_c);
+}
+END_TEST
+
+/* alltoall: part j of rank i's input (dim 0 split in nranks parts) is
+ * part i of rank j's output; compute ops on both sides of it. */
+START_TEST(test_alltoall) {
+  const int nranks = _i;
+  const int64_t part = 3 * 700;
+  sched_text t = {0};
+
+  put(&t,
+      "x = data(shape=[%d, 700], dtype=float32, init=uniform, seed=10, "
+      "per_rank=true)\n"
+      "x = scale(x, scale=2.0)\n"
+      "o = alltoall(x)\n"
+      "h = scale(o, scale=1.0, bias=1.0)\n"
+      "fetch(o, h)\n",
+      3 * nranks);
+  load(t.s, nranks);
+  run_ref(nranks);
+
+  for (int j = 0; j < nranks; j++)
+    for (int i = 0; i < nranks; i++)
+      for (int64_t e = 0; e < part; e++) {
+        double v =
+            f32(2.0 * uniform(OVL_DTYPE_FLOAT32, 10, true, i, j * part + e));
+        ck_assert_double_eq(got_var(j, "o")[i * part + e], v);
+        ck_assert_double_eq(got_var(j, "h")[i * part + e], f32(v + 1.0));
+      }
+}
+END_TEST
+
+/* barrier moves no data: its inputs only name dependencies. */
+START_TEST(test_barrier) {
+  load("x = data(shape=[1500], dtype=float64, init=uniform, seed=11, "
+       "per_rank=true)\n"
+       "y = scale(x, scale=2.0)\n"
+       "barrier(y, ring_id=1)\n"
+       "z = elementwise_add(y, x)\n"
+       "barrier()\n"
+       "fetch(y, z)\n",
+       3);
+  run_ref(3);
+  for (int r = 0; r < 3; r++)
+    for (int64_t i = 0; i < 1500; i++) {
+      double x = uniform(OVL_DTYPE_FLOAT64, 11, true, r, i);
+      ck_assert_double_eq(got_var(r, "y")[i], 2.0 * x);
+      ck_assert_double_eq(got_var(r, "z")[i], 2.0 * x + x);
+    }
+}
+END_TEST
+
 /* Variables of different sizes in one run of index-local ops: the
  * interpreter's blocks end inside the smaller ones. */
 START_TEST(test_mixed_sizes) {
@@ -1302,6 +1421,373 @@ START_TEST(test_check_bad_args) {
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* Ranks that differ: ranks=[...], send_v2 / recv_v2, per-rank roots   */
+/* ------------------------------------------------------------------ */
+
+/* Compute REF for P on `nranks` ranks; it must fail with `status`, and
+ * its message must contain every string of `parts` (NULL-terminated). */
+static void ref_fails(int nranks, ovl_status status, const char *const *parts) {
+  ovl_error err = {0};
+  ovl_status st = ovl_reference_compute(P, nranks, &REF, &err);
+  ck_assert_msg(st == status, "status %d (%s), expected %d", st, err.msg,
+                status);
+  ck_assert_ptr_null(REF);
+  for (size_t k = 0; parts[k] != NULL; k++)
+    ck_assert_msg(strstr(err.msg, parts[k]) != NULL,
+                  "'%s' not in the message: %s", parts[k], err.msg);
+}
+
+/* An op on some ranks only: the others skip it (their variable keeps what
+ * it held); a fetch on some ranks only has no value on the others. */
+START_TEST(test_ranks_subset) {
+  const int nranks = 4;
+  load("x = data(shape=[1500], dtype=float64, init=uniform, seed=20, "
+       "per_rank=true)\n"
+       "y = scale(x, scale=2.0, ranks=[0])\n"
+       "y = scale(x, scale=3.0, ranks=[1:nranks])\n"
+       "y = scale(y, scale=5.0, ranks=[1, nranks - 1])\n"
+       "z = assign(x, ranks=[2])\n"
+       "fetch(y)\n"
+       "fetch(z, ranks=[2, 3])\n",
+       nranks);
+  ck_assert(P->rank_dependent);
+  run_ref(nranks);
+  for (int r = 0; r < nranks; r++) {
+    const double *y = got_var(r, "y");
+    const double *z = ovl_reference_fetched(REF, r, fetch_index("z"));
+    for (int64_t i = 0; i < 1500; i++) {
+      double x = uniform(OVL_DTYPE_FLOAT64, 20, true, r, i);
+      ck_assert_double_eq(y[i], r == 0                ? 2.0 * x
+                                : r == 1 || r == 3 ? 5.0 * (3.0 * x)
+                                                   : 3.0 * x);
+    }
+    if (r < 2) {
+      ck_assert_ptr_null(z);
+      continue;
+    }
+    ck_assert_ptr_nonnull(z);
+    for (int64_t i = 0; i < 1500; i++)
+      if (r == 2)
+        ck_assert_double_eq(z[i], uniform(OVL_DTYPE_FLOAT64, 20, true, r, i));
+      else
+        ck_assert(isnan(z[i]));
+  }
+}
+END_TEST
+
+/* A pipeline of nranks stages (_i): stage r receives from r - 1, adds its
+ * own input and sends to r + 1; the last one fetches. Each value is
+ * received as the send found it, whatever the sender does afterwards. */
+START_TEST(test_p2p_chain) {
+  const int nranks = _i;
+  const int64_t n = 2000;
+  load("x = data(shape=[2000], dtype=float64, init=uniform, seed=21, "
+       "per_rank=true)\n"
+       "a = scale(x, scale=1.0, ranks=[0])\n"
+       "a = recv_v2(peer=rank - 1, out_shape=[2000], dtype=float64, "
+       "ranks=[1:nranks])\n"
+       "a = elementwise_add(a, x, ranks=[1:nranks])\n"
+       "send_v2(a, peer=rank + 1, ranks=[0:nranks - 1])\n"
+       "a = scale(a, scale=0.0, ranks=[0:nranks - 1])\n"
+       "fetch(a)\n",
+       nranks);
+  run_ref(nranks);
+  for (int64_t i = 0; i < n; i++) {
+    double v = 0;
+    for (int r = 0; r < nranks; r++) {
+      v += uniform(OVL_DTYPE_FLOAT64, 21, true, r, i);
+      ck_assert_double_eq(got_var(r, "a")[i], r == nranks - 1 ? v : 0.0);
+    }
+  }
+}
+END_TEST
+
+/* Matching: the k-th send from a to b on a ring meets the k-th receive of
+ * b from a on that ring, whatever the lines; rings and pairs are
+ * independent (ring 1's pair goes first on the receiver); recv_v2 writes
+ * into an existing variable. */
+START_TEST(test_p2p_order) {
+  load("x = data(shape=[700], dtype=float32, init=uniform, seed=22, "
+       "per_rank=true)\n"
+       "y = data(shape=[700], dtype=float32, init=fill, value=7.0)\n"
+       "x2 = scale(x, scale=2.0)\n"
+       "x3 = scale(x, scale=3.0)\n"
+       "send_v2(x, peer=1, ring_id=0, ranks=[0])\n"
+       "send_v2(x2, peer=1, ring_id=0, ranks=[0])\n"
+       "send_v2(x3, peer=1, ring_id=1, ranks=[0])\n"
+       "c = recv_v2(peer=0, out_shape=[700], ring_id=1, ranks=[1])\n"
+       "a = recv_v2(peer=0, out_shape=[700], ring_id=0, ranks=[1])\n"
+       "y = recv_v2(peer=0, out_shape=[700], ring_id=0, ranks=[1])\n"
+       "fetch(a, y, c)\n",
+       2);
+  run_ref(2);
+  for (int64_t i = 0; i < 700; i++) {
+    double x = uniform(OVL_DTYPE_FLOAT32, 22, true, 0, i);
+    ck_assert(isnan(got_var(0, "a")[i]));
+    ck_assert_double_eq(got_var(0, "y")[i], 7.0);
+    ck_assert_double_eq(got_var(1, "a")[i], x);
+    ck_assert_double_eq(got_var(1, "y")[i], f32(2.0 * x));
+    ck_assert_double_eq(got_var(1, "c")[i], f32(3.0 * x));
+  }
+}
+END_TEST
+
+/* A group: every rank sends to the next and receives from the one before
+ * (on one rank, from itself); then the receive comes before the send in
+ * program order, which a rank that waited at the receive could not get
+ * past. */
+START_TEST(test_p2p_group_shift) {
+  const int nranks = _i;
+  load("x = data(shape=[900], dtype=float64, init=uniform, seed=23, "
+       "per_rank=true)\n"
+       "group {\n"
+       "  send_v2(x, peer=(rank + 1) % nranks)\n"
+       "  o = recv_v2(peer=(rank - 1) % nranks, out_shape=[900], "
+       "dtype=float64)\n"
+       "}\n"
+       "group {\n"
+       "  p = recv_v2(peer=(rank + 1) % nranks, out_shape=[900], "
+       "dtype=float64)\n"
+       "  send_v2(x, peer=(rank - 1) % nranks)\n"
+       "}\n"
+       "fetch(o, p)\n",
+       nranks);
+  run_ref(nranks);
+  for (int r = 0; r < nranks; r++)
+    for (int64_t i = 0; i < 900; i++) {
+      ck_assert_double_eq(
+          got_var(r, "o")[i],
+          uniform(OVL_DTYPE_FLOAT64, 23, true, (r + nranks - 1) % nranks, i));
+      ck_assert_double_eq(
+          got_var(r, "p")[i],
+          uniform(OVL_DTYPE_FLOAT64, 23, true, (r + 1) % nranks, i));
+    }
+}
+END_TEST
+
+/* Collectives meet by their sequence number on a ring, whatever the line:
+ * rank 0 issues ring 0's then ring 1's, the others ring 1's then ring 0's
+ * (on comm streams that is no deadlock); ring 0's second collective is on
+ * another line on rank 0 than elsewhere. */
+START_TEST(test_coll_sequence) {
+  const int nranks = 3;
+  load("a = data(shape=[1200], dtype=float64, init=uniform, seed=24, "
+       "per_rank=true)\n"
+       "b = data(shape=[1200], dtype=float64, init=uniform, seed=25, "
+       "per_rank=true)\n"
+       "c_wait_compute(a, b, ring_id=0)\n"
+       "c_wait_compute(a, b, ring_id=1)\n"
+       "s = c_allreduce_sum(a, ring_id=0, ranks=[0])\n"
+       "m = c_allreduce_max(b, ring_id=1)\n"
+       "s = c_allreduce_sum(a, ring_id=0, ranks=[1:nranks])\n"
+       "c_allreduce_sum(a, ring_id=0, ranks=[0])\n"
+       "b = scale(b, scale=2.0)\n"
+       "c_allreduce_sum(a, ring_id=0, ranks=[1:nranks])\n"
+       "c_wait_comm(s, m, a, b, ring_id=0)\n"
+       "c_wait_comm(s, m, ring_id=1)\n"
+       "fetch(s, m, a, b)\n",
+       nranks);
+  run_ref(nranks);
+  for (int64_t i = 0; i < 1200; i++) {
+    double s = 0, m = -INFINITY;
+    for (int q = 0; q < nranks; q++) {
+      s += uniform(OVL_DTYPE_FLOAT64, 24, true, q, i);
+      m = fmax(m, uniform(OVL_DTYPE_FLOAT64, 25, true, q, i));
+    }
+    for (int r = 0; r < nranks; r++) {
+      ck_assert_double_eq(got_var(r, "s")[i], s);
+      ck_assert_double_eq(got_var(r, "m")[i], m);
+      ck_assert_double_eq(got_var(r, "a")[i], s);
+      ck_assert_double_eq(got_var(r, "b")[i],
+                          2.0 * uniform(OVL_DTYPE_FLOAT64, 25, true, r, i));
+    }
+  }
+}
+END_TEST
+
+/* c_reduce_sum's root given as an expression over nranks; a broadcast
+ * whose root each rank names on its own line. */
+START_TEST(test_root_expr) {
+  const int nranks = 4;
+  load("x = data(shape=[600], dtype=float64, init=uniform, seed=26, "
+       "per_rank=true)\n"
+       "o = c_reduce_sum(x, root=nranks - 1)\n"
+       "b = c_broadcast(x, root=2, ranks=[0, 2])\n"
+       "b = c_broadcast(x, root=2, ranks=[1, 3])\n"
+       "fetch(o, b)\n",
+       nranks);
+  run_ref(nranks);
+  for (int64_t i = 0; i < 600; i++) {
+    double s = 0;
+    for (int q = 0; q < nranks; q++)
+      s += uniform(OVL_DTYPE_FLOAT64, 26, true, q, i);
+    for (int r = 0; r < nranks; r++) {
+      if (r == nranks - 1)
+        ck_assert_double_eq(got_var(r, "o")[i], s);
+      else
+        ck_assert(isnan(got_var(r, "o")[i]));
+      ck_assert_double_eq(got_var(r, "b")[i],
+                          uniform(OVL_DTYPE_FLOAT64, 26, true, 2, i));
+    }
+  }
+}
+END_TEST
+
+/* A rank-dependent program that every rank runs alike (a delay on one
+ * rank only) gives what lock step gives: the seed at a small size. */
+START_TEST(test_per_rank_matches_lock_step) {
+  static const char *const defs[] = {"cols=30"};
+  const int nranks = 3;
+  ovl_reference *lock = NULL;
+  ovl_error err = {0};
+  sched_text t = {0};
+
+  put(&t, "%sdelay(us=1, stream=calc, ranks=[1])\n", seed_sched);
+  P = parse_with(seed_sched, nranks, defs, 1);
+  ck_assert(!P->rank_dependent);
+  ck_assert_int_eq(ovl_reference_compute(P, nranks, &lock, &err), OVL_OK);
+  ovl_program_free(P);
+  P = parse_with(t.s, nranks, defs, 1);
+  ck_assert(P->rank_dependent);
+  run_ref(nranks);
+  for (int r = 0; r < nranks; r++)
+    for (size_t f = 0; f < 2; f++)
+      assert_same(ovl_reference_fetched(REF, r, f),
+                  ovl_reference_fetched(lock, r, f), 1000 * 30, "seed", r);
+  ovl_reference_free(lock);
+}
+END_TEST
+
+/* Ranks that disagree on the matching: an error naming the op, the ring
+ * and the ranks, not a hang. */
+START_TEST(test_mismatch_errors) {
+  static const struct {
+    const char *text;
+    const char *parts[4];
+  } cases[] = {
+      {"x = data(shape=[8], init=fill, value=1.0)\n"
+       "c_allreduce_sum(x, ring_id=2, ranks=[0])\n"
+       "fetch(x)\n",
+       {"t.sched:2:1: reference: rank 0's 1st collective on ring 2",
+        "no partner: rank 1 issues 0 collectives on ring 2", NULL}},
+      {"x = data(shape=[8], init=fill, value=1.0)\n"
+       "y = data(shape=[4], init=fill, value=1.0)\n"
+       "c_allreduce_sum(x, ranks=[0])\n"
+       "c_allreduce_sum(y, ranks=[1])\n"
+       "fetch(x)\n",
+       {"t.sched:4:1", "1st collective on ring 0 differs",
+        "rank 0 issues c_allreduce_sum of 'x' (8 float32, line 3), rank 1 "
+        "c_allreduce_sum of 'y' (4 float32, line 4)",
+        NULL}},
+      {"x = data(shape=[8], init=fill, value=1.0)\n"
+       "y = data(shape=[8], init=fill, value=1.0)\n"
+       "o = c_allreduce_sum(x, ranks=[0])\n"
+       "o = c_allreduce_sum(y, ranks=[1])\n"
+       "c_allreduce_sum(x, ranks=[0])\n"
+       "y = c_allreduce_sum(x, ranks=[1])\n"
+       "fetch(o)\n",
+       {"t.sched:4:5", "the 1st collective on ring 0 differs",
+        "rank 0 issues c_allreduce_sum of 'x' into 'o' (8 float32, line 3), "
+        "rank 1 c_allreduce_sum of 'y' into 'o' (8 float32, line 4)",
+        NULL}},
+      {"x = data(shape=[8], init=fill, value=1.0)\n"
+       "c_allreduce_sum(x, ranks=[0])\n"
+       "c_allreduce_max(x, ranks=[1])\n"
+       "fetch(x)\n",
+       {"differs", "c_allreduce_max", NULL}},
+      {"x = data(shape=[8], init=fill, value=1.0)\n"
+       "c_broadcast(x, root=0, ranks=[0])\n"
+       "c_broadcast(x, root=1, ranks=[1])\n"
+       "fetch(x)\n",
+       {"differs", "c_broadcast of 'x' (8 float32, root 0, line 2)",
+        "c_broadcast of 'x' (8 float32, root 1, line 3)", NULL}},
+      {"x = data(shape=[8], init=fill, value=1.0)\n"
+       "send_v2(x, peer=1, ranks=[0])\n"
+       "send_v2(x, peer=1, ranks=[0])\n"
+       "x = recv_v2(peer=0, out_shape=[8], ranks=[1])\n"
+       "fetch(x)\n",
+       {"t.sched:3:1", "rank 0's 2nd send_v2 to rank 1 on ring 0",
+        "no matching recv_v2: rank 1 receives 1 time from rank 0", NULL}},
+      {"x = data(shape=[8], init=fill, value=1.0)\n"
+       "x = recv_v2(peer=0, out_shape=[8], ring_id=1, ranks=[1])\n"
+       "fetch(x)\n",
+       {"t.sched:2:5", "rank 1's 1st recv_v2 from rank 0 on ring 1",
+        "no matching send_v2: rank 0 sends 0 times", NULL}},
+      {"x = data(shape=[8], init=fill, value=1.0)\n"
+       "send_v2(x, peer=1, ranks=[0])\n"
+       "y = recv_v2(peer=0, out_shape=[4], ranks=[1])\n"
+       "fetch(y)\n",
+       {"sends 8 float32 ('x', line 2)", "receives 4 float32 ('y')", NULL}},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    load(cases[k].text, 2);
+    ref_fails(2, OVL_EMISMATCH, cases[k].parts);
+    ovl_program_free(P);
+    P = NULL;
+  }
+}
+END_TEST
+
+/* Programs that cannot complete: each rank receives into the buffer it
+ * then sends (no run ahead can help), and a collective that one rank
+ * reaches only after a receive whose send comes after the collective on
+ * the other. An error naming where each rank waits. */
+START_TEST(test_cannot_complete) {
+  static const char *const swap_parts[] = {
+      "t.sched:2:5: reference: the ranks cannot complete",
+      "rank 0 waits at line 2 (recv_v2 from rank 1, ring 0) for rank 1's "
+      "send_v2 at line 3",
+      "rank 1 waits at line 2 (recv_v2 from rank 0, ring 0) for rank 0's "
+      "send_v2 at line 3",
+      NULL};
+  static const char *const coll_parts[] = {
+      "cannot complete",
+      "rank 0 waits at line 2 (c_allreduce_sum of 'x' (8 float32, line 2), "
+      "the 1st collective on ring 0) for rank 1 (line 5)",
+      "rank 1 waits at line 3 (recv_v2 from rank 0, ring 0) for rank 0's "
+      "send_v2 at line 4",
+      NULL};
+  load("x = data(shape=[8], init=fill, value=1.0)\n"
+       "x = recv_v2(peer=1 - rank, out_shape=[8])\n"
+       "send_v2(x, peer=1 - rank)\n"
+       "fetch(x)\n",
+       2);
+  ref_fails(2, OVL_EMISMATCH, swap_parts);
+  ovl_program_free(P);
+  load("x = data(shape=[8], init=fill, value=1.0)\n"
+       "c_allreduce_sum(x, ranks=[0], use_calc_stream=true)\n"
+       "x = recv_v2(peer=0, out_shape=[8], ranks=[1])\n"
+       "send_v2(x, peer=1, ranks=[0])\n"
+       "c_allreduce_sum(x, ranks=[1], use_calc_stream=true)\n"
+       "fetch(x)\n",
+       2);
+  ref_fails(2, OVL_EMISMATCH, coll_parts);
+}
+END_TEST
+
+/* Both ranks receive before they send, into other buffers: a deadlock on
+ * the device without a group (the check says so), but the values are
+ * defined, and the reference runs ahead to them. */
+START_TEST(test_run_ahead) {
+  load("x = data(shape=[64], dtype=float64, init=uniform, seed=27, "
+       "per_rank=true)\n"
+       "y = recv_v2(peer=1 - rank, out_shape=[64], dtype=float64)\n"
+       "x = scale(x, scale=2.0)\n"
+       "send_v2(x, peer=1 - rank)\n"
+       "z = elementwise_add(y, x)\n"
+       "fetch(z)\n",
+       2);
+  run_ref(2);
+  for (int r = 0; r < 2; r++)
+    for (int64_t i = 0; i < 64; i++)
+      ck_assert_double_eq(
+          got_var(r, "z")[i],
+          2.0 * uniform(OVL_DTYPE_FLOAT64, 27, true, 1 - r, i) +
+              2.0 * uniform(OVL_DTYPE_FLOAT64, 27, true, r, i));
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 
 static Suite *reference_suite(void) {
   Suite *s = suite_create("reference");
@@ -1317,6 +1803,9 @@ static Suite *reference_suite(void) {
   tcase_add_loop_test(tc, test_broadcast, 1, 5);
   tcase_add_loop_test(tc, test_allgather, 1, 5);
   tcase_add_loop_test(tc, test_reducescatter, 1, 5);
+  tcase_add_loop_test(tc, test_reduce, 1, 5);
+  tcase_add_loop_test(tc, test_alltoall, 1, 5);
+  tcase_add_test(tc, test_barrier);
   tcase_add_test(tc, test_mixed_sizes);
   tcase_add_test(tc, test_overwritten_outputs);
   tcase_add_test(tc, test_per_rank_inputs);
@@ -1332,6 +1821,21 @@ static Suite *reference_suite(void) {
   tcase_add_test(tc, test_bad_ranks);
   tcase_add_test(tc, test_bad_shapes);
   tcase_add_test(tc, test_out_of_memory);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("ranks");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, test_ranks_subset);
+  tcase_add_loop_test(tc, test_p2p_chain, 2, 9);
+  tcase_add_test(tc, test_p2p_order);
+  tcase_add_loop_test(tc, test_p2p_group_shift, 1, 5);
+  tcase_add_test(tc, test_coll_sequence);
+  tcase_add_test(tc, test_root_expr);
+  tcase_add_test(tc, test_per_rank_matches_lock_step);
+  tcase_add_test(tc, test_mismatch_errors);
+  tcase_add_test(tc, test_cannot_complete);
+  tcase_add_test(tc, test_run_ahead);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("check");

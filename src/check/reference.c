@@ -1,11 +1,11 @@
 /*
- * The reference: a sequential float64 interpreter of a program, all ranks in
- * lock step (docs/ARCHITECTURE.md, "Checks"). It gives the value every
- * fetched variable must have; ovl_check_result compares a run against it.
- * Like the executor it interprets the lowered program (core/lower.c): the
- * element math of a kernel and the reduction of a collective come from the
- * op's row (core/elemfn.h), so the reference, the cpu backend and the CUDA
- * kernels compute from one definition.
+ * The reference: a sequential float64 interpreter of a program
+ * (docs/ARCHITECTURE.md, "Checks"). It gives the value every fetched
+ * variable must have on every rank; ovl_check_result compares a run against
+ * it. Like the executor it interprets the lowered program (core/lower.c):
+ * the element math of a kernel and the reduction of a collective come from
+ * the op's row (core/elemfn.h), so the reference, the cpu backend and the
+ * CUDA kernels compute from one definition.
  *
  * Semantics: data() variables start with their generated inputs (already
  * rounded to the dtype), every other variable starts as NaN, like the
@@ -14,23 +14,65 @@
  * them), and each result is stored in its variable's dtype, as a device
  * stores it: a float32 variable keeps float32 range (an overflow is inf on
  * the device and in the reference alike) and precision, while the
- * arithmetic of one op stays exact-ish in double. Collectives reduce in
- * rank order and round once, at the end. Records, waits, syncs and delays
- * order streams and move no data, so they do nothing here. A host read
- * (fetch) snapshots the variable on every rank; the last fetch of a
- * variable wins.
+ * arithmetic of one op stays exact-ish in double. Reductions (allreduce,
+ * reduce, reducescatter) fold in rank order and round once, at the end;
+ * c_reduce_* writes the root's output only (the other ranks' outputs keep
+ * what they held; in place, their input). alltoall sends part j of rank
+ * i's input (dim 0 split in nranks parts) to part i of rank j's output.
+ * barrier, records, waits, syncs and delays order streams and ranks and
+ * move no data, so they do nothing here. recv_v2's output gets the values
+ * the matched send_v2's input held when that send was issued. A host read
+ * (fetch) snapshots the variable on each rank that runs it; the last fetch
+ * of a variable on a rank wins.
  *
- * Speed: the seed program makes ~770 passes over 10M elements per rank, so
- * running it op by op would be bound by memory bandwidth. Every op except
- * c_allgather and c_reducescatter is index-local (element i of its output
- * depends only on element i of its inputs, on every rank), so a run of such
- * ops is evaluated one cache-sized block of indices at a time: all ops on
- * block 0, then all ops on block 1, ... The result is the same, element for
- * element, as evaluating op after op over whole arrays. And a kernel
- * whose output is overwritten before anything reads it (the seed's ten
- * `e = 2 * d` in a row) is skipped: it cannot change any fetched value.
+ * Every rank computes in its own program order (the values an
+ * ordering-correct run gives); ranks meet at communication only.
+ * Matching, as NCCL's: the k-th collective a rank issues on ring R meets
+ * the k-th collective of every other rank on R, whatever line each is on;
+ * the k-th send_v2 from rank a to rank b on ring R meets the k-th recv_v2
+ * of b from a on R. Two ways to get there:
+ *
+ *   - Lock step (prog->rank_dependent false: every rank runs every op, so
+ *     the k-th op of every rank is the same statement). Every op except
+ *     c_allgather, c_reducescatter and alltoall is index-local (element i
+ *     of its output depends only on element i of its inputs, on every
+ *     rank), so a run of such ops is evaluated one cache-sized block of
+ *     indices at a time: all ops on block 0, then all ops on block 1, ...
+ *     The result is the same, element for element, as evaluating op after
+ *     op over whole arrays. The seed program makes ~770 passes over 10M
+ *     elements per rank; op by op it would be bound by memory bandwidth.
+ *
+ *   - Per rank (rank-dependent programs: ranks=[...], a peer or root that
+ *     depends on rank, send_v2 / recv_v2). The matching is computed first,
+ *     from each rank's op sequence; ranks that disagree on it (a rank that
+ *     never issues the k-th collective of a ring, the k-th collective
+ *     differing in kind, count, dtype, reduction, root or variables, a
+ *     send without its receive, a send and receive of different sizes) are
+ *     an error (OVL_EMISMATCH; the check reports these before a run):
+ *     ranks that reduce different variables of one size would mix them
+ *     silently on the device, and no value is the right one. Then each rank
+ *     is interpreted in turn: it runs until its next communication op
+ *     cannot complete yet (a receive whose send has not been issued, a
+ *     collective some rank has not reached); a send deposits a copy of its
+ *     input and the sender moves on; a collective runs once every rank has
+ *     reached its part of it. When no rank can move, a rank may run ahead
+ *     past its blocked op, but only with ops that touch none of the
+ *     variables a skipped op reads or writes (and do not write what it
+ *     reads): the values are still those of program order, and programs
+ *     whose streams let ranks issue collectives of two rings in different
+ *     orders complete as they do on the device. When even that makes no
+ *     progress the program cannot complete (a deadlock of data, or a
+ *     mismatch): an error (OVL_EMISMATCH) names, per rank, the op it waits
+ *     at and what for. Runs of compute ops between communication are still
+ *     evaluated block by block.
+ *
+ * A kernel whose output is overwritten before anything reads it (the
+ * seed's ten `e = 2 * d` in a row) is skipped, per rank in the second
+ * case: it cannot change any fetched value.
  */
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,19 +86,28 @@
 struct ovl_reference_s {
   int nranks;
   size_t nfetch;
-  /* [rank * nfetch + i]: the snapshot of fetched variable i, NULL if it was
-   * never fetched. */
+  /* [rank * nfetch + i]: the snapshot of fetched variable i, NULL if that
+   * rank never fetched it. */
   double **fetched;
 };
+
+typedef struct rd_state rd_state;
 
 /* The interpreter's state during one ovl_reference_compute. */
 typedef struct ref_state {
   const ovl_program *prog;
   int nranks;
+  /* Per rank (rank-dependent programs), or lock step. */
+  bool per_rank;
   double **val;     /* [rank * nvars + var]; NULL for unused variables */
   int *fetch_slot;  /* var -> index in prog->fetch, or -1 */
-  bool *fetched;    /* per fetch index: some fetch op has run */
-  bool *dead;       /* per op: a compute op nothing observes */
+  bool *fetched;    /* [rank * nfetch + i]: some fetch op has run */
+  /* Per op (lock step) or [rank * nops + op] (per rank): a compute op
+   * nothing observes. */
+  bool *dead;
+  /* REF_BLOCK doubles: c_reduce_*'s partial result. */
+  double *scratch;
+  rd_state *rd;     /* per rank: the matching and the ranks' progress */
   ovl_reference *ref;
 } ref_state;
 
@@ -66,6 +117,10 @@ static double *var_val(const ref_state *s, int rank, int var) {
 
 static double *snapshot(const ref_state *s, int rank, int slot) {
   return s->ref->fetched[(size_t)rank * s->ref->nfetch + (size_t)slot];
+}
+
+static bool is_dead(const ref_state *s, int rank, size_t i) {
+  return s->dead[s->per_rank ? (size_t)rank * s->prog->nops + i : i];
 }
 
 /* ------------------------------------------------------------------ */
@@ -200,20 +255,46 @@ static double in_dtype(ovl_dtype dtype, double v) {
   return dtype == OVL_DTYPE_FLOAT32 ? (double)(float)v : v;
 }
 
+
 static const char *prog_name(const ovl_program *prog) {
   return prog->filename != NULL ? prog->filename : "<program>";
 }
 
-/* The primitive of op i that moves data (kernel, collective, host read),
- * or NULL: the others order streams only. */
+/* The primitive of op i that moves data or meets other ranks (kernel,
+ * collective, send, receive, host read), or NULL: the others order streams
+ * only. */
 static const ovl__prim *data_prim(const ovl_program *prog, size_t i) {
   size_t n;
   const ovl__prim *p = ovl__op_prims(prog, i, &n);
   for (size_t k = 0; k < n; k++)
-    if (p[k].kind == OVL_PRIM_KERNEL || p[k].kind == OVL_PRIM_COLL ||
-        p[k].kind == OVL_PRIM_HOST_READ)
+    if (p[k].kind == OVL_PRIM_KERNEL || p[k].kind == OVL_PRIM_HOST_READ ||
+        ovl__prim_is_comm(&p[k]))
       return &p[k];
   return NULL;
+}
+
+/* Whether op i talks to other ranks (collective, send, receive). */
+static bool is_comm(const ovl_program *prog, size_t i) {
+  const ovl__prim *p = data_prim(prog, i);
+  return p != NULL && ovl__prim_is_comm(p);
+}
+
+/* Whether op i, a collective, is c_reduce_* (it writes the root's output
+ * only). */
+static bool is_reduce(const ovl_program *prog, size_t i) {
+  const ovl__prim *p = data_prim(prog, i);
+  return p != NULL && p->kind == OVL_PRIM_COLL &&
+         prog->ops[i].def->coll == OVL_COLL_REDUCE;
+}
+
+/* Whether op i writes its output on `rank` (a rank that runs it; -1: on
+ * some rank). */
+static bool writes_out(const ovl_program *prog, size_t i, int rank) {
+  const ovl__op *op = &prog->ops[i];
+  if (!op->def->writes || op->out < 0 || data_prim(prog, i) == NULL)
+    return false;
+  return !is_reduce(prog, i) || rank < 0 ||
+         ovl__op_root(prog, op, rank) == rank;
 }
 
 /* ------------------------------------------------------------------ */
@@ -238,20 +319,23 @@ static void mark_used(const ovl_program *prog, bool *used) {
 
 /* Mark the kernels whose output is overwritten (or never looked at)
  * before any op reads it: skipping them cannot change a fetched value.
- * Liveness, from the last op back; every kernel and collective writes the
- * whole of its output. `live` is scratch, one flag per variable, all
- * false on entry. Collectives are always run (every rank takes part). */
-static void mark_dead(const ovl_program *prog, bool *live, bool *dead) {
+ * Liveness, from the last op back, over the ops of `rank` (-1: every op,
+ * lock step); every kernel, collective and receive writes the whole of its
+ * output (c_reduce_*: on its root only; in lock step it kills nothing).
+ * `live` is scratch, one flag per variable, all false on entry.
+ * Communication always runs (other ranks take part). */
+static void mark_dead(const ovl_program *prog, int rank, bool *live,
+                      bool *dead) {
   for (size_t i = prog->nops; i-- > 0;) {
     const ovl__op *op = &prog->ops[i];
     const ovl__prim *p = data_prim(prog, i);
-    if (p == NULL)
+    if (p == NULL || (rank >= 0 && !ovl__op_on_rank(op, rank)))
       continue; /* waits and syncs name variables but move no data */
     if (p->kind == OVL_PRIM_KERNEL && !live[op->out]) {
       dead[i] = true;
       continue;
     }
-    if (op->def->writes && op->out >= 0)
+    if (writes_out(prog, i, rank) && !(rank < 0 && is_reduce(prog, i)))
       live[op->out] = false;
     for (int k = 0; op->def->reads && k < op->nin; k++)
       live[op->in[k]] = true;
@@ -294,6 +378,8 @@ static void init_var(const ref_state *s, int v) {
   }
 }
 
+static void rd_free(rd_state *d, int nranks);
+
 static void state_free(ref_state *s) {
   if (s->val != NULL) {
     size_t count = (size_t)s->nranks * s->prog->nvars;
@@ -304,6 +390,8 @@ static void state_free(ref_state *s) {
   free(s->fetch_slot);
   free(s->fetched);
   free(s->dead);
+  free(s->scratch);
+  rd_free(s->rd, s->nranks);
 }
 
 static ovl_status nomem(const ref_state *s, ovl_error *err, int v) {
@@ -318,17 +406,20 @@ static ovl_status nomem(const ref_state *s, ovl_error *err, int v) {
 static ovl_status state_init(ref_state *s, ovl_error *err) {
   const ovl_program *prog = s->prog;
   size_t nvars = prog->nvars, nfetch = prog->nfetch, bytes;
+  size_t ndead = s->per_rank ? (size_t)s->nranks * prog->nops : prog->nops;
   bool *used;
 
   s->val = calloc((size_t)s->nranks * nvars + 1, sizeof *s->val);
   s->fetch_slot = malloc((nvars + 1) * sizeof *s->fetch_slot);
-  s->fetched = calloc(nfetch + 1, sizeof *s->fetched);
-  s->dead = calloc(prog->nops + 1, sizeof *s->dead);
+  s->fetched = calloc((size_t)s->nranks * nfetch + 1, sizeof *s->fetched);
+  s->dead = calloc(ndead + 1, sizeof *s->dead);
+  s->scratch = malloc(REF_BLOCK * sizeof *s->scratch);
   s->ref->fetched =
       calloc((size_t)s->nranks * nfetch + 1, sizeof *s->ref->fetched);
   used = calloc(nvars + 1, sizeof *used);
   if (s->val == NULL || s->fetch_slot == NULL || s->fetched == NULL ||
-      s->dead == NULL || s->ref->fetched == NULL || used == NULL) {
+      s->dead == NULL || s->scratch == NULL || s->ref->fetched == NULL ||
+      used == NULL) {
     free(used);
     return ovl__err(err, OVL_ENOMEM, "%s: reference: out of memory",
                     prog_name(prog));
@@ -339,7 +430,14 @@ static ovl_status state_init(ref_state *s, ovl_error *err) {
   for (size_t i = 0; i < nfetch; i++)
     s->fetch_slot[prog->fetch[i]] = (int)i;
 
-  mark_dead(prog, used, s->dead);
+  if (!s->per_rank) {
+    mark_dead(prog, -1, used, s->dead);
+  } else {
+    for (int r = 0; r < s->nranks; r++) {
+      memset(used, 0, (nvars + 1) * sizeof *used);
+      mark_dead(prog, r, used, s->dead + (size_t)r * prog->nops);
+    }
+  }
   memset(used, 0, (nvars + 1) * sizeof *used);
   mark_used(prog, used);
   for (size_t v = 0; v < nvars; v++) {
@@ -374,11 +472,14 @@ static ovl_status state_init(ref_state *s, ovl_error *err) {
 /* ------------------------------------------------------------------ */
 
 /* Whether op i is index-local: its data primitive (if any) is not an
- * allgather or reducescatter. */
+ * allgather, reducescatter or alltoall (nor a send or receive, which the
+ * lock step never meets). */
 static bool is_local(const ovl_program *prog, size_t i) {
   const ovl__prim *p = data_prim(prog, i);
-  return p == NULL || p->kind != OVL_PRIM_COLL ||
-         ovl__coll_is_local(prog->ops[i].def->coll);
+  return p == NULL ||
+         (p->kind != OVL_PRIM_SEND && p->kind != OVL_PRIM_RECV &&
+          (p->kind != OVL_PRIM_COLL ||
+           ovl__coll_is_local(prog->ops[i].def->coll)));
 }
 
 /* Elements [lo, hi) of a variable of `numel` elements: how many there are
@@ -398,11 +499,12 @@ static void store_round(ovl_dtype dtype, double *p, size_t n) {
     p[i] = (double)(float)p[i];
 }
 
-static void run_kernel(ref_state *s, const ovl__op *op, size_t lo,
-                       size_t hi) {
+/* A kernel on elements [lo, hi) of ranks [r0, r1). */
+static void run_kernel(ref_state *s, const ovl__op *op, int r0, int r1,
+                       size_t lo, size_t hi) {
   const ovl__var *o = &s->prog->vars[op->out];
   size_t n = clip(o->numel, lo, hi);
-  for (int r = 0; r < s->nranks && n > 0; r++) {
+  for (int r = r0; r < r1 && n > 0; r++) {
     const double *x = var_val(s, r, op->in[0]) + lo;
     (o->dtype == OVL_DTYPE_FLOAT32 ? ew_apply_f32 : ew_apply)(
              op->def->ew, var_val(s, r, op->out) + lo, x,
@@ -412,95 +514,149 @@ static void run_kernel(ref_state *s, const ovl__op *op, size_t lo,
   }
 }
 
-/* allreduce or broadcast on elements [lo, hi) of every rank. */
-static void run_local_coll(ref_state *s, const ovl__op *op, size_t lo,
-                           size_t hi) {
+/* The fold of a reduction over every rank's input, elements [lo, lo + n),
+ * into acc: rank order, rounded once at the end. ops[r] is the op rank r
+ * runs (the same statement in lock step; matched ones per rank). */
+static void reduce_into(ref_state *s, const ovl__op *const *ops, double *acc,
+                        size_t lo, size_t n) {
   const ovl__var *vars = s->prog->vars;
-  int x = op->in[0], out = op->out;
-  size_t n = clip(vars[out].numel, lo, hi);
+  ovl__redop redop = ops[0]->def->redop;
+  ovl_dtype dtype = vars[ops[0]->in[0]].dtype;
+  double m = red_premul(redop, dtype, s->nranks);
+  red_first(acc, var_val(s, 0, ops[0]->in[0]) + lo, m, n);
+  for (int q = 1; q < s->nranks; q++)
+    red_apply(redop, acc, var_val(s, q, ops[q]->in[0]) + lo, m, n);
+  store_round(dtype, acc, n);
+}
+
+/* An index-local collective (allreduce, broadcast, reduce, barrier) on
+ * elements [lo, hi) of every rank; ops[r] is rank r's op, `root` the root
+ * where the collective has one. Every rank's input is read before any
+ * output is written where they may alias (in place, on one rank). */
+static void run_local_coll(ref_state *s, const ovl__op *const *ops, int root,
+                           size_t lo, size_t hi) {
+  const ovl__var *vars = s->prog->vars;
+  ovl__coll coll = ops[0]->def->coll;
+  size_t n;
+
+  if (coll == OVL_COLL_BARRIER || ops[0]->out < 0)
+    return;
+  n = clip(vars[ops[0]->out].numel, lo, hi);
   if (n == 0)
     return;
-  if (op->def->coll == OVL_COLL_ALLREDUCE) {
-    /* Reduce into rank 0's output (every rank's input has been read
-     * before any other rank's output is written), then copy it out. */
-    double *acc = var_val(s, 0, out) + lo;
-    double m = red_premul(op->def->redop, vars[out].dtype, s->nranks);
-    red_first(acc, var_val(s, 0, x) + lo, m, n);
-    for (int q = 1; q < s->nranks; q++)
-      red_apply(op->def->redop, acc, var_val(s, q, x) + lo, m, n);
-    store_round(vars[out].dtype, acc, n);
+  switch (coll) {
+  case OVL_COLL_ALLREDUCE: {
+    /* Into rank 0's output, then copied out. */
+    double *acc = var_val(s, 0, ops[0]->out) + lo;
+    reduce_into(s, ops, acc, lo, n);
     for (int r = 1; r < s->nranks; r++)
-      memcpy(var_val(s, r, out) + lo, acc, n * sizeof *acc);
-  } else { /* broadcast */
-    const double *src = var_val(s, op->root, x) + lo;
+      memcpy(var_val(s, r, ops[r]->out) + lo, acc, n * sizeof *acc);
+    return;
+  }
+  case OVL_COLL_REDUCE:
+    /* Into scratch (the root's output may be its input, and rank 0's
+     * output is not written): n <= REF_BLOCK. */
+    reduce_into(s, ops, s->scratch, lo, n);
+    memcpy(var_val(s, root, ops[root]->out) + lo, s->scratch,
+           n * sizeof *s->scratch);
+    return;
+  case OVL_COLL_BROADCAST: {
+    const double *src = var_val(s, root, ops[root]->in[0]) + lo;
     for (int r = 0; r < s->nranks; r++) {
-      double *dst = var_val(s, r, out) + lo;
+      double *dst = var_val(s, r, ops[r]->out) + lo;
       if (dst != src)
         memcpy(dst, src, n * sizeof *dst);
+    }
+    return;
+  }
+  default:
+    return;
+  }
+}
+
+/* c_allgather, c_reducescatter or alltoall over whole arrays; ops[r] is
+ * rank r's op. Output and input are distinct variables, except for one
+ * rank, where allgather and reducescatter copy a variable onto itself. */
+static void run_global_coll(ref_state *s, const ovl__op *const *ops) {
+  const ovl__var *vars = s->prog->vars;
+  int nr = s->nranks;
+
+  switch (ops[0]->def->coll) {
+  case OVL_COLL_ALLGATHER: {
+    size_t n = (size_t)vars[ops[0]->in[0]].numel;
+    for (int r = 0; r < nr; r++)
+      for (int q = 0; q < nr; q++) {
+        double *dst = var_val(s, r, ops[r]->out) + (size_t)q * n;
+        const double *src = var_val(s, q, ops[q]->in[0]);
+        if (dst != src)
+          memcpy(dst, src, n * sizeof *dst);
+      }
+    return;
+  }
+  case OVL_COLL_REDUCESCATTER: {
+    /* out_r[i] = reduce over q, in rank order, of x_q[r * len + i]. */
+    size_t len = (size_t)vars[ops[0]->out].numel;
+    for (int r = 0; r < nr; r++)
+      reduce_into(s, ops, var_val(s, r, ops[r]->out), (size_t)r * len, len);
+    return;
+  }
+  case OVL_COLL_ALLTOALL: {
+    /* Part i of rank j's output = part j of rank i's input. */
+    size_t part = (size_t)vars[ops[0]->in[0]].numel / (size_t)nr;
+    for (int j = 0; j < nr; j++)
+      for (int i = 0; i < nr; i++)
+        memcpy(var_val(s, j, ops[j]->out) + (size_t)i * part,
+               var_val(s, i, ops[i]->in[0]) + (size_t)j * part,
+               part * sizeof(double));
+    return;
+  }
+  default:
+    return;
+  }
+}
+
+/* A fetch: the snapshot of its variables, elements [lo, hi), on ranks
+ * [r0, r1). */
+static void run_host_read(ref_state *s, const ovl__op *op, int r0, int r1,
+                          size_t lo, size_t hi) {
+  size_t nfetch = s->prog->nfetch;
+  for (int k = 0; k < op->nin; k++) {
+    int v = op->in[k], slot = s->fetch_slot[v];
+    size_t n = clip(s->prog->vars[v].numel, lo, hi);
+    for (int r = r0; r < r1; r++) {
+      s->fetched[(size_t)r * nfetch + (size_t)slot] = true;
+      if (n > 0)
+        memcpy(snapshot(s, r, slot) + lo, var_val(s, r, v) + lo,
+               n * sizeof(double));
     }
   }
 }
 
-static void run_host_read(ref_state *s, const ovl__op *op, size_t lo,
-                          size_t hi) {
-  for (int k = 0; k < op->nin; k++) {
-    int v = op->in[k], slot = s->fetch_slot[v];
-    size_t n = clip(s->prog->vars[v].numel, lo, hi);
-    s->fetched[slot] = true;
-    for (int r = 0; r < s->nranks && n > 0; r++)
-      memcpy(snapshot(s, r, slot) + lo, var_val(s, r, v) + lo,
-             n * sizeof(double));
-  }
-}
-
-/* One index-local op on elements [lo, hi) of every rank. */
-static void run_local(ref_state *s, size_t i, size_t lo, size_t hi) {
+/* One index-local op on elements [lo, hi) of ranks [r0, r1) (a collective:
+ * in lock step, every rank). */
+static void run_local(ref_state *s, size_t i, int r0, int r1, size_t lo,
+                      size_t hi) {
   const ovl__prim *p = data_prim(s->prog, i);
   const ovl__op *op = &s->prog->ops[i];
   if (p == NULL)
     return;
   switch ((ovl__prim_kind)p->kind) {
   case OVL_PRIM_KERNEL:
-    run_kernel(s, op, lo, hi);
+    run_kernel(s, op, r0, r1, lo, hi);
     return;
-  case OVL_PRIM_COLL:
-    run_local_coll(s, op, lo, hi);
+  case OVL_PRIM_COLL: {
+    const ovl__op *ops[OVL_MAX_RANKS];
+    for (int r = 0; r < s->nranks; r++)
+      ops[r] = op;
+    /* Lock step: root is the same on every rank (op->root). */
+    run_local_coll(s, ops, op->root, lo, hi);
     return;
+  }
   case OVL_PRIM_HOST_READ:
-    run_host_read(s, op, lo, hi);
+    run_host_read(s, op, r0, r1, lo, hi);
     return;
   default:
     return;
-  }
-}
-
-/* c_allgather or c_reducescatter over whole arrays. */
-static void run_gather_scatter(ref_state *s, const ovl__op *op) {
-  int x = op->in[0], out = op->out;
-
-  if (op->def->coll == OVL_COLL_ALLGATHER) {
-    size_t n = (size_t)s->prog->vars[x].numel;
-    for (int r = 0; r < s->nranks; r++)
-      for (int q = 0; q < s->nranks; q++) {
-        double *dst = var_val(s, r, out) + (size_t)q * n;
-        const double *src = var_val(s, q, x);
-        if (dst != src)
-          memcpy(dst, src, n * sizeof *dst);
-      }
-    return;
-  }
-  /* reducescatter: out_r[i] = reduce over q, in rank order, of
-   * x_q[r * m + i]. Output and input are distinct variables unless there
-   * is one rank, where this is a copy onto itself. */
-  size_t len = (size_t)s->prog->vars[out].numel;
-  double m = red_premul(op->def->redop, s->prog->vars[out].dtype, s->nranks);
-  for (int r = 0; r < s->nranks; r++) {
-    double *acc = var_val(s, r, out);
-    red_first(acc, var_val(s, 0, x) + (size_t)r * len, m, len);
-    for (int q = 1; q < s->nranks; q++)
-      red_apply(op->def->redop, acc, var_val(s, q, x) + (size_t)r * len, m,
-                len);
-    store_round(s->prog->vars[out].dtype, acc, len);
   }
 }
 
@@ -518,7 +674,29 @@ static size_t segment_extent(const ref_state *s, size_t first, size_t last) {
   return extent;
 }
 
-static void run_program(ref_state *s) {
+/* The index-local ops [first, last) on ranks [r0, r1), block by block. Per
+ * rank (r1 == r0 + 1): only the ops that run on r0, none of them a
+ * collective. Dead kernels are skipped. */
+static void run_segment(ref_state *s, size_t first, size_t last, int r0,
+                        int r1) {
+  const ovl_program *prog = s->prog;
+  size_t extent = segment_extent(s, first, last);
+  for (size_t lo = 0; lo < extent; lo += REF_BLOCK) {
+    size_t hi = lo + REF_BLOCK < extent ? lo + REF_BLOCK : extent;
+    for (size_t i = first; i < last; i++)
+      if ((!s->per_rank || ovl__op_on_rank(&prog->ops[i], r0)) &&
+          !is_dead(s, r0, i))
+        run_local(s, i, r0, r1, lo, hi);
+  }
+  /* A fetch of only empty variables still counts as a fetch. */
+  if (extent == 0)
+    for (size_t i = first; i < last; i++)
+      if (!s->per_rank || ovl__op_on_rank(&prog->ops[i], r0))
+        run_local(s, i, r0, r1, 0, 0);
+}
+
+/* Lock step: every rank runs every op. */
+static void run_lock_step(ref_state *s) {
   const ovl_program *prog = s->prog;
   size_t first = 0;
 
@@ -526,21 +704,675 @@ static void run_program(ref_state *s) {
     size_t last = first;
     while (last < prog->nops && is_local(prog, last))
       last++;
-    size_t extent = segment_extent(s, first, last);
-    for (size_t lo = 0; lo < extent; lo += REF_BLOCK) {
-      size_t hi = lo + REF_BLOCK < extent ? lo + REF_BLOCK : extent;
-      for (size_t i = first; i < last; i++)
-        if (!s->dead[i])
-          run_local(s, i, lo, hi);
+    run_segment(s, first, last, 0, s->nranks);
+    if (last < prog->nops) {
+      const ovl__op *ops[OVL_MAX_RANKS];
+      for (int r = 0; r < s->nranks; r++)
+        ops[r] = &prog->ops[last];
+      run_global_coll(s, ops);
+      last++;
     }
-    /* A fetch of only empty variables still counts as a fetch. */
-    if (extent == 0)
-      for (size_t i = first; i < last; i++)
-        run_local(s, i, 0, 0);
-    if (last < prog->nops)
-      run_gather_scatter(s, &prog->ops[last++]);
     first = last;
   }
+}
+
+/* ------------------------------------------------------------------ */
+/* Per rank: the matching                                              */
+/* ------------------------------------------------------------------ */
+
+typedef struct u32vec {
+  uint32_t *v;
+  size_t n, cap;
+} u32vec;
+
+static bool u32_push(u32vec *a, uint32_t x) {
+  if (a->n == a->cap) {
+    size_t cap = a->cap < 8 ? 8 : 2 * a->cap;
+    uint32_t *v = realloc(a->v, cap * sizeof *v);
+    if (v == NULL)
+      return false;
+    a->v = v;
+    a->cap = cap;
+  }
+  a->v[a->n++] = x;
+  return true;
+}
+
+/* The state of a rank's op (rd_state.st). */
+enum {
+  RD_NEW = 0,
+  /* Reached, and nothing before it on its rank touches its variables: it
+   * waits for its partners only (communication). */
+  RD_POSTED = 1,
+  RD_DONE = 2
+};
+
+/* The k-th send from rank a to rank b on a ring, and b's k-th receive
+ * from a there. */
+typedef struct rd_pair {
+  uint32_t send, recv; /* op indices (on a, on b) */
+  int a, b;
+  bool sent;
+  double *buf; /* the send's input as it was sent, until received */
+} rd_pair;
+
+struct rd_state {
+  size_t nops;
+  uint8_t *st;      /* [rank * nops + op]: RD_* */
+  uint32_t *match;  /* [rank * nops + op]: a collective's instance, a send's
+                       or receive's pair */
+  /* Collective instances: the k-th collective of a ring on every rank.
+   * inst_ops[id * nranks + r]: rank r's op; how many ranks posted it; its
+   * ring and k. */
+  size_t ninst;
+  uint32_t *inst_ops;
+  int *inst_posted;
+  int *inst_ring;
+  uint32_t *inst_seq;
+  size_t npairs;
+  rd_pair *pairs;
+  /* Per rank: the next op not yet reached, and the ops reached but not
+   * done, in program order. */
+  size_t *cursor;
+  u32vec *pend;
+  /* Conflict marks of one walk over a rank's pending ops: a variable some
+   * pending op writes (reads) has wstamp (rstamp) == epoch. */
+  uint32_t epoch;
+  uint32_t *wstamp, *rstamp;
+  bool nomem;
+};
+
+static void rd_free(rd_state *d, int nranks) {
+  if (d == NULL)
+    return;
+  free(d->st);
+  free(d->match);
+  free(d->inst_ops);
+  free(d->inst_posted);
+  free(d->inst_ring);
+  free(d->inst_seq);
+  for (size_t k = 0; d->pairs != NULL && k < d->npairs; k++)
+    free(d->pairs[k].buf);
+  free(d->pairs);
+  free(d->cursor);
+  for (int r = 0; d->pend != NULL && r < nranks; r++)
+    free(d->pend[r].v);
+  free(d->pend);
+  free(d->wstamp);
+  free(d->rstamp);
+  free(d);
+}
+
+/* "1st", "2nd", "3rd", "4th", ... */
+static const char *ordinal(size_t k, char *buf, size_t size) {
+  const char *suf = "th";
+  if (k % 100 < 11 || k % 100 > 13)
+    suf = k % 10 == 1 ? "st" : k % 10 == 2 ? "nd" : k % 10 == 3 ? "rd" : "th";
+  snprintf(buf, size, "%zu%s", k, suf);
+  return buf;
+}
+
+/* What a collective is, for messages: "c_allreduce_sum of 'g' (100
+ * float32, line 5)", "c_broadcast of 'x' into 'y' (8 float64, root 1, line
+ * 9)", "barrier (line 3)". */
+static const char *describe_coll(const ovl_program *prog, size_t i, int rank,
+                                 char *buf, size_t size) {
+  const ovl__op *op = &prog->ops[i];
+  size_t len = 0;
+  if (op->def->coll == OVL_COLL_BARRIER || op->nin < 1) {
+    snprintf(buf, size, "%s (line %d)", op->def->name, op->line);
+    return buf;
+  }
+  const ovl__var *x = &prog->vars[op->in[0]];
+  len = (size_t)snprintf(buf, size, "%s of '%s'", op->def->name, x->name);
+  if (len < size && op->out >= 0 && op->out != op->in[0])
+    len += (size_t)snprintf(buf + len, size - len, " into '%s'",
+                            prog->vars[op->out].name);
+  if (len < size)
+    len += (size_t)snprintf(
+        buf + len, size - len, " (%zu %s",
+        ovl__coll_count(op->def->coll, x->numel,
+                        op->out >= 0 ? prog->vars[op->out].numel : 0),
+        ovl_dtype_name(x->dtype));
+  if (len < size && ovl__coll_has_root(op->def->coll))
+    len += (size_t)snprintf(buf + len, size - len, ", root %d",
+                            ovl__op_root(prog, op, rank));
+  if (len < size)
+    snprintf(buf + len, size - len, ", line %d)", op->line);
+  return buf;
+}
+
+/* Whether two ranks' k-th collectives of a ring agree: kind, reduction,
+ * count, dtype, root and variables (DESIGN 2.4: ranks that reduce
+ * different variables of one size would mix them silently on the device;
+ * no value is the right one then). */
+static bool coll_agree(const ovl_program *prog, size_t i, int ri, size_t j,
+                       int rj) {
+  const ovl__op *a = &prog->ops[i], *b = &prog->ops[j];
+  ovl__coll coll = a->def->coll;
+  if (coll != b->def->coll)
+    return false;
+  if (ovl__coll_has_redop(coll) && a->def->redop != b->def->redop)
+    return false;
+  if (ovl__coll_has_root(coll) &&
+      ovl__op_root(prog, a, ri) != ovl__op_root(prog, b, rj))
+    return false;
+  if (coll == OVL_COLL_BARRIER)
+    return true; /* its inputs only name dependencies */
+  return a->nin == b->nin && (a->nin < 1 || a->in[0] == b->in[0]) &&
+         a->out == b->out;
+}
+
+/* Collectives: every rank issues as many on each ring, and the k-th ones
+ * agree. coll[R * nranks + r] lists rank r's collectives on ring R. */
+static ovl_status rd_match_colls(ref_state *s, rd_state *d, u32vec *coll,
+                                 ovl_error *err) {
+  const ovl_program *prog = s->prog;
+  int nr = s->nranks;
+  char o[32], da[256], db[256];
+
+  /* The first k where the ranks disagree: some rank has no k-th
+   * collective, or the k-th ones differ. */
+  d->ninst = 0;
+  for (int R = 0; R < prog->nrings; R++) {
+    const u32vec *c = &coll[(size_t)R * (size_t)nr];
+    size_t most = 0;
+    for (int r = 0; r < nr; r++)
+      most = c[r].n > most ? c[r].n : most;
+    for (size_t k = 0; k < most; k++) {
+      int fewer = -1, more = -1;
+      for (int r = 0; r < nr; r++)
+        if (c[r].n <= k)
+          fewer = fewer < 0 ? r : fewer;
+        else
+          more = more < 0 ? r : more;
+      if (fewer >= 0) {
+        const ovl__op *op = &prog->ops[c[more].v[k]];
+        return ovl__err(
+            err, OVL_EMISMATCH,
+            "%s:%d:%d: reference: rank %d's %s collective on ring %d (%s) "
+            "has no partner: rank %d issues %zu collective%s on ring %d",
+            prog_name(prog), op->line, op->col, more,
+            ordinal(k + 1, o, sizeof o), R,
+            describe_coll(prog, c[more].v[k], more, da, sizeof da), fewer,
+            c[fewer].n, c[fewer].n == 1 ? "" : "s", R);
+      }
+      for (int r = 1; r < nr; r++) {
+        if (coll_agree(prog, c[0].v[k], 0, c[r].v[k], r))
+          continue;
+        const ovl__op *op = &prog->ops[c[r].v[k]];
+        return ovl__err(
+            err, OVL_EMISMATCH,
+            "%s:%d:%d: reference: the %s collective on ring %d differs "
+            "between ranks: rank 0 issues %s, rank %d %s",
+            prog_name(prog), op->line, op->col, ordinal(k + 1, o, sizeof o),
+            R, describe_coll(prog, c[0].v[k], 0, da, sizeof da), r,
+            describe_coll(prog, c[r].v[k], r, db, sizeof db));
+      }
+    }
+    d->ninst += c[0].n;
+  }
+
+  d->inst_ops = malloc((d->ninst * (size_t)nr + 1) * sizeof *d->inst_ops);
+  d->inst_posted = calloc(d->ninst + 1, sizeof *d->inst_posted);
+  d->inst_ring = malloc((d->ninst + 1) * sizeof *d->inst_ring);
+  d->inst_seq = malloc((d->ninst + 1) * sizeof *d->inst_seq);
+  if (d->inst_ops == NULL || d->inst_posted == NULL || d->inst_ring == NULL ||
+      d->inst_seq == NULL)
+    return ovl__err(err, OVL_ENOMEM, "%s: reference: out of memory",
+                    prog_name(prog));
+  size_t id = 0;
+  for (int R = 0; R < prog->nrings; R++) {
+    const u32vec *c = &coll[(size_t)R * (size_t)nr];
+    for (size_t k = 0; k < c[0].n; k++, id++) {
+      d->inst_ring[id] = R;
+      d->inst_seq[id] = (uint32_t)k;
+      for (int r = 0; r < nr; r++) {
+        d->inst_ops[id * (size_t)nr + (size_t)r] = c[r].v[k];
+        d->match[(size_t)r * d->nops + c[r].v[k]] = (uint32_t)id;
+      }
+    }
+  }
+  return OVL_OK;
+}
+
+/* Send and receive: the k-th send from a to b on ring R has the k-th
+ * receive of b from a on R, of the same size and dtype. snd[ch] and
+ * rcv[ch] list them, ch = (R * nranks + a) * nranks + b. */
+static ovl_status rd_match_p2p(ref_state *s, rd_state *d, u32vec *snd,
+                               u32vec *rcv, size_t nch, ovl_error *err) {
+  const ovl_program *prog = s->prog;
+  size_t nr = (size_t)s->nranks;
+  char o[32];
+
+  d->npairs = 0;
+  for (size_t ch = 0; ch < nch; ch++) {
+    int R = (int)(ch / (nr * nr)), a = (int)(ch / nr % nr), b = (int)(ch % nr);
+    if (snd[ch].n != rcv[ch].n) {
+      bool extra_send = snd[ch].n > rcv[ch].n;
+      size_t k = extra_send ? rcv[ch].n : snd[ch].n;
+      const ovl__op *op =
+          &prog->ops[extra_send ? snd[ch].v[k] : rcv[ch].v[k]];
+      return ovl__err(
+          err, OVL_EMISMATCH,
+          extra_send
+              ? "%s:%d:%d: reference: rank %d's %s send_v2 to rank %d on "
+                "ring %d has no matching recv_v2: rank %d receives %zu "
+                "time%s from rank %d on ring %d"
+              : "%s:%d:%d: reference: rank %d's %s recv_v2 from rank %d on "
+                "ring %d has no matching send_v2: rank %d sends %zu time%s "
+                "to rank %d on ring %d",
+          prog_name(prog), op->line, op->col, extra_send ? a : b,
+          ordinal(k + 1, o, sizeof o), extra_send ? b : a, R,
+          extra_send ? b : a, k, k == 1 ? "" : "s", extra_send ? a : b, R);
+    }
+    for (size_t k = 0; k < snd[ch].n; k++) {
+      const ovl__op *so = &prog->ops[snd[ch].v[k]];
+      const ovl__op *ro = &prog->ops[rcv[ch].v[k]];
+      const ovl__var *x = &prog->vars[so->in[0]], *y = &prog->vars[ro->out];
+      if (x->numel == y->numel && x->dtype == y->dtype)
+        continue;
+      return ovl__err(
+          err, OVL_EMISMATCH,
+          "%s:%d:%d: reference: rank %d's %s send_v2 to rank %d on ring %d "
+          "sends %lld %s ('%s', line %d), but the recv_v2 it meets on rank "
+          "%d (line %d) receives %lld %s ('%s')",
+          prog_name(prog), so->line, so->col, a, ordinal(k + 1, o, sizeof o),
+          b, R, (long long)x->numel, ovl_dtype_name(x->dtype), x->name,
+          so->line, b, ro->line, (long long)y->numel,
+          ovl_dtype_name(y->dtype), y->name);
+    }
+    d->npairs += snd[ch].n;
+  }
+
+  d->pairs = calloc(d->npairs + 1, sizeof *d->pairs);
+  if (d->pairs == NULL)
+    return ovl__err(err, OVL_ENOMEM, "%s: reference: out of memory",
+                    prog_name(prog));
+  size_t id = 0;
+  for (size_t ch = 0; ch < nch; ch++) {
+    int a = (int)(ch / nr % nr), b = (int)(ch % nr);
+    for (size_t k = 0; k < snd[ch].n; k++, id++) {
+      rd_pair *p = &d->pairs[id];
+      p->send = snd[ch].v[k];
+      p->recv = rcv[ch].v[k];
+      p->a = a;
+      p->b = b;
+      d->match[(size_t)a * d->nops + p->send] = (uint32_t)id;
+      d->match[(size_t)b * d->nops + p->recv] = (uint32_t)id;
+    }
+  }
+  return OVL_OK;
+}
+
+/* The matching of every rank's communication, from each rank's sequence of
+ * ops, and the interpreter's state. */
+static ovl_status rd_init(ref_state *s, ovl_error *err) {
+  const ovl_program *prog = s->prog;
+  size_t nr = (size_t)s->nranks, nops = prog->nops;
+  size_t nrings = prog->nrings > 0 ? (size_t)prog->nrings : 0;
+  size_t nch = nrings * nr * nr;
+  u32vec *coll, *snd, *rcv;
+  rd_state *d;
+  ovl_status st = OVL_OK;
+
+  d = s->rd = calloc(1, sizeof *d);
+  if (d == NULL)
+    return ovl__err(err, OVL_ENOMEM, "%s: reference: out of memory",
+                    prog_name(prog));
+  d->nops = nops;
+  d->st = calloc(nr * nops + 1, sizeof *d->st);
+  d->match = calloc(nr * nops + 1, sizeof *d->match);
+  d->cursor = calloc(nr, sizeof *d->cursor);
+  d->pend = calloc(nr, sizeof *d->pend);
+  d->wstamp = calloc(prog->nvars + 1, sizeof *d->wstamp);
+  d->rstamp = calloc(prog->nvars + 1, sizeof *d->rstamp);
+  coll = calloc(nrings * nr + 1, sizeof *coll);
+  snd = calloc(nch + 1, sizeof *snd);
+  rcv = calloc(nch + 1, sizeof *rcv);
+  if (d->st == NULL || d->match == NULL || d->cursor == NULL ||
+      d->pend == NULL || d->wstamp == NULL || d->rstamp == NULL ||
+      coll == NULL || snd == NULL || rcv == NULL) {
+    st = ovl__err(err, OVL_ENOMEM, "%s: reference: out of memory",
+                  prog_name(prog));
+    goto out;
+  }
+
+  for (size_t r = 0; r < nr && st == OVL_OK; r++)
+    for (size_t i = 0; i < nops; i++) {
+      const ovl__op *op = &prog->ops[i];
+      const ovl__prim *p = data_prim(prog, i);
+      size_t R = (size_t)op->ring_id;
+      bool ok = true;
+      if (!ovl__op_on_rank(op, (int)r) || p == NULL || !ovl__prim_is_comm(p))
+        continue;
+      if (p->kind == OVL_PRIM_COLL) {
+        ok = u32_push(&coll[R * nr + r], (uint32_t)i);
+      } else {
+        int peer = ovl__op_peer(prog, op, (int)r);
+        if (peer < 0 || (size_t)peer >= nr) {
+          st = ovl__err(err, OVL_EINVAL,
+                        "%s:%d:%d: reference: %s has peer %d on rank %zu; "
+                        "ranks are 0..%zu",
+                        prog_name(prog), op->line, op->col, op->def->name,
+                        peer, r, nr - 1);
+          break;
+        }
+        ok = p->kind == OVL_PRIM_SEND
+                 ? u32_push(&snd[(R * nr + r) * nr + (size_t)peer],
+                            (uint32_t)i)
+                 : u32_push(&rcv[(R * nr + (size_t)peer) * nr + r],
+                            (uint32_t)i);
+      }
+      if (!ok) {
+        st = ovl__err(err, OVL_ENOMEM, "%s: reference: out of memory",
+                      prog_name(prog));
+        break;
+      }
+    }
+  if (st == OVL_OK)
+    st = rd_match_colls(s, d, coll, err);
+  if (st == OVL_OK)
+    st = rd_match_p2p(s, d, snd, rcv, nch, err);
+
+out:
+  for (size_t k = 0; coll != NULL && k < nrings * nr; k++)
+    free(coll[k].v);
+  for (size_t k = 0; snd != NULL && k < nch; k++)
+    free(snd[k].v);
+  for (size_t k = 0; rcv != NULL && k < nch; k++)
+    free(rcv[k].v);
+  free(coll);
+  free(snd);
+  free(rcv);
+  return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* Per rank: the interpreter                                           */
+/* ------------------------------------------------------------------ */
+
+static uint8_t *rd_st(const ref_state *s, int rank, size_t i) {
+  return &s->rd->st[(size_t)rank * s->rd->nops + i];
+}
+
+static uint32_t rd_match_of(const ref_state *s, int rank, size_t i) {
+  return s->rd->match[(size_t)rank * s->rd->nops + i];
+}
+
+/* Whether op i of `rank` must wait for an earlier op of its rank not yet
+ * done (the marks of rd_mark): it reads a variable one writes, or writes
+ * one that one reads or writes. A dead kernel touches nothing. */
+static bool rd_blocked(const ref_state *s, int rank, size_t i) {
+  const rd_state *d = s->rd;
+  const ovl__op *op = &s->prog->ops[i];
+  if (data_prim(s->prog, i) == NULL || is_dead(s, rank, i))
+    return false;
+  for (int k = 0; op->def->reads && k < op->nin; k++)
+    if (d->wstamp[op->in[k]] == d->epoch)
+      return true;
+  return writes_out(s->prog, i, rank) &&
+         (d->wstamp[op->out] == d->epoch || d->rstamp[op->out] == d->epoch);
+}
+
+/* Mark the variables op i of `rank` (not yet done) reads and writes. */
+static void rd_mark(ref_state *s, int rank, size_t i) {
+  rd_state *d = s->rd;
+  const ovl__op *op = &s->prog->ops[i];
+  if (data_prim(s->prog, i) == NULL || is_dead(s, rank, i))
+    return;
+  for (int k = 0; op->def->reads && k < op->nin; k++)
+    d->rstamp[op->in[k]] = d->epoch;
+  if (writes_out(s->prog, i, rank))
+    d->wstamp[op->out] = d->epoch;
+}
+
+/* Run collective instance `id` on every rank. */
+static void rd_run_coll(ref_state *s, uint32_t id) {
+  rd_state *d = s->rd;
+  const ovl__op *ops[OVL_MAX_RANKS];
+  const uint32_t *idx = &d->inst_ops[(size_t)id * (size_t)s->nranks];
+  for (int r = 0; r < s->nranks; r++) {
+    ops[r] = &s->prog->ops[idx[r]];
+    *rd_st(s, r, idx[r]) = RD_DONE;
+  }
+  if (!ovl__coll_is_local(ops[0]->def->coll)) {
+    run_global_coll(s, ops);
+    return;
+  }
+  size_t extent = ops[0]->out >= 0
+                      ? (size_t)s->prog->vars[ops[0]->out].numel
+                      : 0;
+  int root = ovl__op_root(s->prog, ops[0], 0);
+  for (size_t lo = 0; lo < extent; lo += REF_BLOCK)
+    run_local_coll(s, ops, root,
+                   lo, lo + REF_BLOCK < extent ? lo + REF_BLOCK : extent);
+}
+
+/* Op i of `rank`, which nothing earlier on its rank holds back: run it if
+ * its partners are there (a collective every rank has posted, a receive
+ * whose send was issued), else post it. Returns whether it ran; *changed
+ * is set if anything changed. */
+static bool rd_try(ref_state *s, int rank, size_t i, bool *changed) {
+  rd_state *d = s->rd;
+  const ovl_program *prog = s->prog;
+  const ovl__prim *p = data_prim(prog, i);
+  uint8_t *st = rd_st(s, rank, i);
+
+  if (p == NULL || !ovl__prim_is_comm(p)) {
+    run_segment(s, i, i + 1, rank, rank + 1);
+    *st = RD_DONE;
+    *changed = true;
+    return true;
+  }
+  if (p->kind == OVL_PRIM_COLL) {
+    uint32_t id = rd_match_of(s, rank, i);
+    if (*st == RD_NEW) {
+      *st = RD_POSTED;
+      *changed = true;
+      if (++d->inst_posted[id] == s->nranks) {
+        rd_run_coll(s, id);
+        return true;
+      }
+    }
+    return false;
+  }
+  rd_pair *pair = &d->pairs[rd_match_of(s, rank, i)];
+  if (p->kind == OVL_PRIM_SEND) {
+    const ovl__var *x = &prog->vars[prog->ops[i].in[0]];
+    size_t bytes = (size_t)x->numel * sizeof(double);
+    pair->buf = malloc(bytes + 1);
+    if (pair->buf == NULL)
+      d->nomem = true;
+    else
+      memcpy(pair->buf, var_val(s, rank, prog->ops[i].in[0]), bytes);
+    pair->sent = true;
+    *st = RD_DONE;
+    *changed = true;
+    return true;
+  }
+  if (!pair->sent) {
+    if (*st == RD_NEW)
+      *changed = true;
+    *st = RD_POSTED;
+    return false;
+  }
+  if (pair->buf != NULL) {
+    const ovl__var *y = &prog->vars[prog->ops[i].out];
+    memcpy(var_val(s, rank, prog->ops[i].out), pair->buf,
+           (size_t)y->numel * sizeof(double));
+    free(pair->buf);
+    pair->buf = NULL;
+  }
+  *st = RD_DONE;
+  *changed = true;
+  return true;
+}
+
+/* One turn of `rank`: its pending ops in order (each runs if nothing
+ * pending before it holds it back and its partners are there), then new
+ * ops. `ahead`: run ahead past pending ops, until a communication op is
+ * posted or run; else stop at the first op that waits (and run the compute
+ * ops before it block by block). Returns whether anything changed. */
+static bool rd_turn(ref_state *s, int rank, bool ahead) {
+  rd_state *d = s->rd;
+  const ovl_program *prog = s->prog;
+  u32vec *pend = &d->pend[rank];
+  size_t keep = 0, *cursor = &d->cursor[rank];
+  bool changed = false;
+
+  if (++d->epoch == 0) { /* wrapped: clear the marks */
+    memset(d->wstamp, 0, (prog->nvars + 1) * sizeof *d->wstamp);
+    memset(d->rstamp, 0, (prog->nvars + 1) * sizeof *d->rstamp);
+    d->epoch = 1;
+  }
+  for (size_t k = 0; k < pend->n; k++) {
+    size_t i = pend->v[k];
+    if (*rd_st(s, rank, i) == RD_DONE)
+      continue; /* a collective another rank completed */
+    if (!rd_blocked(s, rank, i) && rd_try(s, rank, i, &changed))
+      continue;
+    rd_mark(s, rank, i);
+    pend->v[keep++] = (uint32_t)i;
+  }
+  pend->n = keep;
+
+  while (*cursor < prog->nops && !d->nomem) {
+    size_t i = *cursor;
+    if (!ovl__op_on_rank(&prog->ops[i], rank)) {
+      (*cursor)++;
+      continue;
+    }
+    bool comm = is_comm(prog, i);
+    if (!ahead) {
+      if (pend->n > 0)
+        break;
+      if (!comm) { /* compute up to the next communication, by blocks */
+        size_t j = i;
+        while (j < prog->nops &&
+               !(ovl__op_on_rank(&prog->ops[j], rank) && is_comm(prog, j)))
+          j++;
+        run_segment(s, i, j, rank, rank + 1);
+        for (size_t k = i; k < j; k++)
+          if (ovl__op_on_rank(&prog->ops[k], rank))
+            *rd_st(s, rank, k) = RD_DONE;
+        *cursor = j;
+        changed = true;
+        continue;
+      }
+    }
+    (*cursor)++;
+    changed = true;
+    if (!rd_blocked(s, rank, i) && rd_try(s, rank, i, &changed)) {
+      if (ahead && comm)
+        break;
+      continue;
+    }
+    rd_mark(s, rank, i);
+    if (!u32_push(pend, (uint32_t)i)) {
+      d->nomem = true;
+      break;
+    }
+    if (ahead && comm && *rd_st(s, rank, i) == RD_POSTED)
+      break;
+  }
+  return changed;
+}
+
+/* Append printf-formatted text to buf[0..size) at *len (cut at the end). */
+static void msg_put(char *buf, size_t size, size_t *len, const char *fmt,
+                    ...) __attribute__((format(printf, 4, 5)));
+static void msg_put(char *buf, size_t size, size_t *len, const char *fmt,
+                    ...) {
+  va_list ap;
+  int n;
+  if (*len >= size)
+    return;
+  va_start(ap, fmt);
+  n = vsnprintf(buf + *len, size - *len, fmt, ap);
+  va_end(ap);
+  if (n > 0)
+    *len = *len + (size_t)n < size ? *len + (size_t)n : size;
+}
+
+/* Why the ranks cannot move: per rank, the first op it has not done and
+ * what that op waits for. */
+static ovl_status rd_stuck(ref_state *s, ovl_error *err) {
+  const ovl_program *prog = s->prog;
+  rd_state *d = s->rd;
+  char msg[OVL_ERROR_MSG_MAX], o[32], da[256];
+  size_t len = 0;
+  int first_line = 0, first_col = 0;
+
+  for (int r = 0; r < s->nranks; r++) {
+    const u32vec *pend = &d->pend[r];
+    size_t k = 0;
+    while (k < pend->n && *rd_st(s, r, pend->v[k]) == RD_DONE)
+      k++;
+    if (k == pend->n)
+      continue;
+    size_t i = pend->v[k];
+    const ovl__op *op = &prog->ops[i];
+    const ovl__prim *p = data_prim(prog, i);
+    if (first_line == 0) {
+      first_line = op->line;
+      first_col = op->col;
+    }
+    msg_put(msg, sizeof msg, &len, "; rank %d waits at line %d ", r,
+            op->line);
+    if (p->kind == OVL_PRIM_COLL) {
+      uint32_t id = rd_match_of(s, r, i);
+      const uint32_t *idx = &d->inst_ops[(size_t)id * (size_t)s->nranks];
+      int nmissing = 0;
+      msg_put(msg, sizeof msg, &len, "(%s, the %s collective on ring %d) for",
+              describe_coll(prog, i, r, da, sizeof da),
+              ordinal(d->inst_seq[id] + 1, o, sizeof o), d->inst_ring[id]);
+      for (int q = 0; q < s->nranks; q++)
+        if (*rd_st(s, q, idx[q]) != RD_POSTED)
+          msg_put(msg, sizeof msg, &len, "%s rank %d (line %d)",
+                  nmissing++ > 0 ? "," : "", q, prog->ops[idx[q]].line);
+    } else {
+      const rd_pair *pair = &d->pairs[rd_match_of(s, r, i)];
+      msg_put(msg, sizeof msg, &len,
+              "(recv_v2 from rank %d, ring %d) for rank %d's send_v2 at "
+              "line %d",
+              pair->a, op->ring_id, pair->a, prog->ops[pair->send].line);
+    }
+  }
+  return ovl__err(err, OVL_EMISMATCH,
+                  "%s:%d:%d: reference: the ranks cannot complete the program "
+                  "(a deadlock or mismatch between ranks: the check names "
+                  "it)%.*s",
+                  prog_name(prog), first_line, first_col, (int)len, msg);
+}
+
+/* Per rank: turns until every rank is done, running ahead when no rank can
+ * move otherwise. */
+static ovl_status run_per_rank(ref_state *s, ovl_error *err) {
+  rd_state *d;
+  ovl_status st = rd_init(s, err);
+  if (st != OVL_OK)
+    return st;
+  d = s->rd;
+  for (;;) {
+    bool changed = false, done = true;
+    for (int r = 0; r < s->nranks; r++)
+      changed |= rd_turn(s, r, false);
+    if (!changed) {
+      for (int r = 0; r < s->nranks; r++)
+        done &= d->cursor[r] == s->prog->nops && d->pend[r].n == 0;
+      if (done)
+        break;
+      for (int r = 0; r < s->nranks; r++)
+        changed |= rd_turn(s, r, true);
+      if (!changed && !d->nomem)
+        return rd_stuck(s, err);
+    }
+    if (d->nomem)
+      return ovl__err(err, OVL_ENOMEM, "%s: reference: out of memory",
+                      prog_name(s->prog));
+  }
+  return OVL_OK;
 }
 
 /* ------------------------------------------------------------------ */
@@ -568,7 +1400,8 @@ ovl_status ovl_reference_compute(const ovl_program *prog, int nranks,
     return ovl__err(err, OVL_EINVAL,
                     "ovl_reference_compute: %d ranks (must be 1 to %d)",
                     nranks, OVL_MAX_RANKS);
-  /* Shapes (allgather's, reducescatter's) were fixed for prog->nranks. */
+  /* Shapes (allgather's, reducescatter's) and rank sets were fixed for
+   * prog->nranks. */
   if (nranks != prog->nranks)
     return ovl__err(err, OVL_EINVAL,
                     "%s: reference: the program is for %d ranks, not %d",
@@ -576,6 +1409,7 @@ ovl_status ovl_reference_compute(const ovl_program *prog, int nranks,
 
   s.prog = prog;
   s.nranks = nranks;
+  s.per_rank = prog->rank_dependent;
   s.ref = calloc(1, sizeof *s.ref);
   if (s.ref == NULL)
     return ovl__err(err, OVL_ENOMEM, "%s: reference: out of memory",
@@ -585,16 +1419,22 @@ ovl_status ovl_reference_compute(const ovl_program *prog, int nranks,
 
   st = state_init(&s, err);
   if (st == OVL_OK) {
-    run_program(&s);
-    /* A listed variable that no fetch op reached has no value. */
-    for (size_t i = 0; i < prog->nfetch; i++) {
-      if (s.fetched[i])
-        continue;
-      for (int r = 0; r < nranks; r++) {
-        free(s.ref->fetched[(size_t)r * prog->nfetch + i]);
-        s.ref->fetched[(size_t)r * prog->nfetch + i] = NULL;
+    if (s.per_rank)
+      st = run_per_rank(&s, err);
+    else
+      run_lock_step(&s);
+  }
+  if (st == OVL_OK) {
+    /* A listed variable that no fetch op reached on a rank has no value
+     * there. */
+    for (int r = 0; r < nranks; r++)
+      for (size_t i = 0; i < prog->nfetch; i++) {
+        size_t k = (size_t)r * prog->nfetch + i;
+        if (s.fetched[k])
+          continue;
+        free(s.ref->fetched[k]);
+        s.ref->fetched[k] = NULL;
       }
-    }
   }
   state_free(&s);
   if (st != OVL_OK) {
