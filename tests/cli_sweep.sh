@@ -47,7 +47,9 @@ bad() {
   fi
 }
 bad "'--bogus'" --bogus
-bad "--collective: unknown collective 'alltoall'" -c alltoall
+bad "--collective: unknown collective 'gather'" -c gather
+bad "--op: sendrecv does not reduce" -c sendrecv -o sum
+bad "--root: only broadcast and reduce have a root" -c alltoall --root=1
 bad "--op: unknown reduction 'avg'" -o avg
 bad "--op: reducescatter has sum only" -c reducescatter -o max
 bad "--op: broadcast does not reduce" -c broadcast -o sum
@@ -74,7 +76,7 @@ bad "unexpected argument 'x.sched'" x.sched
 # A small sweep of each collective: 1K to 16K by 2 is 5 rows of 19 columns
 # (size count type redop root, 3 x (time algbw busbw #wrong), 2 slowdowns);
 # every #wrong is 0; the verdict is PASS.
-for c in allreduce broadcast allgather reducescatter; do
+for c in allreduce broadcast allgather reducescatter reduce alltoall sendrecv; do
   if run 0 -c "$c" -b 1K -e 16K -n 2 -w 1 &&
     has out "^# overlap_sweep .*: $c, backend cpu, 2 ranks" &&
     has out '^# time: device clock' && has out '^#.*#wrong.*kernel +coll$' &&
@@ -97,6 +99,19 @@ if run 0 -c allreduce -d float64 -o prod --sizes=1K,3000 -n 1 -w 0 &&
 then ok "--sizes, float64, prod"; else ko "--sizes, float64, prod"; fi
 if run 0 -c broadcast --root=1 --sizes=2K -n 1 -w 0 && rows | awk '$5 != 1 { exit 1 }'
 then ok "broadcast --root in the root column"; else ko "broadcast --root in the root column"; fi
+# reduce: to --root (only the root's output is checked), max; alltoall on 3
+# ranks: size and count as nccl-tests (count = one part, rounded down to 16
+# bytes); sendrecv on 3 ranks: busbw = algbw.
+if run 0 -c reduce -o max --root=2 --ranks=3 --sizes=4K -n 1 -w 0 &&
+  rows | awk '$4 != "max" || $5 != 2 || $9 != "0" || $13 != "0" { exit 1 }'
+then ok "reduce --root=2 -o max on 3 ranks, checked"; else ko "reduce --root=2 -o max on 3 ranks, checked"; fi
+if run 0 -c alltoall --ranks=3 --sizes=1K -n 1 -w 0 &&
+  rows | awk '$1 != 1008 || $2 != 84 || $9 != "0" { exit 1 }'
+then ok "alltoall size and count (3 ranks)"; else ko "alltoall size and count (3 ranks)"; fi
+if run 0 -c sendrecv --ranks=3 --sizes=8K -n 1 -w 0 &&
+  has out '^# algbw = size / time; busbw = algbw x 1 \(1\)$' &&
+  rows | awk '$7 != $8 || $9 != "0" { exit 1 }'
+then ok "sendrecv on 3 ranks: busbw = algbw, checked"; else ko "sendrecv on 3 ranks: busbw = algbw, checked"; fi
 
 # -q: the rows only.
 if run 0 -q -b 1K -e 2K -n 1 -w 0 && ! has out '^#' && [ "$(wc -l <"$tmp/out")" -eq 2 ]
