@@ -98,6 +98,15 @@ struct ovl__brank {
   cudaEvent_t *events;
   /* Whether the event was ever recorded: see cuda_stream_wait_event. */
   bool *recorded;
+  /* Graphs (backend_cuda.c, "Graphs"): a capture is open on the calc
+   * stream; per event, whether this capture recorded it; the event that
+   * forks the streams from calc and joins them back (made at the first
+   * capture); the instantiated graphs, numbered as graph_end gave them. */
+  bool capturing;
+  bool *cap_recorded;
+  cudaEvent_t graph_event;
+  int ngraphs, capgraphs;
+  cudaGraphExec_t *graphs;
   /* The world's abort_flag as this device addresses it. */
   const volatile int *abort_flag_dev;
   /* Timing events for --op-times (created with timing enabled). */

@@ -395,6 +395,9 @@ ovl_status ovl_pipeline_run(ovl_world *world, const ovl_program *prog,
     return ovl__err(err, OVL_EINVAL,
                     "ovl_pipeline_run: unknown mode bits 0x%x",
                     opts->modes & ~all);
+  /* Before the checks and the reference, which may take long. */
+  if (opts->run && opts->run_opts.graph && !ovl_world_has_graphs(world))
+    return ovl__err_no_graphs(err, world->be->name);
   r = calloc(1, sizeof *r);
   if (r == NULL)
     return ovl__err(err, OVL_ENOMEM, "out of memory");
