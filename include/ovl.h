@@ -1182,6 +1182,7 @@ typedef struct ovl_report_json_opts_s {
   double timeout_s;
   int races;                   /* the race check ran */
   int op_times;                /* also writes each mode's "op_times" */
+  int graph;                   /* the runs were graphs (ovl_run_opts) */
   unsigned chaos_seed;
   const char *comm_priority;   /* "high" or "default" */
   int nccl_min_ctas, nccl_max_ctas;
