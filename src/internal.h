@@ -80,6 +80,13 @@ ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
                              double rtol, double atol, ovl_check *out,
                              ovl_error *err);
 
+/* The deadlock check (check/deadlock.c) of a program run as graphs
+ * (ovl_run_opts.graph) when `graph`: a host sync waits for every stream
+ * of its rank, as the segment before it is one graph; each cycle's
+ * message says so. ovl_deadlock_check is this with `graph` false. */
+ovl_status ovl__deadlock_check_graph(const ovl_program *prog, bool graph,
+                                     ovl_deadlocks **out, ovl_error *err);
+
 /* ------------------------------------------------------------------ */
 /* Backends                                                            */
 /* ------------------------------------------------------------------ */

@@ -1640,6 +1640,50 @@ END_TEST
 START_TEST(test_graph_trace_spans) { trace_spans(true); }
 END_TEST
 
+/* A run as graphs is checked for the deadlocks of graphs: a receive left
+ * on comm[0] across a host sync of calc, whose send the peer enqueues
+ * after its own host sync, would hang as graphs (the host sync waits for
+ * the receive), so the pipeline stops before running anything. */
+START_TEST(test_graph_deadlock_check) {
+  static const char text[] =
+      "x = data(shape=[16], init=uniform)\n"
+      "y = recv_v2(peer=1 - rank, out_shape=[16], ring_id=0)\n"
+      "c_sync_calc_stream(x)\n"
+      "send_v2(x, peer=1 - rank, ring_id=0, use_calc_stream=true)\n"
+      "c_sync_comm_stream(y, ring_id=0)\n"
+      "fetch(y)\n";
+  ovl_world_opts wo = {.backend = "cuda", .nranks = 2, .timeout_s = 10};
+  ovl_parse_opts po = {.nranks = 2};
+  ovl_pipeline_opts pl = {.modes = OVL_MODE_BIT(OVL_MODE_ASYNC), .races = 1,
+                          .run = 1, .rtol = 1e-5, .atol = 1e-6,
+                          .run_opts = {.iters = 1, .warmup = 0, .graph = 1}};
+  ovl_world *world = NULL;
+  ovl_program *prog = NULL;
+  ovl_report *rep = NULL;
+  ovl_report_summary sum;
+  ovl_report_mode m;
+  ovl_error err = {0};
+
+  if (ngpus < 2)
+    return;
+  ck_assert_msg(ovl_world_create(&wo, &world, &err) == OVL_OK, "%s",
+                err.msg);
+  ck_assert_msg(ovl_program_parse(text, sizeof text - 1, "dl.sched", &po,
+                                  &prog, &err) == OVL_OK,
+                "%s", err.msg);
+  ck_assert_msg(ovl_pipeline_run(world, prog, &pl, &rep, &err) == OVL_OK,
+                "%s", err.msg);
+  ovl_report_summary_get(rep, &sum);
+  ck_assert_uint_eq(sum.deadlocks, 1);
+  ck_assert_ptr_nonnull(ovl_report_not_run(rep));
+  ck_assert_int_eq(ovl_report_mode_get(rep, 0, &m), 0);
+  ck_assert_ptr_null(m.res);
+  ovl_report_free(rep);
+  ovl_program_free(prog);
+  ovl_world_free(world);
+}
+END_TEST
+
 /* A replay that hangs times out like an eager run and aborts cleanly: the
  * allreduce only rank 0 runs is captured there and never completes; its
  * host sync gives up after the timeout, and the flight record says what
@@ -1832,6 +1876,7 @@ static Suite *cuda_suite(void) {
   tcase_add_test(tc, test_graph_schedules);
   tcase_add_test(tc, test_graph_trace_spans);
   tcase_add_test(tc, test_graph_timeout);
+  tcase_add_test(tc, test_graph_deadlock_check);
   suite_add_tcase(s, tc);
   return s;
 }
