@@ -30,6 +30,9 @@
  * on the device; so before it, world_abort also raises a flag in host-mapped
  * memory that ends our own delay kernels, which could otherwise hold the
  * abort up for as long as they were asked to spin.
+ *
+ * Graphs (ovl_run_opts.graph): a rank's work captured on its streams as
+ * CUDA graphs and launched on calc; see "Graphs" below.
  */
 #include "backend/cuda.h"
 
