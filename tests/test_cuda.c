@@ -1684,7 +1684,56 @@ START_TEST(test_graph_deadlock_check) {
 }
 END_TEST
 
-/* A replay that hangs times out like an eager run and aborts cleanly: the
+/* A replay that hangs times out like an eager run and aborts cleanly, on
+ * one GPU: a delay longer than the timeout in the graph, an allreduce
+ * behind it. The host sync after the segment gives up, the abort ends the
+ * delay kernel inside the graph, and the flight record has the graph's
+ * call, enqueued and not completed. */
+START_TEST(test_graph_timeout_one_gpu) {
+  static const char text[] =
+      "x = data(shape=[1024], init=uniform)\n"
+      "delay(us=5000000, stream=calc)\n"
+      "c_allreduce_sum(x, ring_id=0, use_calc_stream=true)\n"
+      "fetch(x)\n";
+  ovl_world_opts wo = {.backend = "cuda", .nranks = 1, .timeout_s = 1};
+  ovl_parse_opts po = {.nranks = 1};
+  ovl_run_opts ro = {.iters = 2, .warmup = 0, .graph = 1};
+  ovl_world *world = NULL;
+  ovl_program *prog = NULL;
+  ovl_result *res = NULL;
+  ovl_error err = {0};
+  ovl_status st;
+  double t0;
+
+  ck_assert_msg(ovl_world_create(&wo, &world, &err) == OVL_OK, "%s",
+                err.msg);
+  ck_assert_msg(ovl_program_parse(text, sizeof text - 1, "slow.sched", &po,
+                                  &prog, &err) == OVL_OK,
+                "%s", err.msg);
+  t0 = ovl__now();
+  st = ovl_world_run(world, prog, &ro, &res, &err);
+  ck_assert_msg(st == OVL_ETIMEDOUT, "%s: %s", ovl_err_name(st), err.msg);
+  ck_assert_msg(ovl__now() - t0 < 4.5, "took %g s (the delay was not "
+                                       "ended by the abort?)",
+                ovl__now() - t0);
+  ck_assert_ptr_null(res);
+  ck_assert_msg(strncmp(err.msg, "slow.sched:4:1: fetch on calc stream: "
+                                 "rank 0: sync of calc stream: timed out "
+                                 "after 1 s",
+                        strlen("slow.sched:4:1: fetch on calc stream: "
+                               "rank 0: sync of calc stream: timed out "
+                               "after 1 s")) == 0,
+                "%s", err.msg);
+  ck_assert_msg(strstr(err.msg, "; flight record: rank 0 ring 0: enqueued "
+                                "#1 c_allreduce_sum (slow.sched:3), "
+                                "completed nothing") != NULL,
+                "%s", err.msg);
+  ovl_program_free(prog);
+  ovl_world_free(world);
+}
+END_TEST
+
+/* The same on two GPUs, where the replay hangs for want of a peer: the
  * allreduce only rank 0 runs is captured there and never completes; its
  * host sync gives up after the timeout, and the flight record says what
  * rank 0 enqueued (the graph's call, numbered as eager) and that nothing
@@ -1875,6 +1924,7 @@ static Suite *cuda_suite(void) {
   tcase_add_test(tc, test_graph_segments);
   tcase_add_test(tc, test_graph_schedules);
   tcase_add_test(tc, test_graph_trace_spans);
+  tcase_add_test(tc, test_graph_timeout_one_gpu);
   tcase_add_test(tc, test_graph_timeout);
   tcase_add_test(tc, test_graph_deadlock_check);
   suite_add_tcase(s, tc);
