@@ -1053,9 +1053,9 @@ static ovl_status cuda_graph_end(ovl__brank *br, int *graph, ovl_error *err) {
                           e, __FILE__, __LINE__);
   br->graphs[br->ngraphs] = exec;
   *graph = br->ngraphs++;
-  /* Its work to the device now, not in its first launch (a launch of a
-   * graph never launched before costs milliseconds on the host for a
-   * thousand nodes: the traced iteration's graphs run only once). */
+  /* To the device now, so that its first launch does not upload it: the
+   * traced iteration's graphs are launched once, inside a timed
+   * iteration. */
   e = cudaGraphUpload(exec, br->streams[OVL_STREAM_CALC]);
   if (e != cudaSuccess)
     return ovl__cuda_fail(err, br->rank, "calc stream", "cudaGraphUpload", e,
