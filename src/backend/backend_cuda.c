@@ -32,7 +32,11 @@
  * abort up for as long as they were asked to spin.
  *
  * Graphs (ovl_run_opts.graph): a rank's work captured on its streams as
- * CUDA graphs and launched on calc; see "Graphs" below.
+ * CUDA graphs and launched on calc; see "Graphs" below. A graph holds
+ * references on the communicators of the NCCL calls in it, and NCCL's
+ * abort waits for every such graph to be destroyed: world_abort destroys
+ * them first (comms_abort), and a rank makes or launches graphs under its
+ * NCCL lock only.
  */
 #include "backend/cuda.h"
 
@@ -1035,10 +1039,17 @@ static ovl_status cuda_graph_end(ovl__brank *br, int *graph, ovl_error *err) {
     return ovl__cuda_fail(err, br->rank, "calc stream", "cudaStreamEndCapture",
                           e, __FILE__, __LINE__);
   }
+  /* The rank's graphs change under its NCCL lock: world_abort destroys
+   * them (they hold references on the communicators it aborts). */
+  if (!ovl__cuda_nccl_enter(br)) {
+    (void)cudaGraphDestroy(g);
+    return aborted_err(br, "graph capture", err);
+  }
   if (br->ngraphs == br->capgraphs) {
     int cap = br->capgraphs ? 2 * br->capgraphs : 8;
     cudaGraphExec_t *gs = realloc(br->graphs, (size_t)cap * sizeof *gs);
     if (gs == NULL) {
+      ovl__cuda_nccl_leave(br);
       (void)cudaGraphDestroy(g);
       return ovl__err(err, OVL_ENOMEM, "rank %d: no memory for %d graphs",
                       br->rank, cap);
@@ -1048,15 +1059,18 @@ static ovl_status cuda_graph_end(ovl__brank *br, int *graph, ovl_error *err) {
   }
   e = cudaGraphInstantiateWithFlags(&exec, g, 0);
   (void)cudaGraphDestroy(g);
-  if (e != cudaSuccess)
+  if (e != cudaSuccess) {
+    ovl__cuda_nccl_leave(br);
     return ovl__cuda_fail(err, br->rank, NULL, "cudaGraphInstantiateWithFlags",
                           e, __FILE__, __LINE__);
+  }
   br->graphs[br->ngraphs] = exec;
   *graph = br->ngraphs++;
   /* To the device now, so that its first launch does not upload it: the
    * traced iteration's graphs are launched once, inside a timed
    * iteration. */
   e = cudaGraphUpload(exec, br->streams[OVL_STREAM_CALC]);
+  ovl__cuda_nccl_leave(br);
   if (e != cudaSuccess)
     return ovl__cuda_fail(err, br->rank, "calc stream", "cudaGraphUpload", e,
                           __FILE__, __LINE__);
@@ -1066,18 +1080,21 @@ static ovl_status cuda_graph_end(ovl__brank *br, int *graph, ovl_error *err) {
 static ovl_status cuda_graph_launch(ovl__brank *br, int graph,
                                     ovl_error *err) {
   cudaError_t e;
-  if (graph < 0 || graph >= br->ngraphs)
-    return ovl__err(err, OVL_EINVAL, "rank %d: graph %d does not exist (%d)",
-                    br->rank, graph, br->ngraphs);
   if (br->capturing)
     return ovl__err(err, OVL_EINVAL,
                     "rank %d: graph %d launched inside a capture", br->rank,
                     graph);
   /* A graph holds NCCL calls: never launched once the communicators are
-   * aborted (their memory is going away), as no collective is enqueued
-   * then. */
+   * aborted (their memory is going away, and world_abort destroyed the
+   * graphs), as no collective is enqueued then. */
   if (!ovl__cuda_nccl_enter(br))
     return aborted_err(br, "graph launch", err);
+  if (graph < 0 || graph >= br->ngraphs) {
+    int n = br->ngraphs;
+    ovl__cuda_nccl_leave(br);
+    return ovl__err(err, OVL_EINVAL, "rank %d: graph %d does not exist (%d)",
+                    br->rank, graph, n);
+  }
   e = cudaGraphLaunch(br->graphs[graph], br->streams[OVL_STREAM_CALC]);
   ovl__cuda_nccl_leave(br);
   if (e != cudaSuccess)
@@ -1086,10 +1103,21 @@ static ovl_status cuda_graph_launch(ovl__brank *br, int graph,
   return OVL_OK;
 }
 
-static void graphs_release(ovl__brank *br) {
-  cuda_graph_abort(br);
+void ovl__cuda_graphs_drop(ovl__brank *br) {
+  int device = -1;
+  bool have_device = cudaGetDevice(&device) == cudaSuccess;
+  (void)cudaSetDevice(br->device);
   for (int i = 0; i < br->ngraphs; i++)
     (void)cudaGraphExecDestroy(br->graphs[i]);
+  br->ngraphs = 0;
+  if (have_device)
+    (void)cudaSetDevice(device);
+  (void)cudaGetLastError();
+}
+
+static void graphs_release(ovl__brank *br) {
+  cuda_graph_abort(br);
+  ovl__cuda_graphs_drop(br);
   free(br->graphs);
   br->graphs = NULL;
   br->ngraphs = br->capgraphs = 0;

@@ -127,6 +127,10 @@ struct ovl__brank {
   float *barrier_buf;
 };
 
+/* Destroy the rank's graphs (world_abort, holding the rank's NCCL lock;
+ * one in flight is freed when it completes). */
+void ovl__cuda_graphs_drop(ovl__brank *br);
+
 /* The tag of the last completed call of `ring` on `br` among those still
  * recorded (0: none known). Never blocks (cudaEventQuery). */
 uint64_t ovl__cuda_progress_scan(ovl__brank *br, int ring);
