@@ -1688,13 +1688,20 @@ END_TEST
  * one GPU: a delay longer than the timeout in the graph, an allreduce
  * behind it. The host sync after the segment gives up, the abort ends the
  * delay kernel inside the graph, and the flight record has the graph's
- * call, enqueued and not completed. */
+ * calls, enqueued and not completed. The send and receive to itself give
+ * the graph an NCCL kernel, whose references on the communicator the
+ * abort must not wait for forever (the graphs are destroyed first). */
 START_TEST(test_graph_timeout_one_gpu) {
   static const char text[] =
       "x = data(shape=[1024], init=uniform)\n"
+      "group {\n"
+      "  send_v2(x, peer=0, ring_id=0, use_calc_stream=true)\n"
+      "  y = recv_v2(peer=0, out_shape=[1024], ring_id=0, "
+      "use_calc_stream=true)\n"
+      "}\n"
       "delay(us=5000000, stream=calc)\n"
       "c_allreduce_sum(x, ring_id=0, use_calc_stream=true)\n"
-      "fetch(x)\n";
+      "fetch(x, y)\n";
   ovl_world_opts wo = {.backend = "cuda", .nranks = 1, .timeout_s = 1};
   ovl_parse_opts po = {.nranks = 1};
   ovl_run_opts ro = {.iters = 2, .warmup = 0, .graph = 1};
@@ -1717,15 +1724,15 @@ START_TEST(test_graph_timeout_one_gpu) {
                                        "ended by the abort?)",
                 ovl__now() - t0);
   ck_assert_ptr_null(res);
-  ck_assert_msg(strncmp(err.msg, "slow.sched:4:1: fetch on calc stream: "
+  ck_assert_msg(strncmp(err.msg, "slow.sched:8:1: fetch on calc stream: "
                                  "rank 0: sync of calc stream: timed out "
                                  "after 1 s",
-                        strlen("slow.sched:4:1: fetch on calc stream: "
+                        strlen("slow.sched:8:1: fetch on calc stream: "
                                "rank 0: sync of calc stream: timed out "
                                "after 1 s")) == 0,
                 "%s", err.msg);
   ck_assert_msg(strstr(err.msg, "; flight record: rank 0 ring 0: enqueued "
-                                "#1 c_allreduce_sum (slow.sched:3), "
+                                "#3 c_allreduce_sum (slow.sched:7), "
                                 "completed nothing") != NULL,
                 "%s", err.msg);
   ovl_program_free(prog);
