@@ -337,6 +337,9 @@ const char *ovl_world_devices(const ovl_world *world);
 /* The device of one rank ("NVIDIA H200", "emulated (cpu)"); NULL if `rank`
  * is out of range. */
 const char *ovl_world_device_name(const ovl_world *world, int rank);
+/* Whether the world's backend can run programs as graphs
+ * (ovl_run_opts.graph): cuda yes, cpu no. */
+int ovl_world_has_graphs(const ovl_world *world);
 
 /* The machine a world runs on, for reports. Strings are always terminated;
  * what does not apply to the backend is "n/a", what could not be found out
@@ -367,6 +370,24 @@ typedef struct ovl_run_opts_s {
   /* The timed iteration traced, 0-based; a negative value counts from the
    * end (-1: the last). Out of range is an error. */
   int trace_iter;
+  /*
+   * Non-zero: run as graphs (CUDA graphs; the cpu backend has none and the
+   * run is refused with OVL_EINVAL: ovl_world_has_graphs). Each rank
+   * captures one iteration of its ops once, before the first iteration, and
+   * every iteration (warmup included) replays it: the host enqueues a
+   * launch instead of every kernel and collective. The host syncs (fetch,
+   * c_sync_calc_stream, c_sync_comm_stream, stream_sync, barrier's) split
+   * the iteration into segments, one graph each, replayed in order with the
+   * host's primitive between them. A segment runs as one unit: a host sync
+   * after it waits for all of its work, on every stream (eager, it waits
+   * for its stream only), and a wait for an event recorded in an earlier
+   * segment or iteration does nothing (that record has completed). The
+   * fetched values come from the replays. Op times and the trace are
+   * measured by timers recorded inside the graphs. A timeout's flight
+   * record counts a segment's calls completed once a host sync after it
+   * returned.
+   */
+  int graph;
 } ovl_run_opts;
 
 typedef struct ovl_result_s ovl_result;
@@ -1161,6 +1182,7 @@ typedef struct ovl_report_json_opts_s {
   double timeout_s;
   int races;                   /* the race check ran */
   int op_times;                /* also writes each mode's "op_times" */
+  int graph;                   /* the runs were graphs (ovl_run_opts) */
   unsigned chaos_seed;
   const char *comm_priority;   /* "high" or "default" */
   int nccl_min_ctas, nccl_max_ctas;

@@ -80,6 +80,13 @@ ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
                              double rtol, double atol, ovl_check *out,
                              ovl_error *err);
 
+/* The deadlock check (check/deadlock.c) of a program run as graphs
+ * (ovl_run_opts.graph) when `graph`: a host sync waits for every stream
+ * of its rank, as the segment before it is one graph; each cycle's
+ * message says so. ovl_deadlock_check is this with `graph` false. */
+ovl_status ovl__deadlock_check_graph(const ovl_program *prog, bool graph,
+                                     ovl_deadlocks **out, ovl_error *err);
+
 /* ------------------------------------------------------------------ */
 /* Backends                                                            */
 /* ------------------------------------------------------------------ */
@@ -239,6 +246,31 @@ typedef struct ovl__backend_ops {
                            ovl_error *err);
   ovl_status (*timer_elapsed)(ovl__brank *br, size_t a, size_t b,
                               double *seconds, ovl_error *err);
+
+  /* Graphs (ovl_run_opts.graph; docs/ARCHITECTURE.md, "Graphs"). NULL
+   * where the backend has none (cpu). graph_begin starts capturing: from
+   * it to graph_end, what the rank enqueues on any of its streams is
+   * recorded, not run; every stream starts the capture ordered after
+   * nothing (it is forked from calc at graph_begin, before any work) and
+   * is joined back to calc at graph_end, so that the capture is one graph.
+   * Inside a capture: event_record and stream_wait_event become the
+   * graph's edges; a wait for an event not recorded in this capture does
+   * nothing (its last record, in an earlier segment or iteration, has
+   * completed before the graph is launched: the executor launches a
+   * segment only after the host sync that ends the one before);
+   * timer_mark records its timer each time the graph runs; the flight
+   * record's progress events are not recorded (the executor counts a
+   * segment's calls as completed once the host sync after it returns);
+   * stream_sync must not be called. graph_end instantiates the capture
+   * and gives its number (0, 1, ... per rank); graph_launch runs graph
+   * `graph` on the calc stream (the host does not block: stream_sync of
+   * calc waits for all of it, whatever streams its work was captured
+   * from). graph_abort ends a capture that failed half way, discarding
+   * it (nothing if none is open). Graphs live until rank_fini. */
+  ovl_status (*graph_begin)(ovl__brank *br, ovl_error *err);
+  ovl_status (*graph_end)(ovl__brank *br, int *graph, ovl_error *err);
+  ovl_status (*graph_launch)(ovl__brank *br, int graph, ovl_error *err);
+  void (*graph_abort)(ovl__brank *br);
 
   /* (main) One tuning key of ovl_world_set (world.c has checked that it
    * is one of the keys, and that no run has started): apply it, or refuse

@@ -109,7 +109,7 @@ MACHINE_KEYS = ("backend", "ranks", "devices", "device_summary", "hostname",
                 "cpu_model", "driver_version", "cuda_runtime_version",
                 "nccl_version")
 OPTION_KEYS = ("mode", "iters", "warmup", "timed", "rtol", "atol",
-               "timeout_s", "races", "op_times", "chaos_seed",
+               "timeout_s", "races", "op_times", "graph", "chaos_seed",
                "comm_priority", "nccl_min_ctas", "nccl_max_ctas", "trace",
                "svg", "trace_iter", "defines")
 MODE_KEYS = ("total_s", "median_s", "min_s", "max_s", "iter_s", "check",

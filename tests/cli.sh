@@ -217,6 +217,20 @@ if run 2 replay-no-races --replay --no-races && has err -- '--replay .*--no-race
   run 2 replay-delay-timeout --replay --replay-delay=2000000 --timeout=1 "$src/schedules/bad/missing_wait_compute.sched" &&
   has err 'not shorter than the timeout'
 then ok "--replay refused with --no-races, --chaos, --trace; --replay-delay checked"; else ko "--replay refused with --no-races, --chaos, --trace; --replay-delay checked"; fi
+# --graph: the cpu backend has no graphs (asked for, or picked by auto
+# where no GPU is visible); and what --graph cannot go with. Nothing runs.
+if run 2 graph-cpu --graph && ! has out . &&
+  has err -- '^overlap_sim: --graph: the cpu backend has no graphs \(CUDA graphs need --backend=cuda or auto with a GPU\)$' &&
+  run 2 graph-races --graph --races && has err -- '^overlap_sim: --races runs nothing: --graph needs a run$' &&
+  run 2 graph-replay --graph --replay && has err -- '^overlap_sim: --replay makes eager runs of one iteration: it cannot go with --graph$' &&
+  run 2 graph-chaos --graph --chaos=1 && has err -- '^overlap_sim: --graph needs the cuda backend and --chaos the cpu backend: they cannot go together$' &&
+  "$tool" --help >"$tmp/out" 2>"$tmp/err" && has out '^      --graph  '
+then ok "--graph refused on cpu and with --races, --replay, --chaos"; else ko "--graph refused on cpu and with --races, --replay, --chaos"; fi
+CUDA_VISIBLE_DEVICES= "$tool" --backend=auto --graph -n 2 -w 0 >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 2 ] && ! has out . &&
+  has err -- '^overlap_sim: --graph: the cpu backend has no graphs \(CUDA graphs need the cuda backend: a GPU, or --backend=cuda\)$'
+then ok "--graph refused where auto picks cpu"; else echo "    exit $rc, expected 2"; ko "--graph refused where auto picks cpu"; fi
 if run_racy 4 replay-delay --replay --replay-delay=25000 -q "$src/schedules/bad/missing_wait_comm.sched" &&
   has out '^async: plain run .*; delay 25 ms$' && has out 'comm\[0\] delayed 25 ms before line 15\)$'
 then ok "--replay-delay"; else ko "--replay-delay"; fi

@@ -72,6 +72,13 @@ bad "--backend: unknown backend 'gpu'" --backend=gpu
 bad "--ranks: '0'" --ranks=0
 bad "option '-c' needs a value" -c
 bad "unexpected argument 'x.sched'" x.sched
+bad "^overlap_sweep: --graph: the cpu backend has no graphs \(CUDA graphs need --backend=cuda or auto with a GPU\)$" --graph -b 1K -e 1K
+# auto where no GPU is visible picks cpu, which has no graphs.
+CUDA_VISIBLE_DEVICES= "$sweep" --backend=auto --graph -b 1K -e 1K -n 1 -w 0 >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 2 ] && [ ! -s "$tmp/out" ] &&
+  has err '^overlap_sweep: --graph: the cpu backend has no graphs \(CUDA graphs need the cuda backend: a GPU, or --backend=cuda\)$'
+then ok "--graph refused where auto picks cpu"; else echo "    exit $rc, expected 2"; ko "--graph refused where auto picks cpu"; fi
 
 # A small sweep of each collective: 1K to 16K by 2 is 5 rows of 19 columns
 # (size count type redop root, 3 x (time algbw busbw #wrong), 2 slowdowns);

@@ -2,8 +2,9 @@
  * Tests of the cuda backend on real GPUs: elementwise kernels against the
  * host, every collective on one GPU and on all of them, the wait-op event
  * semantics (a missing wait really reads stale data), NaN poison, the delay
- * kernel, the sync timeout that turns a stuck collective into an error, and
- * the race replay (--replay) of every schedule in schedules/bad/.
+ * kernel, the sync timeout that turns a stuck collective into an error,
+ * the race replay (--replay) of every schedule in schedules/bad/, and
+ * graphs (--graph: the case "graph", CK_RUN_CASE=graph runs it alone).
  *
  * Skips (exit 77) where no GPU is visible. CUDA is never initialised in this
  * process: main() counts devices in a forked child, and Check forks every
@@ -1247,7 +1248,7 @@ END_TEST
  * compute event starts after the delay before it ends; the op after
  * c_wait_comm starts after the collective ends. Ranks line up on the host
  * clock. The versions are known. */
-START_TEST(test_trace_spans) {
+static void trace_spans(bool graph) {
   static const char text[] =
       "x = data(shape=[1048576], init=uniform)\n"
       "y = scale(x, scale=2.0)\n"
@@ -1261,7 +1262,8 @@ START_TEST(test_trace_spans) {
   int nranks = ngpus < 2 ? ngpus : 2;
   ovl_world_opts wo = {.backend = "cuda", .nranks = nranks, .timeout_s = 30};
   ovl_parse_opts po = {.nranks = nranks};
-  ovl_run_opts ro = {.iters = 3, .warmup = 1, .trace = 1, .trace_iter = -1};
+  ovl_run_opts ro = {.iters = 3, .warmup = 1, .trace = 1, .trace_iter = -1,
+                     .graph = graph, .op_times = graph};
   ovl_world *world = NULL;
   ovl_program *prog = NULL;
   ovl_result *res = NULL;
@@ -1309,7 +1311,472 @@ START_TEST(test_trace_spans) {
   ck_assert_str_ne(info.runtime_version, "n/a");
   ck_assert_str_ne(info.nccl_version, "n/a");
   ck_assert_str_ne(info.nccl_version, "unknown");
+  if (graph) {
+    /* Op times from the timers inside the graphs: the delay's, summed
+     * over the 3 timed iterations. */
+    for (int r = 0; r < nranks; r++) {
+      const double *t = ovl_result_op_times(res, r);
+      ck_assert_ptr_nonnull(t);
+      ck_assert_msg(t[delay] >= 3 * 0.0199 && t[delay] < 3 * 0.5,
+                    "rank %d: delay op time %g s", r, t[delay]);
+      ck_assert_msg(t[ar] > 0, "rank %d: allreduce op time %g", r, t[ar]);
+    }
+  }
   ovl_result_free(res);
+  ovl_program_free(prog);
+  ovl_world_free(world);
+}
+
+START_TEST(test_trace_spans) { trace_spans(false); }
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Graphs (ovl_run_opts.graph; backend graph_begin ... graph_launch)    */
+/* ------------------------------------------------------------------ */
+
+/* The backend's capture. Work on calc and comm[0] ordered by the wait
+ * ops' events (an allreduce among them) is one graph; nothing runs until
+ * it is launched; each launch reads the buffers as they are then (x is
+ * uploaded anew before each), and a sync of calc waits for the comm
+ * stream's part too. comm[0] is forked at the start of the capture: its
+ * kernel does not wait for the 30 ms delay enqueued on calc before it
+ * (timers inside the graph, recorded by every launch, say so). A wait for
+ * an event recorded before the capture does nothing; what a capture
+ * refuses; a capture abandoned half way leaves the streams usable. */
+static void graph_body(world_run *w, int rank, ovl__brank *br) {
+  enum { N = 4096 };
+  static double h[OVL_MAX_RANKS][N], got[OVL_MAX_RANKS][N],
+      want[OVL_MAX_RANKS][N];
+  const ovl_dtype F = OVL_DTYPE_FLOAT32;
+  const int named = OVL_EVENT_NAMED(1, 0);
+  void *x, *y, *z, *v;
+  ovl_error err;
+  ovl_status st;
+  int g = -1, g2 = -1;
+  double t01, t03;
+
+  RK_OK(B->mem_alloc(br, N * sizeof(float), &x, E));
+  RK_OK(B->mem_alloc(br, N * sizeof(float), &y, E));
+  RK_OK(B->mem_alloc(br, N * sizeof(float), &z, E));
+  RK_OK(B->mem_alloc(br, N * sizeof(float), &v, E));
+  RK_OK(B->events_reserve(br, named + 1, E));
+  RK_OK(B->timers_reserve(br, 4, E));
+  /* A record before the capture: the wait for it inside does nothing. */
+  RK_OK(B->event_record(br, named, CALC, E));
+
+  RK_OK(B->graph_begin(br, E));
+  st = B->graph_begin(br, &err);
+  RK_CHECK(st == OVL_EINVAL, "a second graph_begin: %s", ovl_err_name(st));
+  st = B->stream_sync(br, CALC, &err);
+  RK_CHECK(st == OVL_EINVAL &&
+               strstr(err.msg, "sync of calc stream inside a graph capture") !=
+                   NULL,
+           "a sync inside the capture: %s: %s", ovl_err_name(st), err.msg);
+  RK_OK(B->stream_wait_event(br, COMM0, named, E));
+  RK_OK(B->timer_mark(br, 0, CALC, E));
+  RK_OK(B->delay(br, CALC, 30000.0, E));
+  RK_OK(B->timer_mark(br, 1, CALC, E));
+  RK_OK(B->timer_mark(br, 2, COMM0, E));
+  /* v = x + 5 on comm[0], beside the delay. */
+  RK_OK(B->elementwise(br, COMM0, OVL_EW_SCALE, F, v, x, NULL, 1.0, 5.0, N,
+                       E));
+  RK_OK(B->timer_mark(br, 3, COMM0, E));
+  /* y = 2x on calc; allreduced on comm[0]; z = y + v on calc. */
+  RK_OK(B->elementwise(br, CALC, OVL_EW_SCALE, F, y, x, NULL, 2.0, 0.0, N,
+                       E));
+  RK_OK(B->event_record(br, EV_COMPUTE0, CALC, E));
+  RK_OK(B->stream_wait_event(br, COMM0, EV_COMPUTE0, E));
+  RK_OK(B->collective(br, COMM0, 0, OVL_COLL_ALLREDUCE, OVL_RED_SUM, F, y, y,
+                      N, 0, 1, E));
+  RK_OK(B->event_record(br, EV_COMM0, COMM0, E));
+  RK_OK(B->stream_wait_event(br, CALC, EV_COMM0, E));
+  RK_OK(B->elementwise(br, CALC, OVL_EW_ADD, F, z, y, v, 1.0, 0.0, N, E));
+  RK_OK(B->graph_end(br, &g, E));
+  RK_CHECK(g == 0, "first graph numbered %d", g);
+  st = B->graph_end(br, &g2, &err);
+  RK_CHECK(st == OVL_EINVAL, "graph_end without a capture: %s",
+           ovl_err_name(st));
+  st = B->graph_launch(br, 1, &err);
+  RK_CHECK(st == OVL_EINVAL, "launch of graph 1: %s", ovl_err_name(st));
+  /* Captured, not run: z is still the NaN mem_alloc left. */
+  RK_OK(download(br, got[rank], z, N, F, E));
+  RK_CHECK(isnan(got[rank][0]) && isnan(got[rank][N - 1]),
+           "z written by the capture: %g", got[rank][0]);
+
+  for (int k = 1; k <= 3; k++) {
+    for (size_t i = 0; i < N; i++) {
+      h[rank][i] = k + (double)i / 4;
+      want[rank][i] = 2.0 * w->nranks * h[rank][i] + h[rank][i] + 5.0;
+    }
+    RK_OK(upload(br, x, h[rank], N, F, E));
+    RK_OK(B->graph_launch(br, g, E));
+    RK_OK(B->stream_sync(br, CALC, E));
+    RK_OK(download(br, got[rank], z, N, F, E));
+    RK_SAME("z after a launch", got[rank], want[rank], N);
+    RK_OK(B->timer_elapsed(br, 0, 1, &t01, E));
+    RK_OK(B->timer_elapsed(br, 0, 3, &t03, E));
+    RK_CHECK(t01 >= 0.0299 && t01 < 1.0, "launch %d: the delay took %g s", k,
+             t01);
+    RK_CHECK(t03 < 0.02, "launch %d: comm's kernel ended %g s after calc's "
+                         "first timer (waited for the delay?)",
+             k, t03);
+  }
+
+  /* A capture abandoned half way: nothing of it runs, and the streams
+   * work eagerly after it. */
+  RK_OK(B->graph_begin(br, E));
+  RK_OK(B->elementwise(br, CALC, OVL_EW_SCALE, F, z, x, NULL, 0.0, 7.0, N,
+                       E));
+  RK_OK(B->elementwise(br, COMM0, OVL_EW_SCALE, F, v, x, NULL, 0.0, 7.0, N,
+                       E));
+  B->graph_abort(br);
+  B->graph_abort(br); /* none open: nothing */
+  RK_OK(B->stream_sync(br, CALC, E));
+  RK_OK(B->stream_sync(br, COMM0, E));
+  RK_OK(download(br, got[rank], z, N, F, E));
+  RK_SAME("z after an abandoned capture", got[rank], want[rank], N);
+  RK_OK(B->elementwise(br, CALC, OVL_EW_SCALE, F, z, x, NULL, 0.0, 7.0, N,
+                       E));
+  RK_OK(B->stream_sync(br, CALC, E));
+  RK_OK(download(br, got[rank], z, 1, F, E));
+  RK_CHECK(got[rank][0] == 7.0, "eager kernel after the abort: %g",
+           got[rank][0]);
+  st = B->graph_launch(br, 1, &err);
+  RK_CHECK(st == OVL_EINVAL, "the abandoned capture made a graph");
+  B->mem_free(br, x);
+  B->mem_free(br, y);
+  B->mem_free(br, z);
+  B->mem_free(br, v);
+}
+
+START_TEST(test_graph_capture) { run_world(all_ranks(), 1, 1, 60, graph_body); }
+END_TEST
+
+/* Run `prog` with `ro` on `world`; fail the test with the message. */
+static ovl_result *run_prog(ovl_world *world, const ovl_program *prog,
+                            const ovl_run_opts *ro) {
+  ovl_result *res = NULL;
+  ovl_error err = {0};
+  ovl_status st = ovl_world_run(world, prog, ro, &res, &err);
+  ck_assert_msg(st == OVL_OK, "%s: %s: %s", ovl_program_filename(prog),
+                ovl_err_name(st), err.msg);
+  return res;
+}
+
+/* Graph and eager runs of `prog` fetch the same values, bit for bit (two
+ * ranks: every sum is of two terms, the same in any order), and the
+ * graphs' are right (the reference). Returns how many variables of how
+ * many ranks were compared. */
+static size_t graph_equals_eager(ovl_world *world, const ovl_program *prog) {
+  ovl_run_opts eager = {.iters = 2, .warmup = 1};
+  ovl_run_opts graph = {.iters = 2, .warmup = 1, .graph = 1};
+  ovl_result *a = run_prog(world, prog, &eager);
+  ovl_result *b = run_prog(world, prog, &graph);
+  ovl_reference *ref = NULL;
+  ovl_check chk;
+  ovl_error err = {0};
+  size_t compared = 0;
+
+  for (int r = 0; r < ovl_program_nranks(prog); r++)
+    for (size_t i = 0; i < ovl_program_fetch_count(prog); i++) {
+      ovl_var_info vi;
+      const double *x = ovl_result_fetched(a, r, i),
+                   *y = ovl_result_fetched(b, r, i);
+      ovl_program_fetch_info(prog, i, &vi);
+      ck_assert_msg((x == NULL) == (y == NULL),
+                    "%s: rank %d %s fetched in one run only",
+                    ovl_program_filename(prog), r, vi.name);
+      if (x == NULL)
+        continue;
+      for (int64_t k = 0; k < vi.numel; k++)
+        ck_assert_msg(memcmp(&x[k], &y[k], sizeof x[k]) == 0,
+                      "%s: rank %d %s[%lld]: eager %.17g, graph %.17g",
+                      ovl_program_filename(prog), r, vi.name, (long long)k,
+                      x[k], y[k]);
+      compared++;
+    }
+  if (ovl_program_fetch_count(prog) > 0) {
+    ck_assert_msg(ovl_reference_compute(prog, ovl_program_nranks(prog), &ref,
+                                        &err) == OVL_OK,
+                  "%s", err.msg);
+    ck_assert_msg(ovl_check_result(prog, b, ref, 1e-5, 1e-6, &chk, &err) ==
+                      OVL_OK,
+                  "%s", err.msg);
+    ck_assert_msg(chk.mismatched == 0, "%s: %lld elements wrong in graphs",
+                  ovl_program_filename(prog), (long long)chk.mismatched);
+    ovl_check_release(&chk);
+    ovl_reference_free(ref);
+  }
+  ovl_result_free(a);
+  ovl_result_free(b);
+  return compared;
+}
+
+/* Segments split at every host sync: a fetch reads what the ops before it
+ * wrote, not what the ops after it write into the same variable (a is
+ * fetched, then overwritten: one graph for the whole iteration would
+ * fetch 5x); stream_sync of a user stream, c_sync_comm_stream, barrier and
+ * c_sync_calc_stream end segments too; a wait for an event recorded in an
+ * earlier segment does nothing; ops of one rank only, and sends and
+ * receives in groups, are captured by the ranks that run them. */
+START_TEST(test_graph_segments) {
+  static const char text[] =
+      "x = data(shape=[65536], init=uniform, seed=3)\n"
+      "a = scale(x, scale=2.0)\n"
+      "fetch(a)\n"
+      "a = scale(x, scale=5.0)\n"
+      "y = scale(x, scale=3.0)\n"
+      "c_wait_compute(y, ring_id=0)\n"
+      "c_allreduce_sum(y, ring_id=0)\n"
+      "c_sync_comm_stream(y, ring_id=0)\n"
+      "event_record(event=e1, stream=calc)\n"
+      "stream_wait_event(event=e1, stream=side)\n"
+      "z = scale(y, scale=0.5, stream=side)\n"
+      "stream_sync(stream=side)\n"
+      "stream_wait_event(event=e1, stream=side)\n"
+      "w = elementwise_add(z, a, stream=side)\n"
+      "event_record(event=e2, stream=side)\n"
+      "stream_wait_event(event=e2, stream=calc)\n"
+      "c_allreduce_max(w, ring_id=0, use_calc_stream=true)\n"
+      "barrier(w, ring_id=0)\n"
+      "u = scale(w, scale=1.0, ranks=[0])\n"
+      "u = scale(w, scale=-1.0, ranks=[1])\n"
+      "c_wait_compute(u, ring_id=1)\n"
+      "group {\n"
+      "  send_v2(u, peer=(rank + 1) % nranks, ring_id=1)\n"
+      "  r = recv_v2(peer=(rank + nranks - 1) % nranks, out_shape=[65536], "
+      "dtype=float32, ring_id=1)\n"
+      "}\n"
+      "c_sync_calc_stream(r)\n"
+      "c_wait_compute(r, ring_id=1)\n"
+      "c_sync_comm_stream(r, ring_id=1)\n"
+      "fetch(y, z, w, r)\n";
+  ovl_world_opts wo = {.backend = "cuda", .nranks = 2, .timeout_s = 30};
+  ovl_parse_opts po = {.nranks = 2};
+  ovl_world *world = NULL;
+  ovl_program *prog = NULL;
+  ovl_error err = {0};
+
+  if (ngpus < 2)
+    return; /* the ranks that differ need two */
+  ck_assert_msg(ovl_world_create(&wo, &world, &err) == OVL_OK, "%s",
+                err.msg);
+  ck_assert_msg(ovl_program_parse(text, sizeof text - 1, "seg.sched", &po,
+                                  &prog, &err) == OVL_OK,
+                "%s", err.msg);
+  ck_assert_uint_eq(graph_equals_eager(world, prog), 2 * 5);
+  ovl_program_free(prog);
+  ovl_world_free(world);
+}
+END_TEST
+
+/* Every good schedule (and the test schedules of every op and of user
+ * streams) on two GPUs: the graphs fetch what the eager runs fetch, and
+ * it is right; in sync form too, through the pipeline with every check,
+ * and the seed's comp and comm forms run. */
+START_TEST(test_graph_schedules) {
+  static const char *const extra[] = {"tests/schedules/all_ops.sched",
+                                      "tests/schedules/user_streams.sched"};
+  const char *dir = OVL_SRCDIR "/schedules/good";
+  ovl_world_opts wo = {.backend = "cuda", .nranks = 2, .timeout_s = 30};
+  ovl_parse_opts po = {.nranks = 2};
+  ovl_world *world = NULL;
+  ovl_error err = {0};
+  DIR *d;
+  struct dirent *e;
+  size_t files = 0;
+  char path[4096];
+
+  if (ngpus < 2)
+    return;
+  ck_assert_msg(ovl_world_create(&wo, &world, &err) == OVL_OK, "%s",
+                err.msg);
+  d = opendir(dir);
+  ck_assert_msg(d != NULL, "cannot open %s", dir);
+  for (size_t k = 0;; k++) {
+    ovl_program *prog = NULL;
+    ovl_report *rep = NULL;
+    ovl_report_summary sum;
+    ovl_pipeline_opts pl = {.modes = OVL_MODE_BIT(OVL_MODE_SYNC) |
+                                     OVL_MODE_BIT(OVL_MODE_ASYNC),
+                            .races = 1, .run = 1, .rtol = 1e-5, .atol = 1e-6,
+                            .run_opts = {.iters = 2, .warmup = 1,
+                                         .graph = 1}};
+    if (k < sizeof extra / sizeof extra[0]) {
+      snprintf(path, sizeof path, "%s/%s", OVL_SRCDIR, extra[k]);
+    } else {
+      size_t n;
+      if ((e = readdir(d)) == NULL)
+        break;
+      n = strlen(e->d_name);
+      if (n < 6 || strcmp(e->d_name + n - 6, ".sched") != 0)
+        continue;
+      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    }
+    ck_assert_msg(ovl_program_load(path, &po, &prog, &err) == OVL_OK,
+                  "%s: %s", path, err.msg);
+    graph_equals_eager(world, prog);
+    if (strstr(path, "seed_small") != NULL)
+      pl.modes |= OVL_MODE_BIT(OVL_MODE_COMP) | OVL_MODE_BIT(OVL_MODE_COMM);
+    ck_assert_msg(ovl_pipeline_run(world, prog, &pl, &rep, &err) == OVL_OK,
+                  "%s: %s", path, err.msg);
+    ovl_report_summary_get(rep, &sum);
+    ck_assert_msg(sum.mismatched == 0 && sum.races == 0 &&
+                      sum.mismatches == 0 && sum.deadlocks == 0,
+                  "%s under graphs: %lld wrong, %llu races", path,
+                  (long long)sum.mismatched, (unsigned long long)sum.races);
+    ovl_report_free(rep);
+    ovl_program_free(prog);
+    files++;
+  }
+  closedir(d);
+  ck_assert_uint_ge(files, 2 + 16);
+  ovl_world_free(world);
+}
+END_TEST
+
+START_TEST(test_graph_trace_spans) { trace_spans(true); }
+END_TEST
+
+/* A run as graphs is checked for the deadlocks of graphs: a receive left
+ * on comm[0] across a host sync of calc, whose send the peer enqueues
+ * after its own host sync, would hang as graphs (the host sync waits for
+ * the receive), so the pipeline stops before running anything. */
+START_TEST(test_graph_deadlock_check) {
+  static const char text[] =
+      "x = data(shape=[16], init=uniform)\n"
+      "y = recv_v2(peer=1 - rank, out_shape=[16], ring_id=0)\n"
+      "c_sync_calc_stream(x)\n"
+      "send_v2(x, peer=1 - rank, ring_id=0, use_calc_stream=true)\n"
+      "c_sync_comm_stream(y, ring_id=0)\n"
+      "fetch(y)\n";
+  ovl_world_opts wo = {.backend = "cuda", .nranks = 2, .timeout_s = 10};
+  ovl_parse_opts po = {.nranks = 2};
+  ovl_pipeline_opts pl = {.modes = OVL_MODE_BIT(OVL_MODE_ASYNC), .races = 1,
+                          .run = 1, .rtol = 1e-5, .atol = 1e-6,
+                          .run_opts = {.iters = 1, .warmup = 0, .graph = 1}};
+  ovl_world *world = NULL;
+  ovl_program *prog = NULL;
+  ovl_report *rep = NULL;
+  ovl_report_summary sum;
+  ovl_report_mode m;
+  ovl_error err = {0};
+
+  if (ngpus < 2)
+    return;
+  ck_assert_msg(ovl_world_create(&wo, &world, &err) == OVL_OK, "%s",
+                err.msg);
+  ck_assert_msg(ovl_program_parse(text, sizeof text - 1, "dl.sched", &po,
+                                  &prog, &err) == OVL_OK,
+                "%s", err.msg);
+  ck_assert_msg(ovl_pipeline_run(world, prog, &pl, &rep, &err) == OVL_OK,
+                "%s", err.msg);
+  ovl_report_summary_get(rep, &sum);
+  ck_assert_uint_eq(sum.deadlocks, 1);
+  ck_assert_ptr_nonnull(ovl_report_not_run(rep));
+  ck_assert_int_eq(ovl_report_mode_get(rep, 0, &m), 0);
+  ck_assert_ptr_null(m.res);
+  ovl_report_free(rep);
+  ovl_program_free(prog);
+  ovl_world_free(world);
+}
+END_TEST
+
+/* A replay that hangs times out like an eager run and aborts cleanly, on
+ * one GPU: a delay longer than the timeout in the graph, an allreduce
+ * behind it. The host sync after the segment gives up, the abort ends the
+ * delay kernel inside the graph, and the flight record has the graph's
+ * calls, enqueued and not completed. The send and receive to itself give
+ * the graph an NCCL kernel, whose references on the communicator the
+ * abort must not wait for forever (the graphs are destroyed first). */
+START_TEST(test_graph_timeout_one_gpu) {
+  static const char text[] =
+      "x = data(shape=[1024], init=uniform)\n"
+      "group {\n"
+      "  send_v2(x, peer=0, ring_id=0, use_calc_stream=true)\n"
+      "  y = recv_v2(peer=0, out_shape=[1024], ring_id=0, "
+      "use_calc_stream=true)\n"
+      "}\n"
+      "delay(us=5000000, stream=calc)\n"
+      "c_allreduce_sum(x, ring_id=0, use_calc_stream=true)\n"
+      "fetch(x, y)\n";
+  ovl_world_opts wo = {.backend = "cuda", .nranks = 1, .timeout_s = 1};
+  ovl_parse_opts po = {.nranks = 1};
+  ovl_run_opts ro = {.iters = 2, .warmup = 0, .graph = 1};
+  ovl_world *world = NULL;
+  ovl_program *prog = NULL;
+  ovl_result *res = NULL;
+  ovl_error err = {0};
+  ovl_status st;
+  double t0;
+
+  ck_assert_msg(ovl_world_create(&wo, &world, &err) == OVL_OK, "%s",
+                err.msg);
+  ck_assert_msg(ovl_program_parse(text, sizeof text - 1, "slow.sched", &po,
+                                  &prog, &err) == OVL_OK,
+                "%s", err.msg);
+  t0 = ovl__now();
+  st = ovl_world_run(world, prog, &ro, &res, &err);
+  ck_assert_msg(st == OVL_ETIMEDOUT, "%s: %s", ovl_err_name(st), err.msg);
+  ck_assert_msg(ovl__now() - t0 < 4.5, "took %g s (the delay was not "
+                                       "ended by the abort?)",
+                ovl__now() - t0);
+  ck_assert_ptr_null(res);
+  ck_assert_msg(strncmp(err.msg, "slow.sched:8:1: fetch on calc stream: "
+                                 "rank 0: sync of calc stream: timed out "
+                                 "after 1 s",
+                        strlen("slow.sched:8:1: fetch on calc stream: "
+                               "rank 0: sync of calc stream: timed out "
+                               "after 1 s")) == 0,
+                "%s", err.msg);
+  ck_assert_msg(strstr(err.msg, "; flight record: rank 0 ring 0: enqueued "
+                                "#3 c_allreduce_sum (slow.sched:7), "
+                                "completed nothing") != NULL,
+                "%s", err.msg);
+  ovl_program_free(prog);
+  ovl_world_free(world);
+}
+END_TEST
+
+/* The same on two GPUs, where the replay hangs for want of a peer: the
+ * allreduce only rank 0 runs is captured there and never completes; its
+ * host sync gives up after the timeout, and the flight record says what
+ * rank 0 enqueued (the graph's call, numbered as eager) and that nothing
+ * completed. */
+START_TEST(test_graph_timeout) {
+  static const char text[] =
+      "x = data(shape=[1024], init=uniform)\n"
+      "c_allreduce_sum(x, ring_id=0, use_calc_stream=true, ranks=[0])\n"
+      "fetch(x)\n";
+  ovl_world_opts wo = {.backend = "cuda", .nranks = 2, .timeout_s = 1.5};
+  ovl_parse_opts po = {.nranks = 2};
+  ovl_run_opts ro = {.iters = 1, .warmup = 0, .graph = 1};
+  ovl_world *world = NULL;
+  ovl_program *prog = NULL;
+  ovl_result *res = NULL;
+  ovl_error err = {0};
+  ovl_status st;
+  double t0;
+
+  if (ngpus < 2)
+    return;
+  ck_assert_msg(ovl_world_create(&wo, &world, &err) == OVL_OK, "%s",
+                err.msg);
+  ck_assert_msg(ovl_program_parse(text, sizeof text - 1, "hang.sched", &po,
+                                  &prog, &err) == OVL_OK,
+                "%s", err.msg);
+  t0 = ovl__now();
+  st = ovl_world_run(world, prog, &ro, &res, &err);
+  ck_assert_msg(st == OVL_ETIMEDOUT, "%s: %s", ovl_err_name(st), err.msg);
+  ck_assert_msg(ovl__now() - t0 < 30, "took %g s", ovl__now() - t0);
+  ck_assert_msg(strstr(err.msg, "hang.sched:3:1: fetch on calc stream: rank "
+                                "0: sync of calc stream: timed out after "
+                                "1.5 s") != NULL,
+                "%s", err.msg);
+  ck_assert_msg(strstr(err.msg, "flight record: rank 0 ring 0: enqueued #1 "
+                                "c_allreduce_sum (hang.sched:2), completed "
+                                "nothing") != NULL,
+                "%s", err.msg);
   ovl_program_free(prog);
   ovl_world_free(world);
 }
@@ -1454,6 +1921,17 @@ static Suite *cuda_suite(void) {
   tcase_add_test(tc, test_invalid);
   tcase_add_test(tc, test_trace_spans);
   tcase_add_test(tc, test_replay_bad_schedules);
+  suite_add_tcase(s, tc);
+  /* Its own case, so that CK_RUN_CASE=graph runs these alone. */
+  tc = tcase_create("graph");
+  tcase_set_timeout(tc, 180);
+  tcase_add_test(tc, test_graph_capture);
+  tcase_add_test(tc, test_graph_segments);
+  tcase_add_test(tc, test_graph_schedules);
+  tcase_add_test(tc, test_graph_trace_spans);
+  tcase_add_test(tc, test_graph_timeout_one_gpu);
+  tcase_add_test(tc, test_graph_timeout);
+  tcase_add_test(tc, test_graph_deadlock_check);
   suite_add_tcase(s, tc);
   return s;
 }

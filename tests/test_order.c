@@ -641,6 +641,58 @@ START_TEST(point_to_point_deadlocks) {
 }
 END_TEST
 
+/* As graphs (ovl__deadlock_check_graph, what a run with
+ * ovl_run_opts.graph is checked with), a host sync waits for every stream
+ * of its segment: a receive left running on comm[0] across a host sync of
+ * calc, whose send the peer enqueues only after its own host sync,
+ * deadlocks there and not in the eager check; with the receive after the
+ * sync, neither does. */
+START_TEST(graph_host_syncs_wait_for_every_stream) {
+  static const char bad[] =
+      DATA(x, 16) "y = recv_v2(peer=1 - rank, out_shape=[16], ring_id=0)\n"
+                  "c_sync_calc_stream(x)\n"
+                  "send_v2(x, peer=1 - rank, ring_id=0, use_calc_stream=true)\n"
+                  "c_sync_comm_stream(y, ring_id=0)\n";
+  static const char good[] =
+      DATA(x, 16) "c_sync_calc_stream(x)\n"
+                  "y = recv_v2(peer=1 - rank, out_shape=[16], ring_id=0)\n"
+                  "send_v2(x, peer=1 - rank, ring_id=0, use_calc_stream=true)\n"
+                  "c_sync_comm_stream(y, ring_id=0)\n";
+  ovl_program *p = tu_parse(bad, "p.sched", 2);
+  ovl_deadlocks *d = deadlocks_of(p);
+  ovl_error err = {0};
+  ovl_deadlock_finding f;
+  ck_assert_uint_eq(ovl_deadlocks_count(d), 0);
+  ck_assert_uint_eq(ovl_deadlocks_blocked(d), 0);
+  ovl_deadlocks_free(d);
+  d = NULL;
+  ck_assert_msg(ovl__deadlock_check_graph(p, true, &d, &err) == OVL_OK, "%s",
+                err.msg);
+  ck_assert_uint_eq(ovl_deadlocks_count(d), 1);
+  f = dl_get(d, 0);
+  ck_assert_uint_eq(f.nsteps, 4);
+  ck_assert_str_eq(f.message,
+                   "deadlock: rank 0 comm[0] waits at line 2 (recv_v2 from "
+                   "rank 1, ring 0) for rank 1, whose host is blocked at "
+                   "line 3 (c_sync_calc_stream) waiting for its comm[0], "
+                   "which is blocked at line 2 (recv_v2 from rank 0, ring 0) "
+                   "waiting for rank 0, whose host is blocked at line 3 "
+                   "(c_sync_calc_stream) waiting for rank 0 comm[0] (as "
+                   "graphs: a host sync waits for every stream of its "
+                   "segment)");
+  ovl_deadlocks_free(d);
+  ovl_program_free(p);
+  p = tu_parse(good, "p.sched", 2);
+  d = NULL;
+  ck_assert_msg(ovl__deadlock_check_graph(p, true, &d, &err) == OVL_OK, "%s",
+                err.msg);
+  ck_assert_uint_eq(ovl_deadlocks_count(d), 0);
+  ck_assert_uint_eq(ovl_deadlocks_blocked(d), 0);
+  ovl_deadlocks_free(d);
+  ovl_program_free(p);
+}
+END_TEST
+
 /* Events: a wait blocks until the recording stream passes the record it
  * captured (the last before it, of the ops that run on the rank); a
  * never-recorded event does not wait. */
@@ -1049,6 +1101,7 @@ static Suite *order_suite(void) {
   tcase_add_test(tc, blocked_by_a_mismatch_is_no_deadlock);
   tcase_add_test(tc, point_to_point_deadlocks);
   tcase_add_test(tc, event_waits);
+  tcase_add_test(tc, graph_host_syncs_wait_for_every_stream);
   tcase_add_test(tc, cycles_alike_are_one_finding);
   suite_add_tcase(s, tc);
   tc = tcase_create("races");

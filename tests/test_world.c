@@ -971,6 +971,39 @@ START_TEST(cpu_backend_refuses_cuda_tuning) {
 }
 END_TEST
 
+/* Graph mode (ovl_run_opts.graph) needs the cuda backend: the cpu backend
+ * refuses it, in ovl_world_run and in the pipeline before any check,
+ * reference or run (which would take long on a big program). */
+START_TEST(cpu_backend_refuses_graphs) {
+  ovl_world *w = make_world(2);
+  ovl_program *p = load("schedules/good/missing_wait_compute.sched", 2, NULL,
+                        0);
+  ovl_run_opts ro = {.iters = 1, .warmup = 0, .graph = 1};
+  ovl_pipeline_opts pl = {.modes = OVL_MODE_BIT(OVL_MODE_ASYNC), .races = 1,
+                          .run = 1, .run_opts = ro};
+  ovl_result *res = NULL;
+  ovl_report *rep = NULL;
+  ovl_error err = {0};
+  const char *msg = "graphs: backend 'cpu' cannot run a program as graphs "
+                    "(CUDA graphs need the cuda backend)";
+  ck_assert_int_eq(ovl_world_has_graphs(w), 0);
+  ck_assert_int_eq(ovl_world_has_graphs(NULL), 0);
+  ck_assert_int_eq(ovl_world_run(w, p, &ro, &res, &err), OVL_EINVAL);
+  ck_assert_str_eq(err.msg, msg);
+  ck_assert_ptr_null(res);
+  memset(&err, 0, sizeof err);
+  ck_assert_int_eq(ovl_pipeline_run(w, p, &pl, &rep, &err), OVL_EINVAL);
+  ck_assert_str_eq(err.msg, msg);
+  ck_assert_ptr_null(rep);
+  /* Without graphs the same world runs it. */
+  ro.graph = 0;
+  ck_assert_int_eq(ovl_world_run(w, p, &ro, &res, &err), OVL_OK);
+  ovl_result_free(res);
+  ovl_program_free(p);
+  ovl_world_free(w);
+}
+END_TEST
+
 START_TEST(tuning_only_before_the_first_run) {
   ovl_world *w = make_world(2);
   ovl_program *p = load("schedules/good/missing_wait_compute.sched", 2, NULL,
@@ -1391,6 +1424,7 @@ static Suite *world_suite(void) {
   tcase_add_test(tc, world_info_and_device_names);
   tcase_add_test(tc, result_keeps_the_machine);
   tcase_add_test(tc, cpu_backend_refuses_cuda_tuning);
+  tcase_add_test(tc, cpu_backend_refuses_graphs);
   tcase_add_test(tc, tuning_only_before_the_first_run);
   suite_add_tcase(s, tc);
 

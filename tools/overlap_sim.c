@@ -361,6 +361,7 @@ static int write_run_outputs(const sim_options *o,
         .timeout_s = o->timeout_s > 0 ? o->timeout_s : 60.0,
         .races = !o->no_races,
         .op_times = o->op_times,
+        .graph = o->graph,
         .chaos_seed = o->chaos_seed,
         .comm_priority = o->comm_priority_high ? "high" : "default",
         .nccl_min_ctas = o->nccl_min_ctas,
@@ -486,6 +487,12 @@ static int overlap_sim(int argc, char **argv) {
     goto out;
   if ((rc = make_world(&o, &world)) >= 0)
     goto out;
+  if (o.graph && !ovl_world_has_graphs(world)) {
+    rc = usage_error("--graph: the %s backend has no graphs (CUDA graphs "
+                     "need the cuda backend: a GPU, or --backend=cuda)",
+                     ovl_world_backend_name(world));
+    goto out;
+  }
   sim_plan_memory(&mem, &o, count_modes(modes),
                   ovl_world_backend_name(world), ovl_world_nranks(world));
   bopts.defines = o.defines;
@@ -509,6 +516,7 @@ static int overlap_sim(int argc, char **argv) {
   pl.run_opts.iters = o.iters - o.warmup;
   pl.run_opts.warmup = o.warmup;
   pl.run_opts.op_times = o.op_times;
+  pl.run_opts.graph = o.graph;
   pl.run_opts.trace = o.trace != NULL || o.svg != NULL;
   pl.run_opts.trace_iter = o.trace_iter_given ? o.trace_iter : -1;
   pl.rtol = o.rtol;

@@ -225,6 +225,12 @@ static int overlap_sweep(int argc, char **argv) {
   }
   cpu = strcmp(ovl_world_backend_name(world), "cpu") == 0;
   nranks = ovl_world_nranks(world);
+  if (o.graph && !ovl_world_has_graphs(world)) {
+    rc = usage_error("--graph: the %s backend has no graphs (CUDA graphs "
+                     "need the cuda backend: a GPU, or --backend=cuda)",
+                     ovl_world_backend_name(world));
+    goto out;
+  }
   if (o.root >= nranks) {
     rc = usage_error("--root: %d is not a rank (0 to %d)", o.root,
                      nranks - 1);
@@ -318,6 +324,10 @@ static int overlap_sweep(int argc, char **argv) {
              "back\n",
              ovl_dtype_name(o.dtype), redop_name(&o), s.op_name, o.warmup,
              o.iters);
+    if (o.graph)
+      printf("# CUDA graphs: each measurement's iteration is captured once "
+             "as graphs and replayed, one launch an iteration (nccl-tests "
+             "-G: reps collectives a launch); the check's iteration too\n");
     if (o.host_timing)
       printf("# time: host clock, per collective: timed iterations' total "
              "/ (%d iterations x reps), as nccl-tests times (calc and comm: "
@@ -337,7 +347,7 @@ static int overlap_sweep(int argc, char **argv) {
    * iteration. Each row measures its kernels alone again. */
   {
     ovl_run_opts ropts = {.iters = o.iters, .warmup = o.warmup,
-                          .op_times = 1};
+                          .op_times = 1, .graph = o.graph};
     ovl_program *prog = NULL;
     ovl_report *rep = NULL;
     char *txt = gen_schedule(&s, NULL, 0, P_CALC, 0, 20, false);
@@ -395,7 +405,7 @@ static int overlap_sweep(int argc, char **argv) {
      * as the collectives alone on comm), then those kernels alone. */
     for (int p = 0; p <= P__COUNT && rc < 0; p++) {
       ovl_run_opts ropts = {.iters = o.iters, .warmup = o.warmup,
-                            .op_times = 1};
+                            .op_times = 1, .graph = o.graph};
       ovl_program *prog = NULL;
       ovl_report *rep = NULL;
       bool alone = p == P__COUNT; /* the kernels alone, last */
@@ -472,7 +482,8 @@ static int overlap_sweep(int argc, char **argv) {
       }
     }
     for (int p = 0; check && p < P__COUNT && rc < 0; p++) {
-      ovl_run_opts ropts = {.iters = 1, .warmup = 0, .op_times = 0};
+      ovl_run_opts ropts = {.iters = 1, .warmup = 0, .op_times = 0,
+                            .graph = o.graph};
       ovl_program *prog = NULL;
       ovl_report *rep = NULL;
       char *txt = gen_schedule(&s, &rs, rs.size, (placement)p, reps,

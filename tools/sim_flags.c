@@ -118,6 +118,17 @@ void sim_usage(FILE *f) {
           "                       each op; off by default: it perturbs what "
           "it measures)\n"
           "                       and print a table per source line\n"
+          "      --graph          cuda: capture each rank's iteration once "
+          "as CUDA graphs and\n"
+          "                       replay them (the host launches a graph, "
+          "not every op);\n"
+          "                       host syncs split it into segments, one "
+          "graph each, and a\n"
+          "                       host sync waits for its whole segment. "
+          "Every mode,\n"
+          "                       --op-times, --trace and --svg work; not "
+          "with --races,\n"
+          "                       --replay or --chaos\n"
           "      --chaos=SEED     cpu: seeded random delays before every op "
           "on every stream,\n"
           "                       so that a racy schedule shows wrong "
@@ -172,7 +183,8 @@ int sim_parse_flags(int argc, char **argv, sim_options *o) {
     OPT_SVG,
     OPT_TRACE_ITER,
     OPT_REPLAY,
-    OPT_REPLAY_DELAY
+    OPT_REPLAY_DELAY,
+    OPT_GRAPH
   };
   static const struct option longopts[] = {
       {"backend", required_argument, NULL, 'b'},
@@ -186,6 +198,7 @@ int sim_parse_flags(int argc, char **argv, sim_options *o) {
       {"show", required_argument, NULL, OPT_SHOW},
       {"timeout", required_argument, NULL, OPT_TIMEOUT},
       {"op-times", no_argument, NULL, OPT_OP_TIMES},
+      {"graph", no_argument, NULL, OPT_GRAPH},
       {"races", no_argument, NULL, OPT_RACES},
       {"chaos", required_argument, NULL, OPT_CHAOS},
       {"no-races", no_argument, NULL, OPT_NO_RACES},
@@ -274,6 +287,9 @@ int sim_parse_flags(int argc, char **argv, sim_options *o) {
       break;
     case OPT_OP_TIMES:
       o->op_times = 1;
+      break;
+    case OPT_GRAPH:
+      o->graph = 1;
       break;
     case OPT_RACES:
       o->races_only = 1;
@@ -389,6 +405,17 @@ int sim_parse_flags(int argc, char **argv, sim_options *o) {
     return usage_error("--replay makes untimed runs of one iteration: %s "
                        "needs a run",
                        o->trace != NULL ? "--trace" : "--svg");
+  if (o->graph && o->races_only && o->replay == 0)
+    return usage_error("--races runs nothing: --graph needs a run");
+  if (o->graph && o->replay != 0)
+    return usage_error("--replay makes eager runs of one iteration: it "
+                       "cannot go with --graph");
+  if (o->graph && o->chaos_seed != 0)
+    return usage_error("--graph needs the cuda backend and --chaos the cpu "
+                       "backend: they cannot go together");
+  if (o->graph && strcmp(o->backend, "cpu") == 0)
+    return usage_error("--graph: the cpu backend has no graphs (CUDA "
+                       "graphs need --backend=cuda or auto with a GPU)");
   if (o->trace_iter_given && o->trace == NULL && o->svg == NULL)
     return usage_error("--trace-iter needs --trace or --svg");
   if (o->warmup >= o->iters)

@@ -22,6 +22,7 @@ typedef struct {
   double timeout_s;
   int quiet, verbose;
   int op_times;
+  int graph; /* --graph */
   int races_only, no_races;
   int mode_given;
   const char *json; /* --json[=FILE]: "-" for stdout */

@@ -49,8 +49,11 @@ void sim_print_header(const sim_options *o, const ovl_world *world,
   if (ops > vars)
     printf(", %zu ops (%s of host memory)", ovl_program_op_count(prog),
            format_bytes(ops, b, sizeof b));
-  printf(", %d iterations (%d warmup, %d timed)\n", o->iters, o->warmup,
-         o->iters - o->warmup);
+  printf(", %d iterations (%d warmup, %d timed)%s\n", o->iters, o->warmup,
+         o->iters - o->warmup,
+         o->graph ? ", as CUDA graphs (captured once, replayed every "
+                    "iteration)"
+                  : "");
   if (cpu_default) {
     printf("  * smaller default for the cpu backend; full size:");
     for (size_t i = 0; i < np; i++) {

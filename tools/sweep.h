@@ -61,6 +61,7 @@ typedef struct {
   int root;
   bool root_given;
   bool host_timing;
+  bool graph; /* --graph: every run as CUDA graphs */
   bool csv, quiet;
   double rtol, atol;
   int comm_priority_high;

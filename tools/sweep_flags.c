@@ -77,6 +77,13 @@ static void usage(FILE *f) {
       "/ (iters x\n"
       "                         reps), as nccl-tests times); --csv gives "
       "both\n"
+      "      --graph            cuda: each measurement's iteration (its "
+      "reps collectives,\n"
+      "                         and kernels) is captured once as a CUDA "
+      "graph and\n"
+      "                         replayed, one launch an iteration (as "
+      "nccl-tests -G: the\n"
+      "                         time is still per collective)\n"
       "      --csv              comma-separated values, one header line, "
       "no comments\n"
       "      --backend=NAME     auto (cuda if a GPU is visible, else cpu), "
@@ -158,7 +165,8 @@ int sweep_parse_flags(int argc, char **argv, options *o) {
     OPT_ATOL,
     OPT_COMM_PRIORITY,
     OPT_MIN_CTAS,
-    OPT_MAX_CTAS
+    OPT_MAX_CTAS,
+    OPT_GRAPH
   };
   static const struct option longopts[] = {
       {"collective", required_argument, NULL, 'c'},
@@ -175,6 +183,7 @@ int sweep_parse_flags(int argc, char **argv, options *o) {
       {"root", required_argument, NULL, OPT_ROOT},
       {"timing", required_argument, NULL, OPT_TIMING},
       {"csv", no_argument, NULL, OPT_CSV},
+      {"graph", no_argument, NULL, OPT_GRAPH},
       {"backend", required_argument, NULL, OPT_BACKEND},
       {"ranks", required_argument, NULL, OPT_RANKS},
       {"timeout", required_argument, NULL, OPT_TIMEOUT},
@@ -309,6 +318,9 @@ int sweep_parse_flags(int argc, char **argv, options *o) {
     case OPT_CSV:
       o->csv = true;
       break;
+    case OPT_GRAPH:
+      o->graph = true;
+      break;
     case OPT_BACKEND:
       if (strcmp(optarg, "auto") != 0 && strcmp(optarg, "cpu") != 0 &&
           strcmp(optarg, "cuda") != 0)
@@ -384,6 +396,9 @@ int sweep_parse_flags(int argc, char **argv, options *o) {
     return usage_error("--minbytes (%llu) is larger than --maxbytes (%llu)",
                        (unsigned long long)o->minb,
                        (unsigned long long)o->maxb);
+  if (o->graph && strcmp(o->backend, "cpu") == 0)
+    return usage_error("--graph: the cpu backend has no graphs (CUDA "
+                       "graphs need --backend=cuda or auto with a GPU)");
   if (o->nccl_min_ctas > 0 && o->nccl_max_ctas > 0 &&
       o->nccl_min_ctas > o->nccl_max_ctas)
     return usage_error("--nccl-min-ctas (%d) is larger than --nccl-max-ctas "

@@ -30,12 +30,21 @@
  * on the device; so before it, world_abort also raises a flag in host-mapped
  * memory that ends our own delay kernels, which could otherwise hold the
  * abort up for as long as they were asked to spin.
+ *
+ * Graphs (ovl_run_opts.graph): a rank's work captured on its streams as
+ * CUDA graphs and launched on calc; see "Graphs" below. A graph holds
+ * references on the communicators of the NCCL calls in it, and NCCL's
+ * abort waits for every such graph to be destroyed: world_abort destroys
+ * them first (comms_abort), and a rank makes or launches graphs under its
+ * NCCL lock only.
  */
 #include "backend/cuda.h"
 
 /* ------------------------------------------------------------------ */
 /* Ranks                                                               */
 /* ------------------------------------------------------------------ */
+
+static void graphs_release(ovl__brank *br);
 
 static void rank_release(ovl__brank *br) {
   ovl__bworld *bw = br->bw;
@@ -51,6 +60,7 @@ static void rank_release(ovl__brank *br) {
     free(br->progress[ring]);
     free(br->progress_tag[ring]);
   }
+  graphs_release(br);
   if (br->barrier_buf != NULL)
     (void)cudaFree(br->barrier_buf);
   for (size_t i = 0; i < br->ntimers; i++)
@@ -60,6 +70,7 @@ static void rank_release(ovl__brank *br) {
     (void)cudaEventDestroy(br->events[i]);
   free(br->events);
   free(br->recorded);
+  free(br->cap_recorded);
   for (int i = 0; i < br->nstreams; i++) {
     (void)cudaStreamDestroy(br->streams[i]);
     free(br->names[i]);
@@ -118,6 +129,11 @@ static ovl_status cuda_events_reserve(ovl__brank *br, int nevents,
       return ovl__err(err, OVL_ENOMEM, "rank %d: no memory for %d events",
                       br->rank, nevents);
     br->recorded = rec;
+    rec = realloc(br->cap_recorded, (size_t)nevents * sizeof *rec);
+    if (rec == NULL)
+      return ovl__err(err, OVL_ENOMEM, "rank %d: no memory for %d events",
+                      br->rank, nevents);
+    br->cap_recorded = rec;
     br->capevents = nevents;
   }
   while (br->nevents < nevents) {
@@ -127,6 +143,7 @@ static ovl_status cuda_events_reserve(ovl__brank *br, int nevents,
                    cudaEventCreateWithFlags,
                    (&br->events[e], cudaEventDisableTiming));
     br->recorded[e] = false;
+    br->cap_recorded[e] = false;
     br->nevents++;
   }
   return OVL_OK;
@@ -364,7 +381,12 @@ static ovl_status cuda_event_record(ovl__brank *br, int event, int stream,
                            ovl__cuda_stream_name(br, sname, sizeof sname, stream)),
                   where),
                  cudaEventRecord, (br->events[event], br->streams[stream]));
-  br->recorded[event] = true;
+  /* Inside a capture the record is an edge of the graph, not a record of
+   * the event: only this capture's waits see it. */
+  if (br->capturing)
+    br->cap_recorded[event] = true;
+  else
+    br->recorded[event] = true;
   return OVL_OK;
 }
 
@@ -384,7 +406,14 @@ static ovl_status cuda_stream_wait_event(ovl__brank *br, int stream,
    * it would be equally right; the flag states the rule here, where the
    * model needs it, instead of leaving it implicit in the driver.
    */
-  if (!br->recorded[event])
+  if (!br->capturing && !br->recorded[event])
+    return OVL_OK;
+  /* Inside a capture, a wait for an event this capture did not record
+   * does nothing either: its last record was in an earlier segment or
+   * iteration, which completed before this graph can start (see
+   * "Graphs"), or there was none; CUDA would not capture a wait on an
+   * event recorded outside the capture as an edge. */
+  if (br->capturing && !br->cap_recorded[event])
     return OVL_OK;
   OVL__CUDACHECK(err, br->rank,
                  (snprintf(where, sizeof where, "%s, %s",
@@ -447,6 +476,12 @@ static ovl_status cuda_stream_sync(ovl__brank *br, int stream,
     return bad_stream(br, stream, err);
   snprintf(what, sizeof what, "sync of %s",
            ovl__cuda_stream_name(br, sname, sizeof sname, stream));
+  /* A query of a capturing stream would end the capture. */
+  if (br->capturing)
+    return ovl__err(err, OVL_EINVAL,
+                    "rank %d: %s inside a graph capture (a host sync ends "
+                    "a graph's segment)",
+                    br->rank, what);
   start = ovl__now();
   next_check = start + SYNC_NCCL_CHECK_S;
   for (;;) {
@@ -589,6 +624,10 @@ static ovl_status progress_record(ovl__brank *br, int ring, int stream,
   uint64_t k;
   if (ring < 0 || ring >= br->nrings || br->progress[ring] == NULL)
     return OVL_OK; /* a ring rank_init did not know: no record */
+  /* A captured call is not enqueued: the executor keeps the flight
+   * record of graphs (see "Graphs"). */
+  if (br->capturing)
+    return OVL_OK;
   k = br->progress_n[ring] % PROGRESS_EVENTS;
   OVL__CUDACHECK(err, br->rank, where, cudaEventRecord,
                  (br->progress[ring][k], br->streams[stream]));
@@ -863,8 +902,14 @@ static ovl_status cuda_timer_mark(ovl__brank *br, size_t i, int stream,
   if (i >= br->ntimers)
     return ovl__err(err, OVL_EINVAL, "rank %d: timer %zu of %zu", br->rank,
                     i, br->ntimers);
+  /* Inside a capture: an event record node, so that the timer is
+   * recorded each time the graph runs (a plain record would only be an
+   * edge of the graph). */
   OVL__CUDACHECK(err, br->rank, ovl__cuda_stream_name(br, where, sizeof where, stream),
-                 cudaEventRecord, (br->timers[i], br->streams[stream]));
+                 cudaEventRecordWithFlags,
+                 (br->timers[i], br->streams[stream],
+                  br->capturing ? cudaEventRecordExternal
+                                : cudaEventRecordDefault));
   return OVL_OK;
 }
 
@@ -878,6 +923,207 @@ static ovl_status cuda_timer_elapsed(ovl__brank *br, size_t a, size_t b,
                  (&ms, br->timers[a], br->timers[b]));
   *seconds = (double)ms * 1e-3;
   return OVL_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Graphs                                                              */
+/*                                                                     */
+/* A capture opens on the calc stream in thread-local mode: each rank's */
+/* thread captures its own device's work while the others capture      */
+/* theirs, and NCCL calls inside are captured (NCCL supports this since */
+/* 2.9; it relaxes the mode itself for what it must allocate). Every    */
+/* other stream of the rank joins the capture at once: graph_event is   */
+/* recorded on calc before any work, and each stream waits for it, so   */
+/* that no stream's work is ordered after anything the schedule does    */
+/* not order it after. At graph_end each stream records graph_event and */
+/* calc waits for it: the capture is one graph, and its launch on calc  */
+/* completes when all of its work, on every stream, has.                */
+/* ------------------------------------------------------------------ */
+
+/* Fork (record on `from`, the others wait) or join (each records, `to`
+ * waits) the rank's streams through graph_event. */
+static ovl_status graph_fork(ovl__brank *br, ovl_error *err) {
+  char where[96];
+  OVL__CUDACHECK(err, br->rank, "calc stream (fork of the capture)",
+                 cudaEventRecord,
+                 (br->graph_event, br->streams[OVL_STREAM_CALC]));
+  for (int s = 0; s < br->nstreams; s++)
+    if (s != OVL_STREAM_CALC)
+      OVL__CUDACHECK(err, br->rank,
+                     ovl__cuda_stream_name(br, where, sizeof where, s),
+                     cudaStreamWaitEvent,
+                     (br->streams[s], br->graph_event, 0));
+  return OVL_OK;
+}
+
+static ovl_status graph_join(ovl__brank *br, ovl_error *err) {
+  char where[96];
+  for (int s = 0; s < br->nstreams; s++) {
+    if (s == OVL_STREAM_CALC)
+      continue;
+    OVL__CUDACHECK(err, br->rank,
+                   ovl__cuda_stream_name(br, where, sizeof where, s),
+                   cudaEventRecord, (br->graph_event, br->streams[s]));
+    OVL__CUDACHECK(err, br->rank, "calc stream (join of the capture)",
+                   cudaStreamWaitEvent,
+                   (br->streams[OVL_STREAM_CALC], br->graph_event, 0));
+  }
+  return OVL_OK;
+}
+
+static void cuda_graph_abort(ovl__brank *br) {
+  cudaGraph_t g = NULL;
+  ovl_error ignored;
+  if (!br->capturing)
+    return;
+  br->capturing = false;
+  /* Join first, so that ending the capture ends it on every stream; an
+   * invalidated capture refuses the joins, and ends all the same. */
+  (void)graph_join(br, &ignored);
+  if (cudaStreamEndCapture(br->streams[OVL_STREAM_CALC], &g) == cudaSuccess &&
+      g != NULL)
+    (void)cudaGraphDestroy(g);
+  for (int s = 0; s < br->nstreams; s++) {
+    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(br->streams[s], &cs) == cudaSuccess &&
+        cs != cudaStreamCaptureStatusNone) {
+      g = NULL;
+      if (cudaStreamEndCapture(br->streams[s], &g) == cudaSuccess &&
+          g != NULL)
+        (void)cudaGraphDestroy(g);
+    }
+  }
+  (void)cudaGetLastError();
+}
+
+static ovl_status cuda_graph_begin(ovl__brank *br, ovl_error *err) {
+  ovl_status st;
+  if (br->capturing)
+    return ovl__err(err, OVL_EINVAL,
+                    "rank %d: a graph capture is open already", br->rank);
+  if (br->graph_event == NULL)
+    OVL__CUDACHECK(err, br->rank, "the fork and join event of graphs",
+                   cudaEventCreateWithFlags,
+                   (&br->graph_event, cudaEventDisableTiming));
+  OVL__CUDACHECK(err, br->rank, "calc stream", cudaStreamBeginCapture,
+                 (br->streams[OVL_STREAM_CALC],
+                  cudaStreamCaptureModeThreadLocal));
+  br->capturing = true;
+  for (int e = 0; e < br->nevents; e++)
+    br->cap_recorded[e] = false;
+  st = graph_fork(br, err);
+  if (st != OVL_OK)
+    cuda_graph_abort(br);
+  return st;
+}
+
+static ovl_status cuda_graph_end(ovl__brank *br, int *graph, ovl_error *err) {
+  cudaGraph_t g = NULL;
+  cudaGraphExec_t exec = NULL;
+  cudaError_t e;
+  ovl_status st;
+
+  if (!br->capturing)
+    return ovl__err(err, OVL_EINVAL, "rank %d: no graph capture is open",
+                    br->rank);
+  st = graph_join(br, err);
+  if (st != OVL_OK) {
+    cuda_graph_abort(br);
+    return st;
+  }
+  br->capturing = false;
+  e = cudaStreamEndCapture(br->streams[OVL_STREAM_CALC], &g);
+  if (e != cudaSuccess) {
+    br->capturing = true; /* so that the abort ends it on every stream */
+    cuda_graph_abort(br);
+    return ovl__cuda_fail(err, br->rank, "calc stream", "cudaStreamEndCapture",
+                          e, __FILE__, __LINE__);
+  }
+  /* The rank's graphs change under its NCCL lock: world_abort destroys
+   * them (they hold references on the communicators it aborts). */
+  if (!ovl__cuda_nccl_enter(br)) {
+    (void)cudaGraphDestroy(g);
+    return aborted_err(br, "graph capture", err);
+  }
+  if (br->ngraphs == br->capgraphs) {
+    int cap = br->capgraphs ? 2 * br->capgraphs : 8;
+    cudaGraphExec_t *gs = realloc(br->graphs, (size_t)cap * sizeof *gs);
+    if (gs == NULL) {
+      ovl__cuda_nccl_leave(br);
+      (void)cudaGraphDestroy(g);
+      return ovl__err(err, OVL_ENOMEM, "rank %d: no memory for %d graphs",
+                      br->rank, cap);
+    }
+    br->graphs = gs;
+    br->capgraphs = cap;
+  }
+  e = cudaGraphInstantiateWithFlags(&exec, g, 0);
+  (void)cudaGraphDestroy(g);
+  if (e != cudaSuccess) {
+    ovl__cuda_nccl_leave(br);
+    return ovl__cuda_fail(err, br->rank, NULL, "cudaGraphInstantiateWithFlags",
+                          e, __FILE__, __LINE__);
+  }
+  br->graphs[br->ngraphs] = exec;
+  *graph = br->ngraphs++;
+  /* To the device now, so that its first launch does not upload it: the
+   * traced iteration's graphs are launched once, inside a timed
+   * iteration. */
+  e = cudaGraphUpload(exec, br->streams[OVL_STREAM_CALC]);
+  ovl__cuda_nccl_leave(br);
+  if (e != cudaSuccess)
+    return ovl__cuda_fail(err, br->rank, "calc stream", "cudaGraphUpload", e,
+                          __FILE__, __LINE__);
+  return OVL_OK;
+}
+
+static ovl_status cuda_graph_launch(ovl__brank *br, int graph,
+                                    ovl_error *err) {
+  cudaError_t e;
+  if (br->capturing)
+    return ovl__err(err, OVL_EINVAL,
+                    "rank %d: graph %d launched inside a capture", br->rank,
+                    graph);
+  /* A graph holds NCCL calls: never launched once the communicators are
+   * aborted (their memory is going away, and world_abort destroyed the
+   * graphs), as no collective is enqueued then. */
+  if (!ovl__cuda_nccl_enter(br))
+    return aborted_err(br, "graph launch", err);
+  if (graph < 0 || graph >= br->ngraphs) {
+    int n = br->ngraphs;
+    ovl__cuda_nccl_leave(br);
+    return ovl__err(err, OVL_EINVAL, "rank %d: graph %d does not exist (%d)",
+                    br->rank, graph, n);
+  }
+  e = cudaGraphLaunch(br->graphs[graph], br->streams[OVL_STREAM_CALC]);
+  ovl__cuda_nccl_leave(br);
+  if (e != cudaSuccess)
+    return ovl__cuda_fail(err, br->rank, "calc stream", "cudaGraphLaunch", e,
+                          __FILE__, __LINE__);
+  return OVL_OK;
+}
+
+void ovl__cuda_graphs_drop(ovl__brank *br) {
+  int device = -1;
+  bool have_device = cudaGetDevice(&device) == cudaSuccess;
+  (void)cudaSetDevice(br->device);
+  for (int i = 0; i < br->ngraphs; i++)
+    (void)cudaGraphExecDestroy(br->graphs[i]);
+  br->ngraphs = 0;
+  if (have_device)
+    (void)cudaSetDevice(device);
+  (void)cudaGetLastError();
+}
+
+static void graphs_release(ovl__brank *br) {
+  cuda_graph_abort(br);
+  ovl__cuda_graphs_drop(br);
+  free(br->graphs);
+  br->graphs = NULL;
+  br->ngraphs = br->capgraphs = 0;
+  if (br->graph_event != NULL)
+    (void)cudaEventDestroy(br->graph_event);
+  br->graph_event = NULL;
 }
 
 const ovl__backend_ops ovl__backend_cuda = {
@@ -914,6 +1160,10 @@ const ovl__backend_ops ovl__backend_cuda = {
     .timers_reserve = cuda_timers_reserve,
     .timer_mark = cuda_timer_mark,
     .timer_elapsed = cuda_timer_elapsed,
+    .graph_begin = cuda_graph_begin,
+    .graph_end = cuda_graph_end,
+    .graph_launch = cuda_graph_launch,
+    .graph_abort = cuda_graph_abort,
     .world_set = ovl__cuda_world_set,
     /* The driver's command queue is bounded: the host blocks in a launch
      * rather than queueing more. */

@@ -98,6 +98,15 @@ struct ovl__brank {
   cudaEvent_t *events;
   /* Whether the event was ever recorded: see cuda_stream_wait_event. */
   bool *recorded;
+  /* Graphs (backend_cuda.c, "Graphs"): a capture is open on the calc
+   * stream; per event, whether this capture recorded it; the event that
+   * forks the streams from calc and joins them back (made at the first
+   * capture); the instantiated graphs, numbered as graph_end gave them. */
+  bool capturing;
+  bool *cap_recorded;
+  cudaEvent_t graph_event;
+  int ngraphs, capgraphs;
+  cudaGraphExec_t *graphs;
   /* The world's abort_flag as this device addresses it. */
   const volatile int *abort_flag_dev;
   /* Timing events for --op-times (created with timing enabled). */
@@ -117,6 +126,10 @@ struct ovl__brank {
   /* barrier's one-element buffer. */
   float *barrier_buf;
 };
+
+/* Destroy the rank's graphs (world_abort, holding the rank's NCCL lock;
+ * one in flight is freed when it completes). */
+void ovl__cuda_graphs_drop(ovl__brank *br);
 
 /* The tag of the last completed call of `ring` on `br` among those still
  * recorded (0: none known). Never blocks (cudaEventQuery). */

@@ -93,9 +93,16 @@ const char *ovl__cuda_event_name(char *buf, size_t size, int nrings,
 /* ------------------------------------------------------------------ */
 
 /* Enter an NCCL section of this rank: false (and no lock held) if the
- * world is aborted, in which case its communicators must not be touched. */
+ * world is aborted, in which case its communicators must not be touched.
+ * The lock is only ever held by the rank's own thread and by world_abort,
+ * which sets `aborted` before it takes it: a lock that is taken means an
+ * abort, and the rank does not wait for it to end (the abort may be
+ * waiting for this rank to end a graph capture that holds references on
+ * the communicators: see comms_abort). */
 bool ovl__cuda_nccl_enter(ovl__brank *br) {
-  pthread_mutex_lock(&br->bw->nccl_lock[br->rank]);
+  if (ovl__cuda_world_aborted(br->bw) ||
+      pthread_mutex_trylock(&br->bw->nccl_lock[br->rank]) != 0)
+    return false;
   if (ovl__cuda_world_aborted(br->bw)) {
     pthread_mutex_unlock(&br->bw->nccl_lock[br->rank]);
     return false;
@@ -486,6 +493,21 @@ static void comms_abort(ovl__bworld *bw) {
     locked[r] = pthread_mutex_timedlock(&bw->nccl_lock[r], &deadline) == 0;
 
   have_device = cudaGetDevice(&device) == cudaSuccess;
+  /*
+   * Graphs hold references on the communicators of the NCCL calls they
+   * captured, and ncclCommAbort (like ncclCommDestroy) waits until every
+   * graph that references its communicator is gone (NCCL 2.26 and later):
+   * the ranks' graphs go first, here. One in flight is freed when it
+   * completes, which the abort below makes it do. No rank launches or
+   * makes a graph any more (`aborted` is set; graph_launch and graph_end
+   * hold the rank's lock), except one whose lock we could not take: its
+   * graphs stay, and the abort may wait for them, a risk of the case
+   * above. A capture in progress also holds references: its rank ends it
+   * at its next NCCL call or graph_end, which now fail at once.
+   */
+  for (int r = 0; r < bw->nranks; r++)
+    if (locked[r] && bw->ranks[r] != NULL)
+      ovl__cuda_graphs_drop(bw->ranks[r]);
   /*
    * One group: each ncclCommAbort sets its communicator's abort flags at
    * once, and NCCL runs the reclaim work (which waits for the kernels of

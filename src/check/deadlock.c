@@ -62,6 +62,7 @@ struct ovl_deadlocks_s {
   uint64_t more;
   uint64_t blocked;
   int nranks;
+  bool graph; /* checked as graphs run (ovl__deadlock_check_graph) */
 };
 
 void ovl_deadlocks_free(ovl_deadlocks *d) {
@@ -107,6 +108,9 @@ typedef struct pstate {
 typedef struct dl {
   const ovl_program *prog;
   const ovl__match *m;
+  /* Graph mode: a host sync waits for every stream of its rank (the
+   * segment before it is one graph). */
+  bool graph;
   int nr, ns, np; /* ranks, streams, participants per rank (ns + 1) */
   /* Per op: its ranks (compact copy of ops[i].ranks). */
   uint64_t *opranks;
@@ -310,12 +314,27 @@ static void run_stream(dl *d, int r, int s) {
     wake_after_stream(d, r, s);
 }
 
+/* Graph mode: the first stream of rank r with enqueued work, or -1. */
+static int undrained(dl *d, int r) {
+  for (int s = 0; s < d->ns; s++)
+    if (!drained(d, r, s))
+      return s;
+  return -1;
+}
+
 static void run_host(dl *d, int r) {
   const ovl_program *prog = d->prog;
   pstate *h = PS(d, r, d->ns);
   if (h->state == ST_SYNC) {
     if (!drained(d, r, h->wait_stream))
       return;
+    if (d->graph) {
+      int t = undrained(d, r);
+      if (t >= 0) {
+        h->wait_stream = (int16_t)t;
+        return;
+      }
+    }
     /* Past the sync. */
     h->hp++;
   }
@@ -333,6 +352,11 @@ static void run_host(dl *d, int r) {
       if (pr->kind == OVL_PRIM_HOST_SYNC && !drained(d, r, pr->stream)) {
         h->state = ST_SYNC;
         h->wait_stream = pr->stream;
+        break;
+      }
+      if (pr->kind == OVL_PRIM_HOST_SYNC && d->graph && undrained(d, r) >= 0) {
+        h->state = ST_SYNC;
+        h->wait_stream = (int16_t)undrained(d, r);
         break;
       }
     }
@@ -699,7 +723,7 @@ static void what_text(ovl__sbuf *b, const ovl_deadlock_step *s) {
   }
 }
 
-static char *cycle_text(const ovl_deadlock_step *st, size_t n) {
+static char *cycle_text(const ovl_deadlock_step *st, size_t n, bool graph) {
   ovl__sbuf b = {0};
   ovl__sb_printf(&b, "deadlock: rank %d %s waits at line %d (", st[0].rank,
                  st[0].stream_name, st[0].line);
@@ -723,6 +747,9 @@ static char *cycle_text(const ovl_deadlock_step *st, size_t n) {
     }
     ovl__sb_printf(&b, " for rank %d %s", st[0].rank, st[0].stream_name);
   }
+  if (graph)
+    ovl__sb_puts(&b, " (as graphs: a host sync waits for every stream of "
+                     "its segment)");
   if (b.fail) {
     free(b.s);
     return NULL;
@@ -793,7 +820,7 @@ static bool add_cycle(ovl_deadlocks *res, ovl_deadlock_step *st, size_t n) {
       return false;
     st[i].stream_name = r->names[i];
   }
-  r->message = cycle_text(st, n);
+  r->message = cycle_text(st, n, res->graph);
   return r->message != NULL;
 }
 
@@ -910,6 +937,11 @@ static ovl_status find_cycles(dl *d, ovl_deadlocks *res, ovl_error *err) {
 
 ovl_status ovl_deadlock_check(const ovl_program *prog, ovl_deadlocks **out,
                               ovl_error *err) {
+  return ovl__deadlock_check_graph(prog, false, out, err);
+}
+
+ovl_status ovl__deadlock_check_graph(const ovl_program *prog, bool graph,
+                                     ovl_deadlocks **out, ovl_error *err) {
   ovl_deadlocks *res;
   ovl__match m;
   dl d;
@@ -927,6 +959,7 @@ ovl_status ovl_deadlock_check(const ovl_program *prog, ovl_deadlocks **out,
   if (res == NULL)
     return ovl__err(err, OVL_ENOMEM, "deadlock check: out of memory");
   res->nranks = prog->nranks > 0 ? prog->nranks : 1;
+  res->graph = graph;
   /* SPMD: every rank does the same, so every collective meets. */
   if (!ovl__program_ranks_differ(prog)) {
     *out = res;
@@ -941,6 +974,7 @@ ovl_status ovl_deadlock_check(const ovl_program *prog, ovl_deadlocks **out,
     ovl_deadlocks_free(res);
     return ovl__err(err, OVL_ENOMEM, "deadlock check: out of memory");
   }
+  d.graph = graph;
   execute(&d);
   st = find_cycles(&d, res, err);
   dl_free(&d);

@@ -171,11 +171,12 @@ static void json_options(ovl__sbuf *b, const ovl_report_json_opts *o) {
   ovl__sb_json_str(b, o->mode != NULL ? o->mode : "both");
   ovl__sb_printf(b, ", \"iters\": %d, \"warmup\": %d, \"timed\": %d, "
                     "\"rtol\": %.17g, \"atol\": %.17g, \"timeout_s\": %.17g, "
-                    "\"races\": %s, \"op_times\": %s, \"chaos_seed\": %u, "
-                    "\"comm_priority\": ",
+                    "\"races\": %s, \"op_times\": %s, \"graph\": %s, "
+                    "\"chaos_seed\": %u, \"comm_priority\": ",
                  o->iters, o->warmup, o->iters - o->warmup, o->rtol, o->atol,
                  o->timeout_s, o->races ? "true" : "false",
-                 o->op_times ? "true" : "false", o->chaos_seed);
+                 o->op_times ? "true" : "false", o->graph ? "true" : "false",
+                 o->chaos_seed);
   ovl__sb_json_str(b, o->comm_priority != NULL ? o->comm_priority
                                                : "default");
   ovl__sb_printf(b, ", \"nccl_min_ctas\": %d, \"nccl_max_ctas\": %d, "

@@ -177,7 +177,9 @@ static ovl_status check_races(ovl_report *r, const ovl_pipeline_opts *o,
       st = ovl_races_check_fixes(m->races, m->prog, o->schedule, o->bind, e);
     if (st != OVL_OK)
       return stage_failed(e, o, "race check (%s)", ovl_mode_name(m->mode));
-    if (ovl_deadlock_check(m->prog, &m->deadlocks, e) != OVL_OK)
+    /* A run as graphs waits at each host sync for every stream. */
+    if (ovl__deadlock_check_graph(m->prog, o->run && o->run_opts.graph != 0,
+                                  &m->deadlocks, e) != OVL_OK)
       return stage_failed(e, o, "deadlock check (%s)",
                           ovl_mode_name(m->mode));
     comm |= m->mode != OVL_MODE_COMP;
@@ -395,6 +397,9 @@ ovl_status ovl_pipeline_run(ovl_world *world, const ovl_program *prog,
     return ovl__err(err, OVL_EINVAL,
                     "ovl_pipeline_run: unknown mode bits 0x%x",
                     opts->modes & ~all);
+  /* Before the checks and the reference, which may take long. */
+  if (opts->run && opts->run_opts.graph && !ovl_world_has_graphs(world))
+    return ovl__err_no_graphs(err, world->be->name);
   r = calloc(1, sizeof *r);
   if (r == NULL)
     return ovl__err(err, OVL_ENOMEM, "out of memory");

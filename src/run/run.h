@@ -42,6 +42,10 @@ struct ovl_result_s {
   char **device_names; /* [rank] */
 };
 
+/* The refusal of graph mode (ovl_run_opts.graph) by a backend that has
+ * no graphs: OVL_EINVAL. */
+ovl_status ovl__err_no_graphs(ovl_error *err, const char *backend);
+
 /* A result for `prog` on `nranks` ranks: iters timed iterations, op times
  * if asked for, spans if trace_iter >= 0 (the timed iteration traced). */
 ovl_status ovl__result_new(const ovl_program *prog, int nranks, int iters,

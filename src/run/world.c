@@ -122,6 +122,17 @@ int ovl_world_nranks(const ovl_world *world) { return world->nranks; }
 const char *ovl_world_devices(const ovl_world *world) {
   return world->be->world_devices(world->bw);
 }
+int ovl_world_has_graphs(const ovl_world *world) {
+  return world != NULL && world->be->graph_begin != NULL;
+}
+
+ovl_status ovl__err_no_graphs(ovl_error *err, const char *backend) {
+  return ovl__err(err, OVL_EINVAL,
+                  "graphs: backend '%s' cannot run a program as graphs "
+                  "(CUDA graphs need the cuda backend)",
+                  backend);
+}
+
 const char *ovl_world_device_name(const ovl_world *world, int rank) {
   if (world == NULL || rank < 0 || rank >= world->nranks)
     return NULL;
