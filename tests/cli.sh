@@ -55,6 +55,19 @@ if run 0 seed -n 3 -w 1 && has out '^overlap_sim .*backend cpu, 2 ranks' &&
   has out '^async speedup: [0-9.]+x' && has out '^result: PASS$'
 then ok "default seed run"; else ko "default seed run"; fi
 
+# The default run passes honestly on 1 to 8 ranks: the seed's c grows N
+# times an allreduce, so from 4 ranks the default run takes fewer steps
+# (N^steps <= 2^126) and says so; 64 (Paddle's) up to 3 ranks.
+for n in 1 2 3 4 5 6 7 8; do
+  case $n in 1|2|3) steps=64 ;; 4) steps=63 ;; 5) steps=54 ;; 6) steps=48 ;; 7) steps=44 ;; 8) steps=42 ;; esac
+  if run 0 "default-$n" -r $n -n 1 -w 0 -D cols=10 && has out '^result: PASS$' &&
+    has out "^sync .* ok \($((n * 10000)) elements\)" && has out "^async .* ok \($((n * 10000)) elements\)" &&
+    if [ $steps -eq 64 ]; then has out ' steps=64,' && ! has out '^  \+ '
+    else has out " steps=$steps\+," && has out "^  \+ fewer steps than the seed's 64 at $n ranks: each allreduce multiplies c by $n, and $n\^64 overflows float32"
+    fi
+  then ok "default run on $n ranks: PASS, steps=$steps"; else ko "default run on $n ranks: PASS, steps=$steps"; fi
+done
+
 # --mode=all adds comp, comm, the ideal and the overlap efficiency.
 if run 0 all --mode=all -n 2 -w 1 -D cols=20 && has out '^comp ' && has out '^comm ' &&
   has out '^ideal speedup: [0-9.]+x' && has out '^overlap efficiency: -?[0-9.]+'
@@ -353,9 +366,9 @@ then ok "cuda tuning refused on cpu"; else ko "cuda tuning refused on cpu"; fi
 # --op-times: a table per source line and stream.
 if run 0 op-times --op-times -n 2 -w 1 -D cols=10 &&
   has out '^op times \(device clock' &&
-  has out '^async +22  c_allreduce_sum +comm\[0\] +64 +[0-9.]+ +[0-9.]+$' &&
-  has out '^sync +22  c_allreduce_sum +calc +64 ' &&
-  has out '^async +24  scale +calc +640 '
+  has out '^async +31  c_allreduce_sum +comm\[0\] +64 +[0-9.]+ +[0-9.]+$' &&
+  has out '^sync +31  c_allreduce_sum +calc +64 ' &&
+  has out '^async +33  scale +calc +640 '
 then ok "--op-times"; else ko "--op-times"; fi
 
 # JSON checks need python3; without it only grep-level checks are made.
@@ -402,7 +415,7 @@ then ok "--trace to a bad path: exit 3 before the run, the path named"; else ko 
 # --svg: a picture of the same iteration (tests/svg_render.sh renders it).
 if run 0 svg --mode=all -n 2 -w 1 -D cols=10 --svg="$tmp/t.svg" &&
   head -1 "$tmp/t.svg" | grep -q '^<?xml' && grep -q '^<svg xmlns="http://www.w3.org/2000/svg" width="1200"' "$tmp/t.svg" &&
-  grep -q 'seed\.sched (rows=1000 cols=10) — sync, async, comp vs comm — backend cpu' "$tmp/t.svg" &&
+  grep -q 'seed\.sched (rows=1000 cols=10 steps=64) — sync, async, comp vs comm — backend cpu' "$tmp/t.svg" &&
   grep -q 'class="ph" x="10" y="[0-9]*">comm<' "$tmp/t.svg" && grep -q 'time (ms)' "$tmp/t.svg" &&
   grep -q 'class="ov"' "$tmp/t.svg" && tail -1 "$tmp/t.svg" | grep -q '^</svg>$'
 then ok "--svg"; else ko "--svg"; fi

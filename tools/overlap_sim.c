@@ -63,6 +63,42 @@ static const char *default_schedule(void) {
   return path;
 }
 
+/* The seed at any rank count (README, "The seed at any rank count"): each
+ * of its allreduces multiplies c by the rank count N, so c ends as 2a *
+ * N^steps, and float32 holds 2 * N^64 up to 3 ranks only. The default run
+ * (no schedule named) takes the largest steps, at most the seed's 64, with
+ * N^steps <= 2^126, so that c < 2^127 stays finite: 64 up to 3 ranks
+ * (Paddle's benchmark is 2), 63 at 4, 42 at 8, 21 at 64. Returns that, or
+ * 0 where the seed's own 64 holds or -D steps= was given. */
+static int seed_steps(const sim_options *o, int nranks) {
+  double p = 1.0;
+  int steps = 0;
+  if (o->schedule != NULL)
+    return 0;
+  for (size_t i = 0; i < o->ndefines; i++)
+    if (strncmp(o->defines[i], "steps=", 6) == 0)
+      return 0;
+  while (steps < 64 && p * nranks <= 0x1p126) {
+    p *= nranks;
+    steps++;
+  }
+  return steps < 64 ? steps : 0;
+}
+
+/* The defines to bind with: the flags' -D, and the default run's steps.
+ * `defs` has room for SIM_MAX_DEFINES + 1, `buf` for "steps=N". */
+static size_t bind_defines(sim_options *o, int nranks, const char **defs,
+                           char *buf, size_t len) {
+  size_t n = o->ndefines;
+  memcpy(defs, o->defines, n * sizeof *defs);
+  o->seed_steps = seed_steps(o, nranks);
+  if (o->seed_steps > 0) {
+    snprintf(buf, len, "steps=%d", o->seed_steps);
+    defs[n++] = buf;
+  }
+  return n;
+}
+
 /* ------------------------------------------------------------------ */
 /* Output files (--json=FILE, --trace, --svg): checked before the run and
  * written after it by tools/outfile.c (a regular file whole to FILE.tmp,
@@ -189,9 +225,11 @@ static int make_world(const sim_options *o, ovl_world **world) {
  * every race found (or race K) on the world the flags ask for. --races
  * alone touches no device: it binds for --ranks (default 2) with the plain
  * defaults. */
-static int check_only(const sim_options *o, const char *path, unsigned modes,
+static int check_only(sim_options *o, const char *path, unsigned modes,
                       const outfile *json) {
-  ovl_bind_opts bopts = {.defines = o->defines, .ndefines = o->ndefines,
+  const char *defs[SIM_MAX_DEFINES + 1];
+  char stepsdef[32];
+  ovl_bind_opts bopts = {.defines = defs,
                          .nranks = o->ranks > 0 ? o->ranks : 2};
   ovl_schedule *sched = NULL;
   ovl_pipeline_opts pl = {.modes = modes,
@@ -217,6 +255,8 @@ static int check_only(const sim_options *o, const char *path, unsigned modes,
     bopts.nranks = ovl_world_nranks(world);
     bopts.cpu_defaults = strcmp(ovl_world_backend_name(world), "cpu") == 0;
   }
+  bopts.ndefines =
+      bind_defines(o, bopts.nranks, defs, stepsdef, sizeof stepsdef);
   sim_plan_memory(&mem, o, count_modes(modes),
                   world != NULL ? ovl_world_backend_name(world) : NULL,
                   world != NULL ? ovl_world_nranks(world) : 0);
@@ -413,6 +453,8 @@ static int overlap_sim(int argc, char **argv) {
   ovl_report *report = NULL;
   ovl_error err = {0};
   outfile outs[N_OUTPUTS];
+  const char *defs[SIM_MAX_DEFINES + 1];
+  char stepsdef[32];
   unsigned modes;
   int rc;
   const char *path;
@@ -461,8 +503,9 @@ static int overlap_sim(int argc, char **argv) {
     goto out;
   sim_plan_memory(&mem, &o, count_modes(modes),
                   ovl_world_backend_name(world), ovl_world_nranks(world));
-  bopts.defines = o.defines;
-  bopts.ndefines = o.ndefines;
+  bopts.defines = defs;
+  bopts.ndefines = bind_defines(&o, ovl_world_nranks(world), defs, stepsdef,
+                                sizeof stepsdef);
   bopts.nranks = ovl_world_nranks(world);
   bopts.cpu_defaults = strcmp(ovl_world_backend_name(world), "cpu") == 0;
   rc = sim_bind_schedule(sched, &bopts, &mem, &prog);

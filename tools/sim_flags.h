@@ -37,6 +37,9 @@ typedef struct {
   long replay;
   double replay_delay_us;
   const char *schedule;
+  /* Set by the tool, not a flag: the seed's `steps` the default run chose
+   * for its rank count (0: the seed's own, or a schedule was named). */
+  int seed_steps;
 } sim_options;
 
 /* The defaults: backend auto, mode both, 10 iterations of which 2 warmup,

@@ -42,6 +42,8 @@ void sim_print_header(const sim_options *o, const ovl_world *world,
       printf("*");
       cpu_default = true;
     }
+    if (o->seed_steps > 0 && strcmp(name, "steps") == 0)
+      printf("+");
   }
   printf(", %.1f MB/rank", mb);
   /* Where the ops take more memory than the variables, MB/rank alone would
@@ -62,6 +64,12 @@ void sim_print_header(const sim_options *o, const ovl_world *world,
     }
     printf("\n");
   }
+  if (o->seed_steps > 0)
+    printf("  + fewer steps than the seed's 64 at %d ranks: each allreduce "
+           "multiplies c by %d, and %d^64 overflows float32 (64 steps "
+           "hold up to 3 ranks; Paddle's benchmark is 2)\n",
+           ovl_world_nranks(world), ovl_world_nranks(world),
+           ovl_world_nranks(world));
 }
 
 void sim_print_table_header(void) {
