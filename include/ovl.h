@@ -453,22 +453,29 @@ typedef struct ovl_mismatch_s {
   int rank;
   size_t fetch_index; /* index of the fetched variable */
   const char *var;    /* its name */
-  int64_t count;      /* elements out of tolerance */
+  int64_t count;      /* elements that fail: out of tolerance or not finite */
   int64_t numel;
-  int64_t first_index; /* first element out of tolerance */
+  int64_t first_index; /* the first element that fails */
   double got, expected;
+  /* Of them, the elements fetched as NaN or an infinity, and the first
+   * (-1 when there is none). */
+  int64_t nonfinite;
+  int64_t first_nonfinite;
 } ovl_mismatch;
 
 typedef struct ovl_check_s {
   double rtol, atol;
   int64_t checked;      /* elements compared, all ranks and variables */
-  int64_t mismatched;   /* elements out of tolerance */
+  int64_t mismatched;   /* elements that fail: out of tolerance or not finite */
+  int64_t nonfinite;    /* of them, elements fetched as NaN or an infinity */
   size_t nmismatch;     /* entries in `mismatch`, one per (rank, var) */
   ovl_mismatch *mismatch;
 } ovl_check;
 
-/* Compare every fetched variable of every rank:
- * |got - ref| <= atol + rtol * |ref|. NaN never matches unless both are NaN.
+/* Compare every fetched variable of every rank with the reference. An
+ * element passes when it is finite and |got - ref| <= atol + rtol * |ref|:
+ * a fetched NaN or infinity fails even where the reference has the same
+ * (a float32 that overflowed is wrong however the reference overflowed).
  * Fills `out` (free with ovl_check_release). */
 ovl_status ovl_check_result(const ovl_program *prog, const ovl_result *res,
                             const ovl_reference *ref, double rtol,
@@ -814,8 +821,10 @@ typedef struct ovl_report_summary_s {
   /* (sync - async) / min(comp, comm): 1 = the shorter of compute and
    * communication fully hidden, 0 = nothing hidden (all four ran). */
   double overlap_efficiency;
-  /* Elements out of tolerance, every mode. */
+  /* Elements that fail the check (out of tolerance or not finite), every
+   * mode; and of them, the elements fetched as NaN or an infinity. */
   int64_t mismatched;
+  int64_t nonfinite;
   /* Races found, every form (listed and only counted). */
   uint64_t races;
 } ovl_report_summary;
@@ -903,8 +912,9 @@ typedef struct ovl_report_replay_s {
 int ovl_report_replay_get(const ovl_report *r, size_t i,
                           ovl_report_replay *out);
 
-/* The verdict of a report: "PASS", "FAIL: numeric mismatch" (any element
- * out of tolerance) or "FAIL: races" (numbers right, races found). */
+/* The verdict of a report: "PASS", "FAIL: non-finite values" (a fetched
+ * NaN or infinity), "FAIL: numeric mismatch" (any other element out of
+ * tolerance) or "FAIL: races" (numbers right, races found). */
 const char *ovl_report_result(const ovl_report *r);
 
 /*

@@ -57,7 +57,9 @@ then ok "default seed run"; else ko "default seed run"; fi
 
 # The default run passes honestly on 1 to 8 ranks: the seed's c grows N
 # times an allreduce, so from 4 ranks the default run takes fewer steps
-# (N^steps <= 2^126) and says so; 64 (Paddle's) up to 3 ranks.
+# (N^steps <= 2^126) and says so; 64 (Paddle's) up to 3 ranks. Named, the
+# seed runs as written, and at 4 ranks its 64 steps overflow float32: the
+# check fails them.
 for n in 1 2 3 4 5 6 7 8; do
   case $n in 1|2|3) steps=64 ;; 4) steps=63 ;; 5) steps=54 ;; 6) steps=48 ;; 7) steps=44 ;; 8) steps=42 ;; esac
   if run 0 "default-$n" -r $n -n 1 -w 0 -D cols=10 && has out '^result: PASS$' &&
@@ -67,6 +69,10 @@ for n in 1 2 3 4 5 6 7 8; do
     fi
   then ok "default run on $n ranks: PASS, steps=$steps"; else ko "default run on $n ranks: PASS, steps=$steps"; fi
 done
+if run 1 seed-named-4 -r 4 -n 1 -w 0 -D cols=10 --mode=async "$src/schedules/seed.sched" &&
+  has out ' steps=64,' && has out '^  async: rank 0 out: [0-9]+ of 10000 elements are not finite' &&
+  run 1 seed-default-4-steps64 -r 4 -n 1 -w 0 -D cols=10 -D steps=64 --mode=async && ! has out '^  \+ '
+then ok "the seed named, or -D steps=64, runs 64 steps: not finite at 4 ranks"; else ko "the seed named, or -D steps=64, runs 64 steps: not finite at 4 ranks"; fi
 
 # --mode=all adds comp, comm, the ideal and the overlap efficiency.
 if run 0 all --mode=all -n 2 -w 1 -D cols=20 && has out '^comp ' && has out '^comm ' &&
@@ -383,6 +389,33 @@ json_ok() {
   [ "$have_python" -eq 0 ] && return 0
   python3 "$src/tests/check_json.py" "$@" >>"$tmp/err" 2>&1
 }
+
+# A NaN or an infinity fails the check even where the reference has the
+# same (tests/schedules/nonfinite.sched: y overflows, z = y - y): exit 1,
+# each variable with how many elements are not finite and the first.
+nf=$src/tests/schedules/nonfinite.sched
+if run 1 nonfinite -n 1 -w 0 --json="$tmp/nf.json" "$nf" &&
+  has out '^sync .* MISMATCH \(48 of 58 elements, 48 not finite\); no races$' &&
+  has out '^async .* MISMATCH \(48 of 58 elements, 48 not finite\); no races$' &&
+  has out '^  async: rank 1 y: 12 of 12 elements are not finite \(NaN or an infinity\), first at \[0,0\]: got inf, expected inf$' &&
+  has out '^  sync: rank 0 z: 12 of 12 elements are not finite \(NaN or an infinity\), first at \[0,0\]: got -?nan, expected -?nan$' &&
+  ! has out ' k: ' &&
+  has out '^result: FAIL: 96 fetched values are not finite \(NaN or an infinity\)$' &&
+  grep -q '"status": "mismatch", "checked": 58, "mismatched": 48, "nonfinite": 48, ' "$tmp/nf.json" &&
+  grep -q '{"rank": 0, "var": "z", "checked": 12, "mismatched": 12, "nonfinite": 12, "fetched": true, "first_nonfinite": 0, ' "$tmp/nf.json" &&
+  grep -q '{"rank": 1, "var": "k", "checked": 5, "mismatched": 0, "nonfinite": 0, "fetched": true, "first_nonfinite": null, ' "$tmp/nf.json" &&
+  grep -q '"result": "FAIL: non-finite values",' "$tmp/nf.json" && grep -q '"exit_status": 1' "$tmp/nf.json" &&
+  json_ok results "$tmp/nf.json" sync,async
+then ok "non-finite values fail"; else ko "non-finite values fail"; fi
+# Some elements not finite among finite ones (init=special puts NaN or an
+# infinity in some): only those fail; finite values near the float32
+# maximum pass.
+printf 'x = data(shape=[64], dtype=float32, init=special, seed=3)\nfetch(x)\n' >"$tmp/special.sched"
+printf 'a = data(shape=[2, 4], dtype=float32, init=fill, value=1.7e38)\nd = elementwise_add(a, a)\nfetch(d)\n' >"$tmp/near_max.sched"
+if run 1 nonfinite-some -n 1 -w 0 --mode=async "$tmp/special.sched" &&
+  has out '^  async: rank 0 x: [1-9][0-9]? of 64 elements are not finite \(NaN or an infinity\), first at \[[0-9]+\]: got -?(nan|inf), expected -?(nan|inf)$' &&
+  run 0 finite-near-max -n 1 -w 0 --mode=async "$tmp/near_max.sched" && has out '^result: PASS$'
+then ok "some non-finite elements fail, finite ones near the maximum pass"; else ko "some non-finite elements fail, finite ones near the maximum pass"; fi
 
 # --trace: a Chrome trace of one timed iteration, per rank and stream.
 if run 0 trace -n 3 -w 1 -D cols=10 --trace="$tmp/t.json" && has out '^result: PASS$' &&

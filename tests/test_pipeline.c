@@ -523,7 +523,11 @@ START_TEST(report_as_json) {
                                      "[\"n=\\ufffd\"]},\n  \"modes\": {\n"
                                      "    \"sync\": {\"total_s\": "));
   ck_assert_ptr_nonnull(strstr(text, "\"status\": \"ok\", \"checked\": 128, "
-                                     "\"mismatched\": 0, \"vars\": [\n"));
+                                     "\"mismatched\": 0, \"nonfinite\": 0, "
+                                     "\"vars\": [\n"));
+  ck_assert_ptr_nonnull(strstr(text, "\"mismatched\": 0, \"nonfinite\": 0, "
+                                     "\"fetched\": true, \"first_nonfinite\": "
+                                     "null, \"first_index\": null"));
   ck_assert_ptr_nonnull(strstr(text, "\"op\": \"c_allreduce_sum\", "
                                      "\"stream\": \"comm[0]\", \"count\": 1"));
   ck_assert_ptr_nonnull(strstr(text, ",\n  \"ideal_speedup\": null,\n"));
@@ -540,6 +544,79 @@ START_TEST(report_as_json) {
   r = run_ok(NULL, p, &o);
   ck_assert_int_eq(ovl_report_json(r, &jo, &text, &len, &err), OVL_EINVAL);
   ck_assert_ptr_null(text);
+  ovl_report_free(r);
+  ovl_program_free(p);
+  ovl_world_free(w);
+}
+END_TEST
+
+/* Values that overflowed fail the check, though the reference (rounded
+ * to float32) overflowed the same way: y = 1e30 * 1e30 is inf in float32,
+ * z = y - y NaN. Both modes, every element; the verdict and the JSON say
+ * how many are not finite, per variable and where the first is. */
+static const char overflow_text[] =
+    "h = data(shape=[2, 3], dtype=float32, init=fill, value=1e30)\n"
+    "y = scale(h, scale=1e30)\n"
+    "z = elementwise_sub(y, y)\n"
+    "k = data(shape=[5], dtype=float32, init=fill, value=2.0)\n"
+    "fetch(y, z, k)\n";
+
+START_TEST(nonfinite_values_fail) {
+  ovl_world *w = make_world(10);
+  ovl_program *p = parse(overflow_text, "overflow.sched");
+  ovl_pipeline_opts o = run_opts(BOTH_MODES);
+  ovl_report_json_opts jo = {.tool = "overlap_sim", .mode = "both",
+                             .iters = 2, .warmup = 1, .trace_iter = -1,
+                             .exit_status = 1};
+  ovl_report_summary sum;
+  ovl_report_mode m;
+  ovl_report *r = run_ok(w, p, &o);
+  ovl_error err = {0};
+  char *text = NULL;
+  size_t len = 0;
+
+  for (size_t i = 0; i < 2; i++) {
+    ovl_report_mode_get(r, i, &m);
+    ck_assert_ptr_nonnull(m.check);
+    ck_assert_int_eq(m.check->checked, 2 * (6 + 6 + 5));
+    ck_assert_int_eq(m.check->mismatched, 2 * 12);
+    ck_assert_int_eq(m.check->nonfinite, 2 * 12);
+    ck_assert_uint_eq(m.check->nmismatch, 4); /* y and z on both ranks */
+    for (size_t k = 0; k < 4; k++) {
+      const ovl_mismatch *mm = &m.check->mismatch[k];
+      ck_assert_str_eq(mm->var, k % 2 == 0 ? "y" : "z");
+      ck_assert_int_eq(mm->count, 6);
+      ck_assert_int_eq(mm->nonfinite, 6);
+      ck_assert_int_eq(mm->first_nonfinite, 0);
+      ck_assert_int_eq(mm->first_index, 0);
+      if (k % 2 == 0) {
+        ck_assert_double_eq(mm->got, INFINITY);
+        ck_assert_double_eq(mm->expected, INFINITY);
+      } else {
+        ck_assert(isnan(mm->got) && isnan(mm->expected));
+      }
+    }
+  }
+  ovl_report_summary_get(r, &sum);
+  ck_assert_int_eq(sum.mismatched, 4 * 12);
+  ck_assert_int_eq(sum.nonfinite, 4 * 12);
+  ck_assert_str_eq(ovl_report_result(r), "FAIL: non-finite values");
+  ck_assert_int_eq(ovl_report_json(r, &jo, &text, &len, &err), OVL_OK);
+  ck_assert_ptr_nonnull(strstr(text, "\"status\": \"mismatch\", \"checked\": "
+                                     "34, \"mismatched\": 24, \"nonfinite\": "
+                                     "24, \"vars\": [\n"));
+  ck_assert_ptr_nonnull(strstr(text, "{\"rank\": 1, \"var\": \"z\", "
+                                     "\"checked\": 6, \"mismatched\": 6, "
+                                     "\"nonfinite\": 6, \"fetched\": true, "
+                                     "\"first_nonfinite\": 0, \"first_index\": "
+                                     "0, \"first_at\": \"[0,0]\", \"got\": "
+                                     "\"nan\", \"expected\": \"nan\"}"));
+  ck_assert_ptr_nonnull(strstr(text, "{\"rank\": 1, \"var\": \"k\", "
+                                     "\"checked\": 5, \"mismatched\": 0, "
+                                     "\"nonfinite\": 0, "));
+  ck_assert_ptr_nonnull(strstr(text, "\"result\": \"FAIL: non-finite "
+                                     "values\""));
+  free(text);
   ovl_report_free(r);
   ovl_program_free(p);
   ovl_world_free(w);
@@ -655,6 +732,7 @@ static Suite *pipeline_suite(void) {
   tcase_add_test(tc, bad_arguments);
   tcase_add_test(tc, machine_and_op_times);
   tcase_add_test(tc, report_as_json);
+  tcase_add_test(tc, nonfinite_values_fail);
   tcase_add_test(tc, races_as_json);
   tcase_add_test(tc, timeline_outlives_the_world);
   suite_add_tcase(s, tc);

@@ -428,7 +428,13 @@ static int finish_run(const sim_options *o, const outfile outs[N_OUTPUTS],
   rc = write_run_outputs(o, outs, report, status);
   if (rc >= 0)
     return rc;
-  if (sum.mismatched > 0)
+  if (sum.nonfinite > 0)
+    printf("result: FAIL: %lld fetched value%s not finite (NaN or an "
+           "infinity)%s%s\n",
+           (long long)sum.nonfinite, sum.nonfinite == 1 ? " is" : "s are",
+           sum.mismatched > sum.nonfinite ? ", and numeric mismatch" : "",
+           sum.races > 0 ? ", and races" : "");
+  else if (sum.mismatched > 0)
     printf("result: FAIL: numeric mismatch (tolerance |got-ref| <= %g + %g "
            "* |ref|)%s\n",
            o->atol, o->rtol, sum.races > 0 ? ", and races" : "");

@@ -86,9 +86,14 @@ void sim_print_row(const ovl_report *r, size_t i, bool verbose) {
   else if (m.check->mismatched == 0)
     snprintf(check, sizeof check, "ok (%lld elements)",
              (long long)m.check->checked);
-  else
+  else if (m.check->nonfinite == 0)
     snprintf(check, sizeof check, "MISMATCH (%lld of %lld elements)",
              (long long)m.check->mismatched, (long long)m.check->checked);
+  else
+    snprintf(check, sizeof check,
+             "MISMATCH (%lld of %lld elements, %lld not finite)",
+             (long long)m.check->mismatched, (long long)m.check->checked,
+             (long long)m.check->nonfinite);
   if (m.races != NULL) {
     size_t n = strlen(check);
     uint64_t nr = ovl_races_count(m.races) + ovl_races_more(m.races);
@@ -169,10 +174,25 @@ void sim_print_mismatches(const ovl_report *r) {
       char idx[128];
       ovl_program_fetch_info(prog, mm->fetch_index, &v);
       ovl_var_index_text(&v, mm->first_index, idx, sizeof idx);
-      printf("  %s: rank %d %s: %lld of %lld elements differ; first at %s: "
-             "got %.9g, expected %.9g\n",
-             ovl_mode_name(m.mode), mm->rank, mm->var, (long long)mm->count,
-             (long long)mm->numel, idx, mm->got, mm->expected);
+      printf("  %s: rank %d %s: ", ovl_mode_name(m.mode), mm->rank, mm->var);
+      /* A NaN or an infinity fails even where the reference has the same:
+       * say so, or "got inf, expected inf" reads like a pass. */
+      if (mm->nonfinite > 0) {
+        char nf[128];
+        ovl_var_index_text(&v, mm->first_nonfinite, nf, sizeof nf);
+        printf("%lld of %lld elements are not finite (NaN or an infinity), "
+               "first at %s",
+               (long long)mm->nonfinite, (long long)mm->numel, nf);
+        if (mm->count == mm->nonfinite) {
+          printf(": got %.9g, expected %.9g\n", mm->got, mm->expected);
+          continue;
+        }
+        printf("; ");
+      }
+      printf("%lld of %lld elements differ; first at %s: got %.9g, "
+             "expected %.9g\n",
+             (long long)mm->count, (long long)mm->numel, idx, mm->got,
+             mm->expected);
     }
   }
 }

@@ -161,13 +161,16 @@ static void json_check(ovl__sbuf *b, const ovl_program *prog,
   if (c == NULL) {
     ovl__sb_puts(b, "\"status\": \"n/a\", \"reason\": ");
     ovl__sb_json_str(b, m->not_checked);
-    ovl__sb_puts(b, ", \"checked\": 0, \"mismatched\": 0, \"vars\": []}");
+    ovl__sb_puts(b, ", \"checked\": 0, \"mismatched\": 0, "
+                    "\"nonfinite\": 0, \"vars\": []}");
     return;
   }
   ovl__sb_printf(b, "\"status\": \"%s\", \"checked\": %lld, "
-                    "\"mismatched\": %lld, \"vars\": [",
+                    "\"mismatched\": %lld, \"nonfinite\": %lld, "
+                    "\"vars\": [",
                  c->mismatched == 0 ? "ok" : "mismatch",
-                 (long long)c->checked, (long long)c->mismatched);
+                 (long long)c->checked, (long long)c->mismatched,
+                 (long long)c->nonfinite);
   for (int r = 0; r < nranks; r++) {
     for (size_t i = 0; i < ovl_program_fetch_count(prog); i++) {
       const ovl_mismatch *mm = NULL;
@@ -180,10 +183,16 @@ static void json_check(ovl__sbuf *b, const ovl_program *prog,
                      r == 0 && i == 0 ? "" : ",", r);
       ovl__sb_json_str(b, v.name);
       ovl__sb_printf(b, ", \"checked\": %lld, \"mismatched\": %lld, "
-                        "\"fetched\": %s, ",
+                        "\"nonfinite\": %lld, \"fetched\": %s, ",
                      (long long)v.numel, (long long)(mm ? mm->count : 0),
+                     (long long)(mm ? mm->nonfinite : 0),
                      ovl_result_fetched(m->res, r, i) != NULL ? "true"
                                                               : "false");
+      if (mm != NULL && mm->nonfinite > 0)
+        ovl__sb_printf(b, "\"first_nonfinite\": %lld, ",
+                       (long long)mm->first_nonfinite);
+      else
+        ovl__sb_puts(b, "\"first_nonfinite\": null, ");
       if (mm == NULL) {
         ovl__sb_puts(b, "\"first_index\": null, \"first_at\": null, "
                         "\"got\": null, \"expected\": null}");

@@ -481,6 +481,7 @@ void ovl_report_summary_get(const ovl_report *r, ovl_report_summary *out) {
   for (size_t i = 0; i < r->nmodes; i++) {
     const report_mode *m = &r->modes[i];
     out->mismatched += m->check.mismatched;
+    out->nonfinite += m->check.nonfinite;
     if (m->races != NULL)
       out->races += ovl_races_count(m->races) + ovl_races_more(m->races);
   }
@@ -489,9 +490,10 @@ void ovl_report_summary_get(const ovl_report *r, ovl_report_summary *out) {
 const char *ovl_report_result(const ovl_report *r) {
   ovl_report_summary s;
   ovl_report_summary_get(r, &s);
-  return s.mismatched > 0 ? "FAIL: numeric mismatch"
-         : s.races > 0    ? "FAIL: races"
-                          : "PASS";
+  return s.nonfinite > 0    ? "FAIL: non-finite values"
+         : s.mismatched > 0 ? "FAIL: numeric mismatch"
+         : s.races > 0      ? "FAIL: races"
+                            : "PASS";
 }
 
 void ovl_report_machine_get(const ovl_report *r, ovl_report_machine *out) {
