@@ -372,7 +372,7 @@ static int write_run_outputs(const sim_options *o,
     ovl_report_json_opts jo = {
         .tool = "overlap_sim",
         .mode = o->mode,
-        .iters = o->iters,
+        .iters = o->warmup + o->iters,
         .warmup = o->warmup,
         .rtol = o->rtol,
         .atol = o->atol,
@@ -387,7 +387,7 @@ static int write_run_outputs(const sim_options *o,
         .svg = o->svg,
         .trace_iter = o->trace == NULL && o->svg == NULL ? -1
                       : o->trace_iter_given ? o->trace_iter
-                                            : o->iters - o->warmup - 1,
+                                            : o->iters - 1,
         .defines = o->defines,
         .ndefines = o->ndefines,
         .exit_status = exit_status};
@@ -528,7 +528,7 @@ static int overlap_sim(int argc, char **argv) {
   pl.schedule = sched;
   pl.bind = &bopts;
   pl.run = 1;
-  pl.run_opts.iters = o.iters - o.warmup;
+  pl.run_opts.iters = o.iters;
   pl.run_opts.warmup = o.warmup;
   pl.run_opts.op_times = o.op_times;
   pl.run_opts.trace = o.trace != NULL || o.svg != NULL;

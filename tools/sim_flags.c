@@ -19,7 +19,7 @@ void sim_options_init(sim_options *o) {
   memset(o, 0, sizeof *o);
   o->backend = "auto";
   o->mode = "both";
-  o->iters = 10;
+  o->iters = 8;
   o->warmup = 2;
   o->rtol = 1e-5;
   o->atol = 1e-6;
@@ -46,11 +46,13 @@ void sim_usage(FILE *f) {
           "                       all (sync, async, comp-only, comm-only: "
           "adds the ideal\n"
           "                       speedup and the overlap efficiency)\n"
-          "  -n, --iters=N        iterations in all (default 10)\n"
-          "  -w, --warmup=N       how many of them run untimed first "
-          "(default 2: the\n"
+          "  -n, --iters=N        timed iterations (default 8)\n"
+          "  -w, --warmup=N       untimed iterations before them (default "
+          "2; 2 + 8: the\n"
           "                       seed's method, 10 runs and the last 8 "
-          "timed)\n"
+          "timed; -n and -w\n"
+          "                       count as in nccl-tests and "
+          "overlap_sweep)\n"
           "  -D NAME=VALUE        override a schedule param (repeatable)\n"
           "      --rtol=X         relative tolerance (default 1e-5)\n"
           "      --atol=X         absolute tolerance (default 1e-6)\n"
@@ -384,15 +386,10 @@ int sim_parse_flags(int argc, char **argv, sim_options *o) {
                        o->trace != NULL ? "--trace" : "--svg");
   if (o->trace_iter_given && o->trace == NULL && o->svg == NULL)
     return usage_error("--trace-iter needs --trace or --svg");
-  if (o->warmup >= o->iters)
-    return usage_error("--warmup (%d) must be less than --iters (%d): no "
-                       "iteration would be timed",
-                       o->warmup, o->iters);
-  if (o->trace_iter_given && o->trace_iter >= o->iters - o->warmup)
+  if (o->trace_iter_given && o->trace_iter >= o->iters)
     return usage_error("--trace-iter: %d: there are %d timed iterations "
                        "(0 to %d)",
-                       o->trace_iter, o->iters - o->warmup,
-                       o->iters - o->warmup - 1);
+                       o->trace_iter, o->iters, o->iters - 1);
   if (optind < argc)
     o->schedule = argv[optind++];
   if (optind < argc)

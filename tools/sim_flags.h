@@ -14,7 +14,7 @@ typedef struct {
   const char *backend;
   int ranks;
   const char *mode;
-  int iters, warmup;
+  int iters, warmup; /* -n: timed iterations; -w: untimed ones first */
   const char *defines[SIM_MAX_DEFINES];
   size_t ndefines;
   double rtol, atol;
@@ -42,7 +42,7 @@ typedef struct {
   int seed_steps;
 } sim_options;
 
-/* The defaults: backend auto, mode both, 10 iterations of which 2 warmup,
+/* The defaults: backend auto, mode both, 2 warmup + 8 timed iterations,
  * rtol 1e-5, atol 1e-6, no --show. */
 void sim_options_init(sim_options *o);
 
