@@ -151,6 +151,107 @@ START_TEST(modes_run_in_order) {
 }
 END_TEST
 
+/* Trials: the whole measurement again (every mode in order, each run
+ * announced), the last trial's runs kept, each trial's times and check
+ * kept, the figures over the trials as min <= median <= max with the
+ * summary their medians; values that are not finite fail in every trial,
+ * and the summary counts them all. */
+START_TEST(trials_repeat_the_measurement) {
+  ovl_world *w = make_world(10);
+  ovl_program *p = parse(clean_text, "clean.sched");
+  ovl_pipeline_opts o = run_opts(ALL_MODES);
+  events ev = {{0}, 0};
+  ovl_report_trials tr;
+  ovl_report_summary sum, one;
+  ovl_report *r;
+  double v[3];
+
+  o.trials = 3;
+  o.progress = record;
+  o.progress_ctx = &ev;
+  r = run_ok(w, p, &o);
+  ck_assert_str_eq(ev.seen, "CR012301230123");
+  ck_assert_uint_eq(ovl_report_trial_count(r), 3);
+  ovl_report_trials_get(r, &tr);
+  ck_assert_uint_eq(tr.n, 3);
+  for (size_t i = 0; i < 4; i++) {
+    ovl_report_mode m, last;
+    for (size_t t = 0; t < 3; t++) {
+      ck_assert_int_eq(ovl_report_trial_get(r, t, i, &m), 0);
+      ck_assert(m.min_s <= m.median_s && m.median_s <= m.max_s);
+      /* Only the last trial keeps its run; every trial its check. */
+      ck_assert(t == 2 ? m.res != NULL : m.res == NULL);
+      ck_assert(i < 2 ? m.check != NULL && m.check->mismatched == 0
+                      : m.check == NULL);
+      v[t] = m.total_s;
+    }
+    ck_assert_int_eq(ovl_report_trial_get(r, 3, i, &m), -1);
+    ovl_report_mode_get(r, i, &last);
+    ck_assert_double_eq(last.total_s, v[2]);
+    ck_assert_double_eq(tr.total_s[last.mode].min,
+                        fmin(v[0], fmin(v[1], v[2])));
+    ck_assert_double_eq(tr.total_s[last.mode].max,
+                        fmax(v[0], fmax(v[1], v[2])));
+    ck_assert(tr.total_s[last.mode].min <= tr.total_s[last.mode].median &&
+              tr.total_s[last.mode].median <= tr.total_s[last.mode].max);
+  }
+  for (size_t t = 0; t < 3; t++) {
+    ovl_report_trial_summary_get(r, t, &one);
+    v[t] = one.speedup;
+  }
+  ck_assert_double_eq(tr.speedup.min, fmin(v[0], fmin(v[1], v[2])));
+  ck_assert_double_eq(tr.speedup.max, fmax(v[0], fmax(v[1], v[2])));
+  ck_assert(tr.speedup.min <= tr.speedup.median &&
+            tr.speedup.median <= tr.speedup.max);
+  ck_assert_double_eq_tol(tr.speedup_spread,
+                          (tr.speedup.max - tr.speedup.min) /
+                              tr.speedup.median,
+                          1e-12);
+  ovl_report_summary_get(r, &sum);
+  ck_assert_double_eq(sum.speedup, tr.speedup.median);
+  ck_assert_double_eq(sum.overlap_efficiency, tr.overlap_efficiency.median);
+  ck_assert(!isnan(tr.ideal_speedup.median));
+  ovl_report_free(r);
+
+  /* A budget: a second trial starts only if two fit (a tiny one does not
+   * fit a budget of a nanosecond); 0 and 1 trials mean one. */
+  o = run_opts(BOTH_MODES);
+  o.trials = 5;
+  o.trial_budget_s = 1e-9;
+  r = run_ok(w, p, &o);
+  ck_assert_uint_eq(ovl_report_trial_count(r), 1);
+  ovl_report_trials_get(r, &tr);
+  ck_assert_double_eq(tr.speedup.min, tr.speedup.max);
+  ck_assert_double_eq(tr.speedup_spread, 0.0);
+  ovl_report_free(r);
+  o.trial_budget_s = 3600;
+  r = run_ok(w, p, &o);
+  ck_assert_uint_eq(ovl_report_trial_count(r), 5);
+  ovl_report_free(r);
+  o.trials = -1;
+  ck_assert_int_eq(ovl_pipeline_run(w, p, &o, &r, NULL), OVL_EINVAL);
+
+  /* Every trial of non-finite values fails; the summary counts them all. */
+  o = run_opts(OVL_MODE_BIT(OVL_MODE_ASYNC));
+  o.trials = 2;
+  o.races = 0;
+  {
+    const char *t = "x = data(shape=[64], dtype=float32, init=fill, "
+                    "value=1e30)\ny = scale(x, scale=1e30)\nfetch(y)\n";
+    ovl_program *inf = parse(t, "inf.sched");
+    r = run_ok(w, inf, &o);
+    ovl_report_summary_get(r, &sum);
+    ck_assert_int_eq(sum.nonfinite, 2 * 2 * 64);
+    ovl_report_trial_summary_get(r, 0, &one);
+    ck_assert_int_eq(one.nonfinite, 2 * 64);
+    ovl_report_free(r);
+    ovl_program_free(inf);
+  }
+  ovl_program_free(p);
+  ovl_world_free(w);
+}
+END_TEST
+
 /* Sync and async are compared with the reference; comp and comm are not,
  * and say why. */
 START_TEST(checks_and_reasons) {
@@ -722,6 +823,7 @@ static Suite *pipeline_suite(void) {
   TCase *tc = tcase_create("cpu");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, modes_run_in_order);
+  tcase_add_test(tc, trials_repeat_the_measurement);
   tcase_add_test(tc, checks_and_reasons);
   tcase_add_test(tc, races_reported_per_mode);
   tcase_add_test(tc, races_in_a_run);

@@ -317,11 +317,13 @@ static void on_progress(void *ctx, const ovl_report *report,
                      t->per_op);
     break;
   case OVL_PIPELINE_READY:
-    sim_print_table_header();
+    sim_print_table_header(t->o->trials != 1);
     break;
   case OVL_PIPELINE_RAN:
   default:
-    sim_print_row(report, i, t->o->verbose);
+    sim_print_row(report, i,
+                  t->o->trials != 1 ? ovl_report_trial_count(report) : 0,
+                  t->o->verbose);
     flush_output(stdout);
     break;
   }
@@ -383,6 +385,7 @@ static int write_run_outputs(const sim_options *o,
         .comm_priority = o->comm_priority_high ? "high" : "default",
         .nccl_min_ctas = o->nccl_min_ctas,
         .nccl_max_ctas = o->nccl_max_ctas,
+        .trials = o->trials,
         .trace = o->trace,
         .svg = o->svg,
         .trace_iter = o->trace == NULL && o->svg == NULL ? -1
@@ -528,6 +531,8 @@ static int overlap_sim(int argc, char **argv) {
   pl.schedule = sched;
   pl.bind = &bopts;
   pl.run = 1;
+  pl.trials = o.trials > 0 ? o.trials : SIM_DEFAULT_TRIALS;
+  pl.trial_budget_s = o.trials > 0 ? 0 : SIM_TRIAL_BUDGET_S;
   pl.run_opts.iters = o.iters;
   pl.run_opts.warmup = o.warmup;
   pl.run_opts.op_times = o.op_times;

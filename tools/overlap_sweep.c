@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ovl.h"
 #include "sweep.h"
@@ -317,6 +318,10 @@ static int overlap_sweep(int argc, char **argv) {
       printf("# time: device clock, per collective: mean over %d timed "
              "iterations x reps collectives x %d ranks\n",
              o.iters, nranks);
+    if (cpu)
+      printf("# cpu backend: these times are an emulation on host cores "
+             "(every stream a thread; %ld cores here), not device figures\n",
+             sysconf(_SC_NPROCESSORS_ONLN));
     printf("# algbw = size / time; busbw = algbw x %.4g (%s)\n",
            busbw_factor(o.coll, nranks),
            o.coll == C_ALLREDUCE   ? "2(n-1)/n"

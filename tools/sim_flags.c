@@ -53,6 +53,13 @@ void sim_usage(FILE *f) {
           "timed; -n and -w\n"
           "                       count as in nccl-tests and "
           "overlap_sweep)\n"
+          "      --trials=K       repeat the whole measurement (every mode "
+          "in turn) K times\n"
+          "                       and print each figure's median, min and "
+          "max, and the\n"
+          "                       spread of the speedup (default: up to 5, "
+          "as many as fit\n"
+          "                       in about 10 s; 1: one, as before)\n"
           "  -D NAME=VALUE        override a schedule param (repeatable)\n"
           "      --rtol=X         relative tolerance (default 1e-5)\n"
           "      --atol=X         absolute tolerance (default 1e-6)\n"
@@ -167,7 +174,8 @@ int sim_parse_flags(int argc, char **argv, sim_options *o) {
     OPT_SVG,
     OPT_TRACE_ITER,
     OPT_REPLAY,
-    OPT_REPLAY_DELAY
+    OPT_REPLAY_DELAY,
+    OPT_TRIALS
   };
   static const struct option longopts[] = {
       {"backend", required_argument, NULL, 'b'},
@@ -175,6 +183,7 @@ int sim_parse_flags(int argc, char **argv, sim_options *o) {
       {"mode", required_argument, NULL, 'm'},
       {"iters", required_argument, NULL, 'n'},
       {"warmup", required_argument, NULL, 'w'},
+      {"trials", required_argument, NULL, OPT_TRIALS},
       {"define", required_argument, NULL, 'D'},
       {"rtol", required_argument, NULL, OPT_RTOL},
       {"atol", required_argument, NULL, OPT_ATOL},
@@ -240,6 +249,11 @@ int sim_parse_flags(int argc, char **argv, sim_options *o) {
         return usage_error("--warmup: '%s' is not a number from 0 to "
                            "1000000",
                            optarg);
+      break;
+    case OPT_TRIALS:
+      if (!parse_int(optarg, 1, 1000, &o->trials))
+        return usage_error("--trials: '%s' is not a number from 1 to 1000",
+                           escape_arg(optarg, quoted, sizeof quoted));
       break;
     case 'D':
       if (strchr(optarg, '=') == NULL || optarg[0] == '=')
@@ -384,6 +398,9 @@ int sim_parse_flags(int argc, char **argv, sim_options *o) {
     return usage_error("--replay makes untimed runs of one iteration: %s "
                        "needs a run",
                        o->trace != NULL ? "--trace" : "--svg");
+  if (o->trials > 0 && (o->races_only || o->replay != 0))
+    return usage_error("--trials repeats a run: %s runs nothing timed",
+                       o->races_only ? "--races" : "--replay");
   if (o->trace_iter_given && o->trace == NULL && o->svg == NULL)
     return usage_error("--trace-iter needs --trace or --svg");
   if (o->trace_iter_given && o->trace_iter >= o->iters)
