@@ -86,19 +86,27 @@ def check_trace(path, nranks, modes):
     if "async" in modes:
         check(flows, "flow arrows")
 
-    def enclosed(e):
-        for ts, end, _ in slices.get((e["pid"], e["tid"]), []):
+    def enclosing(e):
+        for ts, end, sl in slices.get((e["pid"], e["tid"]), []):
             if ts <= e["ts"] <= end:
-                return True
-        return False
+                return sl
+        return None
     for fid, pair in flows.items():
         if not check("s" in pair and "f" in pair, "flow %r has s and f" % fid):
             continue
-        check(pair["f"].get("bp") == "e", "flow %r: f has bp e" % fid)
-        check(enclosed(pair["s"]), "flow %r starts inside a slice" % fid)
-        check(enclosed(pair["f"]), "flow %r ends inside a slice" % fid)
-        check(pair["s"]["tid"] != pair["f"]["tid"],
-              "flow %r goes to another stream" % fid)
+        s, f = pair["s"], pair["f"]
+        check(f.get("bp") == "e", "flow %r: f has bp e" % fid)
+        src, dst = enclosing(s), enclosing(f)
+        check(src is not None, "flow %r starts inside a slice" % fid)
+        check(dst is not None, "flow %r ends inside a slice" % fid)
+        check(s["tid"] != f["tid"], "flow %r goes to another stream" % fid)
+        # The arrow ends where the wait ends (1 ns inside it), and never
+        # before it starts (a stalled wait ends after the record).
+        if dst is not None:
+            check(abs(dst["ts"] + dst["dur"] - 0.001 - f["ts"]) < 0.0005,
+                  "flow %r ends at the end of its wait" % fid)
+        check(f["ts"] >= s["ts"], "flow %r points forward: %r -> %r" %
+              (fid, s["ts"], f["ts"]))
 
 
 RESULT_KEYS = ("tool", "version", "schedule", "machine", "options", "modes",

@@ -11,6 +11,7 @@
  */
 #include <check.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -777,6 +778,152 @@ START_TEST(races_as_json) {
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Flow arrows in the Chrome trace                                     */
+/* ------------------------------------------------------------------ */
+
+/* One event of a trace, from its line: every event is one line. */
+typedef struct {
+  char ph;
+  long id;
+  int pid, tid;
+  int64_t ts, dur; /* ns */
+  char name[64];
+} trace_ev;
+
+/* "KEY":NUMBER in `line`: microseconds with 3 decimals, as ns. */
+static int64_t trace_ns(const char *line, const char *key) {
+  const char *p = strstr(line, key);
+  long long us = 0, frac = 0;
+  ck_assert_msg(p != NULL, "no %s in %s", key, line);
+  ck_assert_int_eq(sscanf(p + strlen(key), "%lld.%3lld", &us, &frac), 2);
+  return (int64_t)(us * 1000 + frac);
+}
+
+static long trace_int(const char *line, const char *key) {
+  const char *p = strstr(line, key);
+  ck_assert_msg(p != NULL, "no %s in %s", key, line);
+  return strtol(p + strlen(key), NULL, 10);
+}
+
+/* The slices, flow starts and flow ends of a trace's text. */
+static size_t trace_parse(const char *text, trace_ev *ev, size_t cap) {
+  size_t n = 0;
+  for (const char *l = text; l != NULL && *l; l = strchr(l, '\n')) {
+    char ph;
+    while (*l == '\n' || *l == ' ')
+      l++;
+    if (strncmp(l, "{\"ph\":\"", 7) != 0)
+      continue;
+    ph = l[7];
+    if (ph != 'X' && ph != 's' && ph != 'f')
+      continue;
+    ck_assert_uint_lt(n, cap);
+    memset(&ev[n], 0, sizeof ev[n]);
+    ev[n].ph = ph;
+    ev[n].pid = (int)trace_int(l, "\"pid\":");
+    ev[n].tid = (int)trace_int(l, "\"tid\":");
+    ev[n].ts = trace_ns(l, "\"ts\":");
+    if (ph == 'X') {
+      const char *nm = strstr(l, "\"name\":\"") + 8;
+      size_t k = 0;
+      ev[n].dur = trace_ns(l, "\"dur\":");
+      while (nm[k] != '"' && k + 1 < sizeof ev[n].name) {
+        ev[n].name[k] = nm[k];
+        k++;
+      }
+    } else {
+      ev[n].id = trace_int(l, "\"id\":");
+      ck_assert(ph == 's' || strstr(l, "\"bp\":\"e\"") != NULL);
+    }
+    n++;
+  }
+  return n;
+}
+
+/* The slice of `e`'s (pid, tid) that encloses e's time, or NULL. */
+static const trace_ev *enclosing(const trace_ev *ev, size_t n,
+                                 const trace_ev *e) {
+  for (size_t k = 0; k < n; k++)
+    if (ev[k].ph == 'X' && ev[k].pid == e->pid && ev[k].tid == e->tid &&
+        ev[k].ts <= e->ts && e->ts <= ev[k].ts + ev[k].dur)
+      return &ev[k];
+  return NULL;
+}
+
+/* Every arrow goes from an event record to the end of the wait that
+ * consumed it, never back in time. calc is held up 20 ms by a delay
+ * before the record of c_wait_compute, so comm's wait stalls for about
+ * that long: the middle of its slice (where arrows used to end) comes
+ * before the record. */
+START_TEST(trace_arrows_end_where_the_wait_ends) {
+  static const char text[] =
+      "x = data(shape=[64], dtype=float32, init=uniform, seed=7)\n"
+      "delay(us=20000, stream=calc)\n"
+      "c = scale(x, scale=3.0)\n"
+      "c_wait_compute(c, ring_id=0)\n"
+      "c_allreduce_sum(c, ring_id=0)\n"
+      "c_wait_comm(c, ring_id=0)\n"
+      "y = scale(c, scale=0.5)\n"
+      "fetch(y)\n";
+  ovl_world *w = make_world(10);
+  ovl_program *p = parse(text, "stall.sched");
+  ovl_pipeline_opts o = run_opts(OVL_MODE_BIT(OVL_MODE_ASYNC));
+  static trace_ev ev[512];
+  ovl_timeline_run tl;
+  ovl_report_mode m;
+  ovl_report *r;
+  ovl_error err = {0};
+  char *trace = NULL;
+  size_t len, n, flows = 0, stalled = 0;
+
+  o.run_opts.trace = 1;
+  o.run_opts.trace_iter = -1;
+  r = run_ok(w, p, &o);
+  ovl_report_mode_get(r, 0, &m);
+  tl.mode = m.mode;
+  tl.prog = m.prog;
+  tl.res = m.res;
+  ck_assert_int_eq(ovl_timeline_trace(&tl, 1, &trace, &len, &err), OVL_OK);
+  n = trace_parse(trace, ev, sizeof ev / sizeof ev[0]);
+  for (size_t i = 0; i < n; i++) {
+    const trace_ev *f = &ev[i], *s = NULL, *from, *to;
+    if (f->ph != 'f')
+      continue;
+    for (size_t k = 0; k < n; k++)
+      if (ev[k].ph == 's' && ev[k].id == f->id)
+        s = &ev[k];
+    ck_assert_ptr_nonnull(s);
+    from = enclosing(ev, n, s);
+    to = enclosing(ev, n, f);
+    ck_assert_ptr_nonnull(from);
+    ck_assert_ptr_nonnull(to);
+    ck_assert_msg(strstr(from->name, "[record]") != NULL, "%s", from->name);
+    ck_assert_msg(strncmp(to->name, "c_wait_", 7) == 0, "%s", to->name);
+    /* At the end of the wait (1 ns inside it), after the record began. */
+    ck_assert_int_eq(f->ts, to->ts + to->dur - 1);
+    ck_assert_int_eq(s->ts, from->ts + 1);
+    ck_assert_msg(f->ts >= s->ts, "flow %ld ends at %lld ns, before it "
+                  "starts at %lld", f->id, (long long)f->ts,
+                  (long long)s->ts);
+    if (to->dur > 10000000 && strcmp(to->name, "c_wait_compute") == 0) {
+      stalled++;
+      /* What made the old arrows point back: the middle of the wait. */
+      ck_assert(to->ts + to->dur / 2 < from->ts);
+    }
+    flows++;
+  }
+  /* Two waits per rank (c_wait_compute, c_wait_comm), on 2 ranks; comm's
+   * wait for calc stalled on each. */
+  ck_assert_uint_eq(flows, 4);
+  ck_assert_uint_eq(stalled, 2);
+  free(trace);
+  ovl_report_free(r);
+  ovl_program_free(p);
+  ovl_world_free(w);
+}
+END_TEST
+
 /* The timelines need the runs only: the names come with the results. */
 START_TEST(timeline_outlives_the_world) {
   ovl_world *w = make_world(10);
@@ -837,6 +984,7 @@ static Suite *pipeline_suite(void) {
   tcase_add_test(tc, nonfinite_values_fail);
   tcase_add_test(tc, races_as_json);
   tcase_add_test(tc, timeline_outlives_the_world);
+  tcase_add_test(tc, trace_arrows_end_where_the_wait_ends);
   suite_add_tcase(s, tc);
   return s;
 }
