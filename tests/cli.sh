@@ -350,6 +350,37 @@ then ok "missing schedule file"; else ko "missing schedule file"; fi
 if run 2 bad-define -D nosuch=3 && has err 'nosuch'
 then ok "-D of an unknown param"; else ko "-D of an unknown param"; fi
 
+# Where a schedule is found: a relative name that is not a file from here
+# is looked up in $OVL_SCHEDULE_PATH, then in the tool's schedules (the
+# source tree's, from the build tree); ./NAME is not looked up; the
+# default is never the current directory's seed.sched.
+mkdir "$tmp/here" "$tmp/p1" "$tmp/p2"
+printf 'a = data(shape=[4])\nb = scale(a, scale=2.0)\nfetch(b)\n' >"$tmp/p2/mine.sched"
+printf 'a = data(shape=[4])\nb = assgn(a)\n' >"$tmp/here/seed.sched"
+cp "$tmp/p2/mine.sched" "$tmp/p1/cwd_only.sched"
+# run_in DIR EXPECTED_EXIT [NAME=VALUE]... ARGS...: the tool run from DIR.
+run_in() {
+  d=$1 want=$2
+  shift 2
+  (cd "$d" && env "$@") >"$tmp/out" 2>"$tmp/err"
+  got=$?
+  [ "$got" -eq "$want" ] || { echo "    exit $got, expected $want"; return 1; }
+}
+if run_in "$tmp/here" 4 "$tool" --races bad/cross_ring.sched &&
+  has out "^1 race in $src/schedules/bad/cross_ring\.sched \(2 ranks\)\$" &&
+  run_in "$tmp/here" 0 OVL_SCHEDULE_PATH="$tmp/nowhere:$tmp/p2" "$tool" --races mine.sched &&
+  has out "^no races in $tmp/p2/mine\.sched " &&
+  run_in "$tmp/p1" 0 OVL_SCHEDULE_PATH="$tmp/p2" "$tool" --races cwd_only.sched &&
+  has out '^no races in cwd_only\.sched ' &&
+  run_in "$tmp/here" 0 "$tool" --races &&
+  has out "^no races in $src/schedules/seed\.sched \(775 ops checked\)\$" &&
+  run_in "$tmp/here" 2 OVL_SCHEDULE_PATH="$tmp/p2" "$tool" --races ./mine.sched &&
+  has err '^overlap_sim: \./mine\.sched: No such file' && ! has err 'looked for' &&
+  run_in "$tmp/here" 2 "$tool" --races nope/none.sched &&
+  has err '^overlap_sim: nope/none\.sched: No such file or directory$' &&
+  has err "^overlap_sim: \\(looked for nope/none\\.sched here, in [\$]OVL_SCHEDULE_PATH and in $src/schedules\\)\$"
+then ok "schedule search path"; else ko "schedule search path"; fi
+
 # Bad flags: exit 2 and the flag named.
 for args in "--mode=fast:--mode" "--ranks=0:--ranks" "--ranks=x:--ranks" "--iters=0:--iters" \
   "--warmup=-1:--warmup" "--rtol=abc:--rtol" "--atol=-1:--atol" "--show=-2:--show" \

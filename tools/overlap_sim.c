@@ -17,10 +17,12 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "outfile.h"
@@ -39,6 +41,9 @@
 #ifndef OVL_SRCDIR
 #define OVL_SRCDIR "."
 #endif
+#ifndef OVL_BUILDDIR
+#define OVL_BUILDDIR "."
+#endif
 #ifndef OVL_PKGDATADIR
 #define OVL_PKGDATADIR "/usr/local/share/overlap-sim"
 #endif
@@ -47,20 +52,86 @@
  * entry whose path is NULL is not wanted (or is --json=-, stdout). */
 enum { OUT_JSON, OUT_TRACE, OUT_SVG, N_OUTPUTS };
 
-/* The default schedule: from the source tree when run from the build tree,
- * else from where `make install` put it. */
-static const char *default_schedule(void) {
-  static char path[4096];
+/* Whether this executable lies in the build tree (under OVL_BUILDDIR, as
+ * libtool's tools/.libs/ does), rather than installed. */
+static bool in_build_tree(void) {
+  char exe[PATH_MAX], build[PATH_MAX];
+  size_t n;
+  if (realpath("/proc/self/exe", exe) == NULL ||
+      realpath(OVL_BUILDDIR, build) == NULL)
+    return false;
+  n = strlen(build);
+  return strncmp(exe, build, n) == 0 && exe[n] == '/';
+}
+
+/* The tool's own schedules: the source tree's when it runs from the build
+ * tree, else those `make install` put in $(pkgdatadir)/schedules (an
+ * installed tool never reads a source tree that happens to exist). */
+static const char *tool_schedules(void) {
+  return in_build_tree() ? OVL_SRCDIR "/schedules"
+                         : OVL_PKGDATADIR "/schedules";
+}
+
+/* DIR/NAME in buf (DIR: its first dlen bytes) if that is a file that can
+ * be read. */
+static bool try_dir(const char *dir, size_t dlen, const char *name,
+                    char *buf, size_t len) {
+  struct stat st;
+  if (dlen == 0 ||
+      (size_t)snprintf(buf, len, "%.*s/%s", (int)dlen, dir, name) >= len)
+    return false;
+  return stat(buf, &st) == 0 && S_ISREG(st.st_mode) &&
+         access(buf, R_OK) == 0;
+}
+
+/* The schedule to read (--help, "SCHEDULE"): NAME as given when it is
+ * absolute, starts with ./ or ../, or (named on the command line) exists
+ * from here; else the first DIR/NAME that is a file, DIR in
+ * $OVL_SCHEDULE_PATH (colon-separated), then $OVL_SCHEDULE_DIR, then the
+ * tool's own schedules. Found nowhere: NAME as given (the default: where
+ * the tool's own would be), so that the error names it. The default,
+ * seed.sched, is looked up from the path on: a seed.sched of the current
+ * directory is not it. */
+static const char *resolve_schedule(const char *name, bool is_default) {
+  static char path[PATH_MAX];
+  const char *list = getenv("OVL_SCHEDULE_PATH");
   const char *dir = getenv("OVL_SCHEDULE_DIR");
-  if (dir != NULL) {
-    snprintf(path, sizeof path, "%s/seed.sched", dir);
-    return path;
+  struct stat st;
+  if (name[0] == '/' || strncmp(name, "./", 2) == 0 ||
+      strncmp(name, "../", 3) == 0 || (!is_default && stat(name, &st) == 0))
+    return name;
+  while (list != NULL) {
+    const char *colon = strchr(list, ':');
+    size_t n = colon != NULL ? (size_t)(colon - list) : strlen(list);
+    if (try_dir(list, n, name, path, sizeof path))
+      return path;
+    list = colon != NULL ? colon + 1 : NULL;
   }
-  snprintf(path, sizeof path, "%s/schedules/seed.sched", OVL_SRCDIR);
-  if (access(path, R_OK) == 0)
+  if (dir != NULL && try_dir(dir, strlen(dir), name, path, sizeof path))
     return path;
-  snprintf(path, sizeof path, "%s/schedules/seed.sched", OVL_PKGDATADIR);
+  if (try_dir(tool_schedules(), strlen(tool_schedules()), name, path,
+              sizeof path))
+    return path;
+  if (!is_default)
+    return name;
+  snprintf(path, sizeof path, "%s/%s", tool_schedules(), name);
   return path;
+}
+
+/* Parse the schedule at `path` (resolve_schedule's); where a name that
+ * was looked up is nowhere, the error says where it was looked for.
+ * Returns -1, or the exit status (message printed). */
+static int parse_schedule(const sim_options *o, const char *path,
+                          ovl_schedule **sched) {
+  const char *name = o->schedule;
+  int rc = sim_parse_schedule(path, sched);
+  if (rc >= 0 && name != NULL && path == name && name[0] != '/' &&
+      strncmp(name, "./", 2) != 0 && strncmp(name, "../", 3) != 0 &&
+      access(name, F_OK) != 0)
+    fprintf(stderr,
+            "%s: (looked for %s here, in $OVL_SCHEDULE_PATH and in %s)\n",
+            progname, name, tool_schedules());
+  return rc;
 }
 
 /* The seed at any rank count (README, "The seed at any rank count"): each
@@ -247,7 +318,7 @@ static int check_only(sim_options *o, const char *path, unsigned modes,
   mem_plan mem;
   int rc;
 
-  if ((rc = sim_parse_schedule(path, &sched)) >= 0)
+  if ((rc = parse_schedule(o, path, &sched)) >= 0)
     return rc;
   if (o->replay != 0) {
     if ((rc = make_world(o, &world)) >= 0)
@@ -477,7 +548,8 @@ static int overlap_sim(int argc, char **argv) {
   rc = sim_parse_flags(argc, argv, &o);
   if (rc >= 0)
     return rc;
-  path = o.schedule != NULL ? o.schedule : default_schedule();
+  path = o.schedule != NULL ? resolve_schedule(o.schedule, false)
+                            : resolve_schedule("seed.sched", true);
   memset(outs, 0, sizeof outs);
   rc = prepare_outputs(&o, path, outs);
   if (rc >= 0)
@@ -506,7 +578,7 @@ static int overlap_sim(int argc, char **argv) {
 
   /* Parse before making the world (which may take seconds on GPUs); bind
    * once its rank count and backend are known. */
-  if ((rc = sim_parse_schedule(path, &sched)) >= 0)
+  if ((rc = parse_schedule(&o, path, &sched)) >= 0)
     goto out;
   if ((rc = make_world(&o, &world)) >= 0)
     goto out;
