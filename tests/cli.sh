@@ -529,7 +529,8 @@ if run 0 svg --mode=all -n 2 -w 1 -D cols=10 --svg="$tmp/t.svg" &&
   head -1 "$tmp/t.svg" | grep -q '^<?xml' && grep -q '^<svg xmlns="http://www.w3.org/2000/svg" width="1200"' "$tmp/t.svg" &&
   grep -q 'seed\.sched (rows=1000 cols=10 steps=64) — sync, async, comp vs comm — backend cpu' "$tmp/t.svg" &&
   grep -q 'class="ph" x="10" y="[0-9]*">comm<' "$tmp/t.svg" && grep -q 'time (ms)' "$tmp/t.svg" &&
-  grep -q 'class="ov"' "$tmp/t.svg" && tail -1 "$tmp/t.svg" | grep -q '^</svg>$'
+  grep -q 'class="ov"' "$tmp/t.svg" && tail -1 "$tmp/t.svg" | grep -q '^</svg>$' &&
+  [ "$(grep -Ec '>ops end at [0-9.]+ ms; iteration [0-9.]+ ms \(rank 0, barrier to barrier\); collectives ' "$tmp/t.svg")" -eq 4 ]
 then ok "--svg"; else ko "--svg"; fi
 
 # --json=FILE: the results of a run, with stable keys (README).
