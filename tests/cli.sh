@@ -380,6 +380,12 @@ if run_in "$tmp/here" 4 "$tool" --races bad/cross_ring.sched &&
   has err '^overlap_sim: nope/none\.sched: No such file or directory$' &&
   has err "^overlap_sim: \\(looked for nope/none\\.sched here, in [\$]OVL_SCHEDULE_PATH and in $src/schedules\\)\$"
 then ok "schedule search path"; else ko "schedule search path"; fi
+# A default seed.sched of one's own (found on the path) without a `steps`
+# param gets no -D steps from the default run, at any rank count.
+mkdir "$tmp/own" && cp "$tmp/p2/mine.sched" "$tmp/own/seed.sched"
+if run_in "$tmp/here" 0 OVL_SCHEDULE_PATH="$tmp/own" "$tool" --backend=cpu -r 4 -n 1 -w 0 --trials=1 &&
+  has out "schedule $tmp/own/seed\.sched, 0\.0 MB/rank" && ! has out '^  \+ ' && has out '^result: PASS$'
+then ok "an own default seed.sched without steps"; else ko "an own default seed.sched without steps"; fi
 
 # Bad flags: exit 2 and the flag named.
 for args in "--mode=fast:--mode" "--ranks=0:--ranks" "--ranks=x:--ranks" "--iters=0:--iters" \

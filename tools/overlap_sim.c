@@ -140,15 +140,25 @@ static int parse_schedule(const sim_options *o, const char *path,
  * (no schedule named) takes the largest steps, at most the seed's 64, with
  * N^steps <= 2^126, so that c < 2^127 stays finite: 64 up to 3 ranks
  * (Paddle's benchmark is 2), 63 at 4, 42 at 8, 21 at 64. Returns that, or
- * 0 where the seed's own 64 holds or -D steps= was given. */
-static int seed_steps(const sim_options *o, int nranks) {
+ * 0 where the seed's own 64 holds, -D steps= was given, or the default
+ * schedule found (OVL_SCHEDULE_PATH) has no param `steps`. */
+static int seed_steps(const sim_options *o, const ovl_schedule *sched,
+                      int nranks) {
   double p = 1.0;
   int steps = 0;
+  bool has = false;
   if (o->schedule != NULL)
     return 0;
   for (size_t i = 0; i < o->ndefines; i++)
     if (strncmp(o->defines[i], "steps=", 6) == 0)
       return 0;
+  for (size_t i = 0; i < ovl_schedule_param_count(sched); i++) {
+    const char *name;
+    ovl_schedule_param(sched, i, &name, NULL, NULL);
+    has = has || strcmp(name, "steps") == 0;
+  }
+  if (!has)
+    return 0;
   while (steps < 64 && p * nranks <= 0x1p126) {
     p *= nranks;
     steps++;
@@ -158,11 +168,12 @@ static int seed_steps(const sim_options *o, int nranks) {
 
 /* The defines to bind with: the flags' -D, and the default run's steps.
  * `defs` has room for SIM_MAX_DEFINES + 1, `buf` for "steps=N". */
-static size_t bind_defines(sim_options *o, int nranks, const char **defs,
-                           char *buf, size_t len) {
+static size_t bind_defines(sim_options *o, const ovl_schedule *sched,
+                           int nranks, const char **defs, char *buf,
+                           size_t len) {
   size_t n = o->ndefines;
   memcpy(defs, o->defines, n * sizeof *defs);
-  o->seed_steps = seed_steps(o, nranks);
+  o->seed_steps = seed_steps(o, sched, nranks);
   if (o->seed_steps > 0) {
     snprintf(buf, len, "steps=%d", o->seed_steps);
     defs[n++] = buf;
@@ -327,7 +338,7 @@ static int check_only(sim_options *o, const char *path, unsigned modes,
     bopts.cpu_defaults = strcmp(ovl_world_backend_name(world), "cpu") == 0;
   }
   bopts.ndefines =
-      bind_defines(o, bopts.nranks, defs, stepsdef, sizeof stepsdef);
+      bind_defines(o, sched, bopts.nranks, defs, stepsdef, sizeof stepsdef);
   sim_plan_memory(&mem, o, count_modes(modes),
                   world != NULL ? ovl_world_backend_name(world) : NULL,
                   world != NULL ? ovl_world_nranks(world) : 0);
@@ -585,8 +596,8 @@ static int overlap_sim(int argc, char **argv) {
   sim_plan_memory(&mem, &o, count_modes(modes),
                   ovl_world_backend_name(world), ovl_world_nranks(world));
   bopts.defines = defs;
-  bopts.ndefines = bind_defines(&o, ovl_world_nranks(world), defs, stepsdef,
-                                sizeof stepsdef);
+  bopts.ndefines = bind_defines(&o, sched, ovl_world_nranks(world), defs,
+                                stepsdef, sizeof stepsdef);
   bopts.nranks = ovl_world_nranks(world);
   bopts.cpu_defaults = strcmp(ovl_world_backend_name(world), "cpu") == 0;
   rc = sim_bind_schedule(sched, &bopts, &mem, &prog);
