@@ -971,9 +971,9 @@ const char *ovl_report_result(const ovl_report *r);
  * "modes" (per mode: times, "check", "races", and with op times
  * "op_times"; the last trial's), "speedup", "ideal_speedup",
  * "overlap_efficiency" (medians over the trials), "trials" (every figure
- * over the trials, and each trial), "result", "exit_status". The "options" object echoes the caller's options, given
- * here; the report gives the rest. Valid UTF-8 whatever the bytes of a
- * path or a name.
+ * over the trials, and each trial), "result", "exit_status". The
+ * "options" object echoes the caller's options, given here; the report
+ * gives the rest. Valid UTF-8 whatever the bytes of a path or a name.
  */
 typedef struct ovl_report_json_opts_s {
   const char *tool;            /* "overlap_sim" */

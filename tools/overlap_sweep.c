@@ -2,8 +2,9 @@
  * overlap_sweep: one collective over a range of sizes, in nccl-tests'
  * shape, in four placements: on the calc stream, on a comm stream (out of
  * place, and in place: nccl-tests' two groups), and on a comm stream with
- * a memory-bound compute kernel running beside it on the calc stream. The last placement gives what nobody else prints: how
- * much compute and communication slow each other down on this box.
+ * a memory-bound compute kernel running beside it on the calc stream. The
+ * last placement gives what nobody else prints: how much compute and
+ * communication slow each other down on this box.
  *
  * Every measurement is a schedule generated as text (tools/sweep_schedule.c)
  * and parsed with ovl_program_parse, and runs through the library's
@@ -456,8 +457,9 @@ static int overlap_sweep(int argc, char **argv) {
 
     /* The check: one more iteration of each, with y fetched, against the
      * float64 reference (the same for the three out-of-place placements:
-     * computed once, from the comm-stream form; in place, its own). The reference keeps 8 bytes of every
-     * element of every rank, and each check keeps y as doubles. */
+     * computed once, from the comm-stream form; in place, its own). The
+     * reference keeps 8 bytes of every element of every rank, and each
+     * check keeps y as doubles. */
     {
       uint64_t need = mul_sat(mul_sat(rs.nx + 2 * rs.ny, 8),
                               (uint64_t)nranks);
