@@ -478,22 +478,29 @@ typedef struct ovl_mismatch_s {
   int rank;
   size_t fetch_index; /* index of the fetched variable */
   const char *var;    /* its name */
-  int64_t count;      /* elements out of tolerance */
+  int64_t count;      /* elements that fail: out of tolerance or not finite */
   int64_t numel;
-  int64_t first_index; /* first element out of tolerance */
+  int64_t first_index; /* the first element that fails */
   double got, expected;
+  /* Of them, the elements fetched as NaN or an infinity, and the first
+   * (-1 when there is none). */
+  int64_t nonfinite;
+  int64_t first_nonfinite;
 } ovl_mismatch;
 
 typedef struct ovl_check_s {
   double rtol, atol;
   int64_t checked;      /* elements compared, all ranks and variables */
-  int64_t mismatched;   /* elements out of tolerance */
+  int64_t mismatched;   /* elements that fail: out of tolerance or not finite */
+  int64_t nonfinite;    /* of them, elements fetched as NaN or an infinity */
   size_t nmismatch;     /* entries in `mismatch`, one per (rank, var) */
   ovl_mismatch *mismatch;
 } ovl_check;
 
-/* Compare every fetched variable of every rank:
- * |got - ref| <= atol + rtol * |ref|. NaN never matches unless both are NaN.
+/* Compare every fetched variable of every rank with the reference. An
+ * element passes when it is finite and |got - ref| <= atol + rtol * |ref|:
+ * a fetched NaN or infinity fails even where the reference has the same
+ * (a float32 that overflowed is wrong however the reference overflowed).
  * Fills `out` (free with ovl_check_release). */
 ovl_status ovl_check_result(const ovl_program *prog, const ovl_result *res,
                             const ovl_reference *ref, double rtol,
@@ -893,8 +900,10 @@ ovl_status ovl_timeline_svg(const ovl_timeline_run *runs, size_t nruns,
  *      checked; comp and comm numbers are not), unless the caller gives
  *      one;
  *   3. with `run`, each form in turn: the run (ovl_world_run) and the
- *      comparison with the reference (ovl_check_result);
- * then the summary figures (ovl_report_summary_get).
+ *      comparison with the reference (ovl_check_result); with `trials`,
+ *      step 3 again, each trial a whole measurement (every form in turn);
+ * then the summary figures (ovl_report_summary_get, over the trials:
+ * ovl_report_trials_get).
  *
  * The first error stops the pipeline: nothing is reported (*out is NULL)
  * and the message names the stage: "race check (sync): ...",
@@ -916,7 +925,8 @@ typedef enum {
   /* The reference is ready (where needed); the runs start. */
   OVL_PIPELINE_READY,
   /* Mode `i` of the report has run and been compared: its
-   * ovl_report_mode_get is complete. */
+   * ovl_report_mode_get is complete (for the trial under way,
+   * ovl_report_trial_count - 1). */
   OVL_PIPELINE_RAN
 } ovl_pipeline_event;
 
@@ -962,6 +972,15 @@ typedef struct ovl_pipeline_opts_s {
   /* The replay's delay in microseconds; 0: the default (see "Race
    * replay"). It must be shorter than the world's timeout. */
   double replay_delay_us;
+  /* With `run`: repeat the whole measurement (every form's run and
+   * comparison, in order) up to `trials` times; 0 or 1: once. Where
+   * trial_budget_s > 0, a trial after the first starts only if the trials
+   * so far and one more at their mean wall time fit in it (so that long
+   * runs are not repeated); 0: all `trials`. The race checks and the
+   * reference are made once. Each trial's numbers are compared; only the
+   * last trial's runs are kept (ovl_report_mode_get, the timelines). */
+  int trials;
+  double trial_budget_s;
 } ovl_pipeline_opts;
 
 /*
@@ -1047,7 +1066,9 @@ int ovl_report_mode_get(const ovl_report *r, size_t i, ovl_report_mode *info);
 /* The index of `mode` in the report if it ran, else -1. */
 int ovl_report_find(const ovl_report *r, ovl_mode mode);
 
-/* The summary figures; NaN where the modes run do not give them. */
+/* The summary figures; NaN where the modes run do not give them. With
+ * several trials, each figure is the median of the trials' figures
+ * (ovl_report_trials_get). */
 typedef struct ovl_report_summary_s {
   /* sync total / async total (sync and async ran). */
   double speedup;
@@ -1056,8 +1077,11 @@ typedef struct ovl_report_summary_s {
   /* (sync - async) / min(comp, comm): 1 = the shorter of compute and
    * communication fully hidden, 0 = nothing hidden (all four ran). */
   double overlap_efficiency;
-  /* Elements out of tolerance, every mode. */
+  /* Elements that fail the check (out of tolerance or not finite), every
+   * mode and trial; and of them, the elements fetched as NaN or an
+   * infinity. */
   int64_t mismatched;
+  int64_t nonfinite;
   /* Races found, every form (listed and only counted). */
   uint64_t races;
   /* Mismatches across ranks (ovl_mismatch_check: collectives, sends and
@@ -1074,6 +1098,39 @@ const ovl_mismatches *ovl_report_mismatches(const ovl_report *r);
  * would hang or mix buffers", "deadlocks found: a run would hang"), or
  * NULL. */
 const char *ovl_report_not_run(const ovl_report *r);
+
+/* Trials (ovl_pipeline_opts.trials): how many have run (started, during
+ * the progress callback), at least 1 once a run has started. */
+size_t ovl_report_trial_count(const ovl_report *r);
+/* Mode i of trial t: its times and its comparison (`res` is NULL except in
+ * the last trial, whose runs the report keeps). Returns 0, or -1 (info
+ * zeroed) when t or i is out of range or the mode has not run in t. */
+int ovl_report_trial_get(const ovl_report *r, size_t t, size_t i,
+                         ovl_report_mode *info);
+
+/* The summary of trial t alone: its figures, and its elements that fail
+ * (races: as the report's). Zeroed, figures NaN, where t is out of range. */
+void ovl_report_trial_summary_get(const ovl_report *r, size_t t,
+                                  ovl_report_summary *out);
+
+/* The least, the median and the greatest of a figure over the trials;
+ * NaN where no trial gives it. */
+typedef struct ovl_stat_s {
+  double min, median, max;
+} ovl_stat;
+
+/* Every figure over the trials. */
+typedef struct ovl_report_trials_s {
+  size_t n; /* trials run */
+  /* Each mode's total (seconds of its timed iterations), indexed by
+   * ovl_mode; NaN where the mode did not run. */
+  ovl_stat total_s[OVL__MODE_COUNT];
+  /* The summary figures of each trial, as ovl_report_summary_s says. */
+  ovl_stat speedup, ideal_speedup, overlap_efficiency;
+  /* (max - min) / median of the speedup: how far apart the trials are. */
+  double speedup_spread;
+} ovl_report_trials;
+void ovl_report_trials_get(const ovl_report *r, ovl_report_trials *out);
 
 /* The machine the report's runs ran on, from the world (backend NULL and
  * nranks 0 when nothing ran). Strings live as long as the report. */
@@ -1157,20 +1214,23 @@ typedef struct ovl_report_replay_s {
 int ovl_report_replay_get(const ovl_report *r, size_t i,
                           ovl_report_replay *out);
 
-/* The verdict of a report: "PASS", "FAIL: numeric mismatch" (any element
- * out of tolerance), "FAIL: mismatches", "FAIL: deadlocks", "FAIL:
- * mismatches and deadlocks" (nothing ran), or "FAIL: races" (numbers
- * right, races found), in that order of precedence. */
+/* The verdict of a report: "PASS", "FAIL: non-finite values" (a fetched
+ * NaN or infinity), "FAIL: numeric mismatch" (any other element out of
+ * tolerance), "FAIL: mismatches", "FAIL: deadlocks", "FAIL: mismatches and
+ * deadlocks" (nothing ran), or "FAIL: races" (numbers right, races found),
+ * in that order of precedence. */
 const char *ovl_report_result(const ovl_report *r);
 
 /*
  * The report as the results JSON of tools/overlap_sim --json=FILE (README,
  * "JSON results"): "tool", "version", "schedule", "machine", "options",
  * "modes" (per mode: times, "check", "races", "deadlocks", and with op
- * times "op_times"), "mismatches", "not_run", "speedup", "ideal_speedup",
- * "overlap_efficiency", "result", "exit_status". A report the checks
- * stopped (ovl_report_not_run) has null times, an empty "iter_s" and
- * "check" "n/a" in every mode, and "not_run" says why (else null). The
+ * times "op_times"; the last trial's), "mismatches", "not_run", "speedup",
+ * "ideal_speedup", "overlap_efficiency" (medians over the trials),
+ * "trials" (every figure over the trials, and each trial), "result",
+ * "exit_status". A report the checks stopped (ovl_report_not_run) has null
+ * times, an empty "iter_s" and "check" "n/a" in every mode, and "not_run"
+ * says why (else null). The
  * "options" object echoes the caller's options, given here; the report
  * gives the rest. Valid UTF-8 whatever the bytes of a path or a name.
  */
@@ -1186,6 +1246,7 @@ typedef struct ovl_report_json_opts_s {
   unsigned chaos_seed;
   const char *comm_priority;   /* "high" or "default" */
   int nccl_min_ctas, nccl_max_ctas;
+  int trials;                  /* the trials asked; 0: the default (null) */
   const char *trace, *svg;     /* the files, or NULL (null) */
   int trace_iter;              /* the timed iteration traced; < 0: null */
   const char *const *defines;  /* -D NAME=VALUE, as given */

@@ -64,8 +64,9 @@ ovl_status ovl__schedule_parse_owned(char *text, size_t len,
 /* Numeric check (check.c)                                             */
 /* ------------------------------------------------------------------ */
 
-/* The check's rule for one element: NaN matches NaN only, an infinity
- * only itself, anything else within atol + rtol * |exp|. */
+/* The tolerance rule for one element: NaN matches NaN only, an infinity
+ * only itself, anything else within atol + rtol * |exp|. The check adds
+ * that a fetched value must be finite (check.c). */
 bool ovl__element_matches(double got, double exp, double rtol, double atol);
 
 /* The body of ovl_check_result, with the values under test read through

@@ -86,37 +86,48 @@ def check_trace(path, nranks, modes):
     if "async" in modes:
         check(flows, "flow arrows")
 
-    def enclosed(e):
-        for ts, end, _ in slices.get((e["pid"], e["tid"]), []):
+    def enclosing(e):
+        for ts, end, sl in slices.get((e["pid"], e["tid"]), []):
             if ts <= e["ts"] <= end:
-                return True
-        return False
+                return sl
+        return None
     for fid, pair in flows.items():
         if not check("s" in pair and "f" in pair, "flow %r has s and f" % fid):
             continue
-        check(pair["f"].get("bp") == "e", "flow %r: f has bp e" % fid)
-        check(enclosed(pair["s"]), "flow %r starts inside a slice" % fid)
-        check(enclosed(pair["f"]), "flow %r ends inside a slice" % fid)
-        check(pair["s"]["tid"] != pair["f"]["tid"],
-              "flow %r goes to another stream" % fid)
+        s, f = pair["s"], pair["f"]
+        check(f.get("bp") == "e", "flow %r: f has bp e" % fid)
+        src, dst = enclosing(s), enclosing(f)
+        check(src is not None, "flow %r starts inside a slice" % fid)
+        check(dst is not None, "flow %r ends inside a slice" % fid)
+        check(s["tid"] != f["tid"], "flow %r goes to another stream" % fid)
+        # The arrow ends where the wait ends (1 ns inside it), and never
+        # before it starts (a stalled wait ends after the record).
+        if dst is not None:
+            check(abs(dst["ts"] + dst["dur"] - 0.001 - f["ts"]) < 0.0005,
+                  "flow %r ends at the end of its wait" % fid)
+        check(f["ts"] >= s["ts"], "flow %r points forward: %r -> %r" %
+              (fid, s["ts"], f["ts"]))
 
 
 RESULT_KEYS = ("tool", "version", "schedule", "machine", "options", "modes",
-               "speedup", "ideal_speedup", "overlap_efficiency", "result",
-               "exit_status")
+               "speedup", "ideal_speedup", "overlap_efficiency", "trials",
+               "result", "exit_status")
 SCHEDULE_KEYS = ("path", "params", "ops", "fetched", "bytes_per_rank")
 MACHINE_KEYS = ("backend", "ranks", "devices", "device_summary", "hostname",
                 "cpu_model", "driver_version", "cuda_runtime_version",
                 "nccl_version")
 OPTION_KEYS = ("mode", "iters", "warmup", "timed", "rtol", "atol",
                "timeout_s", "races", "op_times", "graph", "chaos_seed",
-               "comm_priority", "nccl_min_ctas", "nccl_max_ctas", "trace",
+               "comm_priority", "nccl_min_ctas", "nccl_max_ctas", "trials",
+               "trace",
                "svg", "trace_iter", "defines")
 MODE_KEYS = ("total_s", "median_s", "min_s", "max_s", "iter_s", "check",
              "races")
-CHECK_KEYS = ("status", "checked", "mismatched", "vars")
-VAR_KEYS = ("rank", "var", "checked", "mismatched", "fetched", "first_index",
-            "first_at", "got", "expected")
+CHECK_KEYS = ("status", "checked", "mismatched", "nonfinite", "vars")
+VAR_KEYS = ("rank", "var", "checked", "mismatched", "nonfinite", "fetched",
+            "first_nonfinite", "first_index", "first_at", "got", "expected")
+TRIALS_KEYS = ("count", "total_s", "speedup", "speedup_spread",
+               "ideal_speedup", "overlap_efficiency", "each")
 
 
 def has_keys(obj, keys, where):
@@ -145,6 +156,28 @@ def check_results(path, modes):
             has_keys(v, VAR_KEYS, "modes.%s.check.vars[]" % name)
     if "sync" in modes and "async" in modes:
         check(isinstance(doc["speedup"], float), "speedup is a number")
+    # Trials: each figure's min <= median <= max; one entry per trial, each
+    # with every mode; the top-level figures are the medians.
+    tr = doc["trials"]
+    has_keys(tr, TRIALS_KEYS, "trials")
+    check(tr["count"] >= 1 and len(tr["each"]) == tr["count"],
+          "one entry per trial")
+    for name in modes:
+        st = tr["total_s"][name]
+        check(st["min"] <= st["median"] <= st["max"],
+              "trials.total_s.%s: min <= median <= max" % name)
+        check(all(name in e for e in tr["each"]), "every trial ran %s" % name)
+        check(abs(tr["each"][-1][name]["total_s"] -
+                  doc["modes"][name]["total_s"]) < 1e-6,
+              "modes.%s is the last trial" % name)
+    for fig in ("speedup", "ideal_speedup", "overlap_efficiency"):
+        if tr[fig] is None:
+            check(doc[fig] is None, "%s null as its trials" % fig)
+            continue
+        check(tr[fig]["min"] <= tr[fig]["median"] <= tr[fig]["max"],
+              "trials.%s: min <= median <= max" % fig)
+        check(abs(tr[fig]["median"] - doc[fig]) <= 1e-6 * abs(doc[fig]),
+              "%s is the median over the trials" % fig)
     check(doc["result"].startswith(("PASS", "FAIL")), "result")
 
 

@@ -80,20 +80,36 @@ if [ "$rc" -eq 2 ] && [ ! -s "$tmp/out" ] &&
   has err '^overlap_sweep: --graph: the cpu backend has no graphs \(CUDA graphs need the cuda backend: a GPU, or --backend=cuda\)$'
 then ok "--graph refused where auto picks cpu"; else echo "    exit $rc, expected 2"; ko "--graph refused where auto picks cpu"; fi
 
-# A small sweep of each collective: 1K to 16K by 2 is 5 rows of 19 columns
-# (size count type redop root, 3 x (time algbw busbw #wrong), 2 slowdowns);
-# every #wrong is 0; the verdict is PASS.
+# A small sweep of each collective: 1K to 16K by 2 is 5 rows of 23 columns
+# (size count type redop root, 4 x (time algbw busbw #wrong): on calc, on
+# comm out of place, in place, with compute beside; 2 slowdowns); every
+# #wrong is 0; the verdict is PASS. Allreduce, broadcast and reduce have an
+# in-place group (nccl-tests' second); allgather, reducescatter, alltoall
+# and sendrecv n/a.
 for c in allreduce broadcast allgather reducescatter reduce alltoall sendrecv; do
+  case $c in allreduce|broadcast|reduce) inplace=0 ;; *) inplace=n/a ;; esac
   if run 0 -c "$c" -b 1K -e 16K -n 2 -w 1 &&
     has out "^# overlap_sweep .*: $c, backend cpu, 2 ranks" &&
     has out '^# time: device clock' && has out '^#.*#wrong.*kernel +coll$' &&
+    has out '^# +on the calc stream +on a comm stream +in place, on a comm stream +comm stream, compute beside +slowdown$' &&
     [ "$(rows | wc -l)" -eq 5 ] &&
-    rows | awk 'NF != 19 { exit 1 }' &&
-    rows | awk '$9 != "0" || $13 != "0" || $17 != "0" { exit 1 }' &&
+    rows | awk 'NF != 23 { exit 1 }' &&
+    rows | awk -v ip="$inplace" '$9 != "0" || $13 != "0" || $17 != ip || $21 != "0" { exit 1 }' &&
     rows | awk '$3 != "float" { exit 1 }' &&
+    has out '^# Avg bus bandwidth    : [0-9.e+-]+ $' &&
     has out '^# result: PASS$'
-  then ok "$c sweep: 5 rows, 19 columns, #wrong 0"; else ko "$c sweep: 5 rows, 19 columns, #wrong 0"; fi
+  then ok "$c sweep: 5 rows, 23 columns, #wrong 0, in place $inplace"; else ko "$c sweep: 5 rows, 23 columns, #wrong 0, in place $inplace"; fi
 done
+# The footer is nccl-tests' average: the busbw of every out-of-place (on a
+# comm stream) and in-place measurement, from the table (2 decimals).
+if run 0 -b 1K -e 8K -n 1 -w 0 && has out '^# float32 sum, out of place \(y = c_allreduce_sum\(x\)\) and in place \(c_allreduce_sum\(x\)\);' &&
+  awk '!/^#/ { s += $12 + $16; n += 2 }
+    /^# Avg bus bandwidth/ { avg = $NF }
+    END { d = s / n - avg; if (d < 0) d = -d; if (n != 8 || d > 0.006) exit 1 }' "$tmp/out" &&
+  run 0 -c allgather -b 1K -e 4K -n 1 -w 0 && has out 'allgather has no in-place form here: n/a' &&
+  awk '!/^#/ { s += $12; n++ } /^# Avg bus bandwidth/ { avg = $NF }
+    END { d = s / n - avg; if (d < 0) d = -d; if (n != 3 || d > 0.006) exit 1 }' "$tmp/out"
+then ok "# Avg bus bandwidth: the mean busbw of the out-of-place and in-place groups"; else ko "# Avg bus bandwidth: the mean busbw of the out-of-place and in-place groups"; fi
 
 # Sizes as nccl-tests counts them: allgather's size is the receive buffer
 # (count = one rank's share, rounded down to 16 bytes), reducescatter's the
@@ -125,13 +141,18 @@ if run 0 -q -b 1K -e 2K -n 1 -w 0 && ! has out '^#' && [ "$(wc -l <"$tmp/out")" 
 then ok "-q prints the rows only"; else ko "-q prints the rows only"; fi
 
 # --csv: a header line and one line a row, every line with the header's
-# number of fields, numbers where numbers belong.
+# number of fields, numbers where numbers belong; reducescatter's in-place
+# fields (22 to 27) empty, allreduce's numbers.
 if run 0 --csv -c reducescatter -b 1K -e 4K -n 1 -w 0 &&
-  head -n 1 "$tmp/out" | grep -q '^size,count,type,redop,root,ranks,reps,kernels,timing,calc_time_us,' &&
+  head -n 1 "$tmp/out" | grep -q '^size,count,type,redop,root,ranks,reps,kernels,timing,calc_time_us,.*,comm_host_us,inplace_time_us,inplace_algbw,inplace_busbw,inplace_wrong,inplace_device_us,inplace_host_us,both_time_us,' &&
   [ "$(wc -l <"$tmp/out")" -eq 4 ] &&
   awk -F, 'NR == 1 { n = NF; next }
-    NF != n || $1 !~ /^[0-9]+$/ || $9 != "device" || $13 != "0" || $19 != "0" || $25 != "0" { exit 1 }
-    { for (i = 10; i <= NF; i++) if (i != 13 && i != 19 && i != 25 && $i !~ /^[0-9.e+-]+$/) exit 1 }' "$tmp/out"
+    NF != n || $1 !~ /^[0-9]+$/ || $9 != "device" || $13 != "0" || $19 != "0" || $31 != "0" { exit 1 }
+    { for (i = 10; i <= NF; i++)
+        if (i >= 22 && i <= 27) { if ($i != "") exit 1 }
+        else if (i != 13 && i != 19 && i != 31 && $i !~ /^[0-9.e+-]+$/) exit 1 }' "$tmp/out" &&
+  run 0 --csv -c allreduce --sizes=1K -n 1 -w 0 &&
+  awk -F, 'NR == 2 { if ($25 != "0") exit 1; for (i = 22; i <= 27; i++) if (i != 25 && $i !~ /^[0-9.e+-]+$/) exit 1 }' "$tmp/out"
 then ok "--csv well-formed"; else ko "--csv well-formed"; fi
 
 # busbw = algbw x factor: allreduce 2(n-1)/n, allgather (n-1)/n, with 3
@@ -139,7 +160,8 @@ then ok "--csv well-formed"; else ko "--csv well-formed"; fi
 busbw_table() { # COLLECTIVE FACTOR
   run 0 -c "$1" --ranks=3 --sizes=8K -n 1 -w 0 &&
     rows | awk -v f="$2" '{
-      for (i = 7; i <= 15; i += 4) {
+      for (i = 7; i <= 19; i += 4) {
+        if ($i == "n/a") continue
         d = $(i + 1) - $i * f; if (d < 0) d = -d
         if ($i <= 0 || d > 0.015) exit 1
       } }'

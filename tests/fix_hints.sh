@@ -131,7 +131,7 @@ grep -v '^c_wait_compute(c, ring_id=0)$' "$src/schedules/seed.sched" >"$tmp/seed
 check "seed without its c_wait_compute" "$tmp/seed_nowc.sched"
 "$tool" --races "$tmp/seed_nowc.sched" >"$tmp/out" 2>&1
 n=$(sed -n 's/^  fix (checked): insert c_wait_compute(c, ring_id=0) before line \([0-9]*\)$/\1/p' "$tmp/out")
-if [ -n "$n" ] && [ "$(sed -n "${n}p" "$tmp/seed_nowc.sched")" = "repeat 64 {" ]
+if [ -n "$n" ] && [ "$(sed -n "${n}p" "$tmp/seed_nowc.sched")" = "repeat steps {" ]
 then ok "seed: c_wait_compute goes before the loop"; else ko "seed: c_wait_compute goes before the loop"; fi
 
 # Repeat blocks: a race carried from one iteration to the next, and one

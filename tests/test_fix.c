@@ -265,7 +265,7 @@ START_TEST(seed_waits_go_outside_the_loop) {
   char *seed = tu_read_source_file("schedules/seed.sched");
   const char *cut[] = {"c_wait_comm(c, ring_id=0)\n",
                        "c_wait_compute(c, ring_id=0)\n"};
-  const char *line[] = {"out = elementwise_sub(c, d)", "repeat 64 {"};
+  const char *line[] = {"out = elementwise_sub(c, d)", "repeat steps {"};
   const char *op[] = {"c_wait_comm", "c_wait_compute"};
   for (int k = 0; k < 2; k++) {
     char *text = malloc(strlen(seed) + 1), *at, buf[256], want[256];

@@ -11,6 +11,7 @@
  */
 #include <check.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +147,107 @@ START_TEST(modes_run_in_order) {
   ck_assert_int_eq(ovl_report_find(r, OVL_MODE_COMM), 1);
   ck_assert_int_eq(ovl_report_find(r, OVL_MODE_ASYNC), -1);
   ovl_report_free(r);
+  ovl_program_free(p);
+  ovl_world_free(w);
+}
+END_TEST
+
+/* Trials: the whole measurement again (every mode in order, each run
+ * announced), the last trial's runs kept, each trial's times and check
+ * kept, the figures over the trials as min <= median <= max with the
+ * summary their medians; values that are not finite fail in every trial,
+ * and the summary counts them all. */
+START_TEST(trials_repeat_the_measurement) {
+  ovl_world *w = make_world(10);
+  ovl_program *p = parse(clean_text, "clean.sched");
+  ovl_pipeline_opts o = run_opts(ALL_MODES);
+  events ev = {{0}, 0};
+  ovl_report_trials tr;
+  ovl_report_summary sum, one;
+  ovl_report *r;
+  double v[3];
+
+  o.trials = 3;
+  o.progress = record;
+  o.progress_ctx = &ev;
+  r = run_ok(w, p, &o);
+  ck_assert_str_eq(ev.seen, "CR012301230123");
+  ck_assert_uint_eq(ovl_report_trial_count(r), 3);
+  ovl_report_trials_get(r, &tr);
+  ck_assert_uint_eq(tr.n, 3);
+  for (size_t i = 0; i < 4; i++) {
+    ovl_report_mode m, last;
+    for (size_t t = 0; t < 3; t++) {
+      ck_assert_int_eq(ovl_report_trial_get(r, t, i, &m), 0);
+      ck_assert(m.min_s <= m.median_s && m.median_s <= m.max_s);
+      /* Only the last trial keeps its run; every trial its check. */
+      ck_assert(t == 2 ? m.res != NULL : m.res == NULL);
+      ck_assert(i < 2 ? m.check != NULL && m.check->mismatched == 0
+                      : m.check == NULL);
+      v[t] = m.total_s;
+    }
+    ck_assert_int_eq(ovl_report_trial_get(r, 3, i, &m), -1);
+    ovl_report_mode_get(r, i, &last);
+    ck_assert_double_eq(last.total_s, v[2]);
+    ck_assert_double_eq(tr.total_s[last.mode].min,
+                        fmin(v[0], fmin(v[1], v[2])));
+    ck_assert_double_eq(tr.total_s[last.mode].max,
+                        fmax(v[0], fmax(v[1], v[2])));
+    ck_assert(tr.total_s[last.mode].min <= tr.total_s[last.mode].median &&
+              tr.total_s[last.mode].median <= tr.total_s[last.mode].max);
+  }
+  for (size_t t = 0; t < 3; t++) {
+    ovl_report_trial_summary_get(r, t, &one);
+    v[t] = one.speedup;
+  }
+  ck_assert_double_eq(tr.speedup.min, fmin(v[0], fmin(v[1], v[2])));
+  ck_assert_double_eq(tr.speedup.max, fmax(v[0], fmax(v[1], v[2])));
+  ck_assert(tr.speedup.min <= tr.speedup.median &&
+            tr.speedup.median <= tr.speedup.max);
+  ck_assert_double_eq_tol(tr.speedup_spread,
+                          (tr.speedup.max - tr.speedup.min) /
+                              tr.speedup.median,
+                          1e-12);
+  ovl_report_summary_get(r, &sum);
+  ck_assert_double_eq(sum.speedup, tr.speedup.median);
+  ck_assert_double_eq(sum.overlap_efficiency, tr.overlap_efficiency.median);
+  ck_assert(!isnan(tr.ideal_speedup.median));
+  ovl_report_free(r);
+
+  /* A budget: a second trial starts only if two fit (a tiny one does not
+   * fit a budget of a nanosecond); 0 and 1 trials mean one. */
+  o = run_opts(BOTH_MODES);
+  o.trials = 5;
+  o.trial_budget_s = 1e-9;
+  r = run_ok(w, p, &o);
+  ck_assert_uint_eq(ovl_report_trial_count(r), 1);
+  ovl_report_trials_get(r, &tr);
+  ck_assert_double_eq(tr.speedup.min, tr.speedup.max);
+  ck_assert_double_eq(tr.speedup_spread, 0.0);
+  ovl_report_free(r);
+  o.trial_budget_s = 3600;
+  r = run_ok(w, p, &o);
+  ck_assert_uint_eq(ovl_report_trial_count(r), 5);
+  ovl_report_free(r);
+  o.trials = -1;
+  ck_assert_int_eq(ovl_pipeline_run(w, p, &o, &r, NULL), OVL_EINVAL);
+
+  /* Every trial of non-finite values fails; the summary counts them all. */
+  o = run_opts(OVL_MODE_BIT(OVL_MODE_ASYNC));
+  o.trials = 2;
+  o.races = 0;
+  {
+    const char *t = "x = data(shape=[64], dtype=float32, init=fill, "
+                    "value=1e30)\ny = scale(x, scale=1e30)\nfetch(y)\n";
+    ovl_program *inf = parse(t, "inf.sched");
+    r = run_ok(w, inf, &o);
+    ovl_report_summary_get(r, &sum);
+    ck_assert_int_eq(sum.nonfinite, 2 * 2 * 64);
+    ovl_report_trial_summary_get(r, 0, &one);
+    ck_assert_int_eq(one.nonfinite, 2 * 64);
+    ovl_report_free(r);
+    ovl_program_free(inf);
+  }
   ovl_program_free(p);
   ovl_world_free(w);
 }
@@ -523,7 +625,11 @@ START_TEST(report_as_json) {
                                      "[\"n=\\ufffd\"]},\n  \"modes\": {\n"
                                      "    \"sync\": {\"total_s\": "));
   ck_assert_ptr_nonnull(strstr(text, "\"status\": \"ok\", \"checked\": 128, "
-                                     "\"mismatched\": 0, \"vars\": [\n"));
+                                     "\"mismatched\": 0, \"nonfinite\": 0, "
+                                     "\"vars\": [\n"));
+  ck_assert_ptr_nonnull(strstr(text, "\"mismatched\": 0, \"nonfinite\": 0, "
+                                     "\"fetched\": true, \"first_nonfinite\": "
+                                     "null, \"first_index\": null"));
   ck_assert_ptr_nonnull(strstr(text, "\"op\": \"c_allreduce_sum\", "
                                      "\"stream\": \"comm[0]\", \"count\": 1"));
   ck_assert_ptr_nonnull(strstr(text, ",\n  \"ideal_speedup\": null,\n"));
@@ -540,6 +646,79 @@ START_TEST(report_as_json) {
   r = run_ok(NULL, p, &o);
   ck_assert_int_eq(ovl_report_json(r, &jo, &text, &len, &err), OVL_EINVAL);
   ck_assert_ptr_null(text);
+  ovl_report_free(r);
+  ovl_program_free(p);
+  ovl_world_free(w);
+}
+END_TEST
+
+/* Values that overflowed fail the check, though the reference (rounded
+ * to float32) overflowed the same way: y = 1e30 * 1e30 is inf in float32,
+ * z = y - y NaN. Both modes, every element; the verdict and the JSON say
+ * how many are not finite, per variable and where the first is. */
+static const char overflow_text[] =
+    "h = data(shape=[2, 3], dtype=float32, init=fill, value=1e30)\n"
+    "y = scale(h, scale=1e30)\n"
+    "z = elementwise_sub(y, y)\n"
+    "k = data(shape=[5], dtype=float32, init=fill, value=2.0)\n"
+    "fetch(y, z, k)\n";
+
+START_TEST(nonfinite_values_fail) {
+  ovl_world *w = make_world(10);
+  ovl_program *p = parse(overflow_text, "overflow.sched");
+  ovl_pipeline_opts o = run_opts(BOTH_MODES);
+  ovl_report_json_opts jo = {.tool = "overlap_sim", .mode = "both",
+                             .iters = 2, .warmup = 1, .trace_iter = -1,
+                             .exit_status = 1};
+  ovl_report_summary sum;
+  ovl_report_mode m;
+  ovl_report *r = run_ok(w, p, &o);
+  ovl_error err = {0};
+  char *text = NULL;
+  size_t len = 0;
+
+  for (size_t i = 0; i < 2; i++) {
+    ovl_report_mode_get(r, i, &m);
+    ck_assert_ptr_nonnull(m.check);
+    ck_assert_int_eq(m.check->checked, 2 * (6 + 6 + 5));
+    ck_assert_int_eq(m.check->mismatched, 2 * 12);
+    ck_assert_int_eq(m.check->nonfinite, 2 * 12);
+    ck_assert_uint_eq(m.check->nmismatch, 4); /* y and z on both ranks */
+    for (size_t k = 0; k < 4; k++) {
+      const ovl_mismatch *mm = &m.check->mismatch[k];
+      ck_assert_str_eq(mm->var, k % 2 == 0 ? "y" : "z");
+      ck_assert_int_eq(mm->count, 6);
+      ck_assert_int_eq(mm->nonfinite, 6);
+      ck_assert_int_eq(mm->first_nonfinite, 0);
+      ck_assert_int_eq(mm->first_index, 0);
+      if (k % 2 == 0) {
+        ck_assert_double_eq(mm->got, INFINITY);
+        ck_assert_double_eq(mm->expected, INFINITY);
+      } else {
+        ck_assert(isnan(mm->got) && isnan(mm->expected));
+      }
+    }
+  }
+  ovl_report_summary_get(r, &sum);
+  ck_assert_int_eq(sum.mismatched, 4 * 12);
+  ck_assert_int_eq(sum.nonfinite, 4 * 12);
+  ck_assert_str_eq(ovl_report_result(r), "FAIL: non-finite values");
+  ck_assert_int_eq(ovl_report_json(r, &jo, &text, &len, &err), OVL_OK);
+  ck_assert_ptr_nonnull(strstr(text, "\"status\": \"mismatch\", \"checked\": "
+                                     "34, \"mismatched\": 24, \"nonfinite\": "
+                                     "24, \"vars\": [\n"));
+  ck_assert_ptr_nonnull(strstr(text, "{\"rank\": 1, \"var\": \"z\", "
+                                     "\"checked\": 6, \"mismatched\": 6, "
+                                     "\"nonfinite\": 6, \"fetched\": true, "
+                                     "\"first_nonfinite\": 0, \"first_index\": "
+                                     "0, \"first_at\": \"[0,0]\", \"got\": "
+                                     "\"nan\", \"expected\": \"nan\"}"));
+  ck_assert_ptr_nonnull(strstr(text, "{\"rank\": 1, \"var\": \"k\", "
+                                     "\"checked\": 5, \"mismatched\": 0, "
+                                     "\"nonfinite\": 0, "));
+  ck_assert_ptr_nonnull(strstr(text, "\"result\": \"FAIL: non-finite "
+                                     "values\""));
+  free(text);
   ovl_report_free(r);
   ovl_program_free(p);
   ovl_world_free(w);
@@ -607,6 +786,152 @@ START_TEST(races_as_json) {
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Flow arrows in the Chrome trace                                     */
+/* ------------------------------------------------------------------ */
+
+/* One event of a trace, from its line: every event is one line. */
+typedef struct {
+  char ph;
+  long id;
+  int pid, tid;
+  int64_t ts, dur; /* ns */
+  char name[64];
+} trace_ev;
+
+/* "KEY":NUMBER in `line`: microseconds with 3 decimals, as ns. */
+static int64_t trace_ns(const char *line, const char *key) {
+  const char *p = strstr(line, key);
+  long long us = 0, frac = 0;
+  ck_assert_msg(p != NULL, "no %s in %s", key, line);
+  ck_assert_int_eq(sscanf(p + strlen(key), "%lld.%3lld", &us, &frac), 2);
+  return (int64_t)(us * 1000 + frac);
+}
+
+static long trace_int(const char *line, const char *key) {
+  const char *p = strstr(line, key);
+  ck_assert_msg(p != NULL, "no %s in %s", key, line);
+  return strtol(p + strlen(key), NULL, 10);
+}
+
+/* The slices, flow starts and flow ends of a trace's text. */
+static size_t trace_parse(const char *text, trace_ev *ev, size_t cap) {
+  size_t n = 0;
+  for (const char *l = text; l != NULL && *l; l = strchr(l, '\n')) {
+    char ph;
+    while (*l == '\n' || *l == ' ')
+      l++;
+    if (strncmp(l, "{\"ph\":\"", 7) != 0)
+      continue;
+    ph = l[7];
+    if (ph != 'X' && ph != 's' && ph != 'f')
+      continue;
+    ck_assert_uint_lt(n, cap);
+    memset(&ev[n], 0, sizeof ev[n]);
+    ev[n].ph = ph;
+    ev[n].pid = (int)trace_int(l, "\"pid\":");
+    ev[n].tid = (int)trace_int(l, "\"tid\":");
+    ev[n].ts = trace_ns(l, "\"ts\":");
+    if (ph == 'X') {
+      const char *nm = strstr(l, "\"name\":\"") + 8;
+      size_t k = 0;
+      ev[n].dur = trace_ns(l, "\"dur\":");
+      while (nm[k] != '"' && k + 1 < sizeof ev[n].name) {
+        ev[n].name[k] = nm[k];
+        k++;
+      }
+    } else {
+      ev[n].id = trace_int(l, "\"id\":");
+      ck_assert(ph == 's' || strstr(l, "\"bp\":\"e\"") != NULL);
+    }
+    n++;
+  }
+  return n;
+}
+
+/* The slice of `e`'s (pid, tid) that encloses e's time, or NULL. */
+static const trace_ev *enclosing(const trace_ev *ev, size_t n,
+                                 const trace_ev *e) {
+  for (size_t k = 0; k < n; k++)
+    if (ev[k].ph == 'X' && ev[k].pid == e->pid && ev[k].tid == e->tid &&
+        ev[k].ts <= e->ts && e->ts <= ev[k].ts + ev[k].dur)
+      return &ev[k];
+  return NULL;
+}
+
+/* Every arrow goes from an event record to the end of the wait that
+ * consumed it, never back in time. calc is held up 20 ms by a delay
+ * before the record of c_wait_compute, so comm's wait stalls for about
+ * that long: the middle of its slice (where arrows used to end) comes
+ * before the record. */
+START_TEST(trace_arrows_end_where_the_wait_ends) {
+  static const char text[] =
+      "x = data(shape=[64], dtype=float32, init=uniform, seed=7)\n"
+      "delay(us=20000, stream=calc)\n"
+      "c = scale(x, scale=3.0)\n"
+      "c_wait_compute(c, ring_id=0)\n"
+      "c_allreduce_sum(c, ring_id=0)\n"
+      "c_wait_comm(c, ring_id=0)\n"
+      "y = scale(c, scale=0.5)\n"
+      "fetch(y)\n";
+  ovl_world *w = make_world(10);
+  ovl_program *p = parse(text, "stall.sched");
+  ovl_pipeline_opts o = run_opts(OVL_MODE_BIT(OVL_MODE_ASYNC));
+  static trace_ev ev[512];
+  ovl_timeline_run tl;
+  ovl_report_mode m;
+  ovl_report *r;
+  ovl_error err = {0};
+  char *trace = NULL;
+  size_t len, n, flows = 0, stalled = 0;
+
+  o.run_opts.trace = 1;
+  o.run_opts.trace_iter = -1;
+  r = run_ok(w, p, &o);
+  ovl_report_mode_get(r, 0, &m);
+  tl.mode = m.mode;
+  tl.prog = m.prog;
+  tl.res = m.res;
+  ck_assert_int_eq(ovl_timeline_trace(&tl, 1, &trace, &len, &err), OVL_OK);
+  n = trace_parse(trace, ev, sizeof ev / sizeof ev[0]);
+  for (size_t i = 0; i < n; i++) {
+    const trace_ev *f = &ev[i], *s = NULL, *from, *to;
+    if (f->ph != 'f')
+      continue;
+    for (size_t k = 0; k < n; k++)
+      if (ev[k].ph == 's' && ev[k].id == f->id)
+        s = &ev[k];
+    ck_assert_ptr_nonnull(s);
+    from = enclosing(ev, n, s);
+    to = enclosing(ev, n, f);
+    ck_assert_ptr_nonnull(from);
+    ck_assert_ptr_nonnull(to);
+    ck_assert_msg(strstr(from->name, "[record]") != NULL, "%s", from->name);
+    ck_assert_msg(strncmp(to->name, "c_wait_", 7) == 0, "%s", to->name);
+    /* At the end of the wait (1 ns inside it), after the record began. */
+    ck_assert_int_eq(f->ts, to->ts + to->dur - 1);
+    ck_assert_int_eq(s->ts, from->ts + 1);
+    ck_assert_msg(f->ts >= s->ts, "flow %ld ends at %lld ns, before it "
+                  "starts at %lld", f->id, (long long)f->ts,
+                  (long long)s->ts);
+    if (to->dur > 10000000 && strcmp(to->name, "c_wait_compute") == 0) {
+      stalled++;
+      /* What made the old arrows point back: the middle of the wait. */
+      ck_assert(to->ts + to->dur / 2 < from->ts);
+    }
+    flows++;
+  }
+  /* Two waits per rank (c_wait_compute, c_wait_comm), on 2 ranks; comm's
+   * wait for calc stalled on each. */
+  ck_assert_uint_eq(flows, 4);
+  ck_assert_uint_eq(stalled, 2);
+  free(trace);
+  ovl_report_free(r);
+  ovl_program_free(p);
+  ovl_world_free(w);
+}
+END_TEST
+
 /* The timelines need the runs only: the names come with the results. */
 START_TEST(timeline_outlives_the_world) {
   ovl_world *w = make_world(10);
@@ -653,6 +978,7 @@ static Suite *pipeline_suite(void) {
   TCase *tc = tcase_create("cpu");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, modes_run_in_order);
+  tcase_add_test(tc, trials_repeat_the_measurement);
   tcase_add_test(tc, checks_and_reasons);
   tcase_add_test(tc, races_reported_per_mode);
   tcase_add_test(tc, races_in_a_run);
@@ -663,8 +989,10 @@ static Suite *pipeline_suite(void) {
   tcase_add_test(tc, bad_arguments);
   tcase_add_test(tc, machine_and_op_times);
   tcase_add_test(tc, report_as_json);
+  tcase_add_test(tc, nonfinite_values_fail);
   tcase_add_test(tc, races_as_json);
   tcase_add_test(tc, timeline_outlives_the_world);
+  tcase_add_test(tc, trace_arrows_end_where_the_wait_ends);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -1184,11 +1184,33 @@ START_TEST(test_check_tolerance_boundary) {
 }
 END_TEST
 
+/* The tolerance rule alone (ovl__element_matches): a NaN matches only a
+ * NaN, an infinity only the same infinity, whatever the tolerance. */
+START_TEST(test_element_rule_nonfinite) {
+  for (int pass = 0; pass < 2; pass++) {
+    double atol = pass == 0 ? 1e-3 : INFINITY;
+    ck_assert(ovl__element_matches(NAN, NAN, 0.0, atol));
+    ck_assert(ovl__element_matches(-NAN, NAN, 0.0, atol));
+    ck_assert(!ovl__element_matches(0.0, NAN, 0.0, atol));
+    ck_assert(!ovl__element_matches(NAN, 1.0, 0.0, atol));
+    ck_assert(!ovl__element_matches(INFINITY, NAN, 0.0, atol));
+    ck_assert(ovl__element_matches(INFINITY, INFINITY, 0.0, atol));
+    ck_assert(!ovl__element_matches(-INFINITY, INFINITY, 0.0, atol));
+    ck_assert(!ovl__element_matches(1e308, INFINITY, 0.0, atol));
+    ck_assert(!ovl__element_matches(INFINITY, 1e308, 0.0, atol));
+  }
+  /* rtol * 1e308 overflows to infinity: inf still does not match 1e308. */
+  ck_assert(!ovl__element_matches(INFINITY, 1e308, 10.0, 0.0));
+  ck_assert(ovl__element_matches(1e307, 1e308, 10.0, 0.0));
+}
+END_TEST
+
 /* A NaN reference (u = inf - inf; the hand-built program left u unwritten
- * instead). */
+ * instead). A fetched NaN fails even against a NaN reference, and is
+ * counted as not finite; a number against NaN fails as a mismatch. */
 START_TEST(test_check_nan) {
   const double gu[3] = {NAN, 0.0, INFINITY};
-  const double ge[3] = {NAN, 1.0, -NAN};
+  const double ge[3] = {1.0, NAN, -NAN};
   got_table t = {.got = {{gu, ge}}};
   ovl_check c;
 
@@ -1200,17 +1222,22 @@ START_TEST(test_check_nan) {
        1);
   run_ref(1);
   ck_assert(isnan(got_var(0, "u")[0]));
-  /* Even an infinite tolerance does not let NaN match a number. */
+  /* Even an infinite tolerance does not let NaN pass. */
   for (int pass = 0; pass < 2; pass++) {
     check(&t, 1, 0.0, pass == 0 ? 1e-3 : INFINITY, &c);
-    ck_assert_int_eq(c.mismatched, 4);
+    ck_assert_int_eq(c.mismatched, 5);
+    ck_assert_int_eq(c.nonfinite, 4);
     ck_assert_uint_eq(c.nmismatch, 2);
-    ck_assert_int_eq(c.mismatch[0].count, 2);
-    ck_assert_int_eq(c.mismatch[0].first_index, 1);
-    ck_assert_double_eq(c.mismatch[0].got, 0.0);
+    ck_assert_int_eq(c.mismatch[0].count, 3);
+    ck_assert_int_eq(c.mismatch[0].nonfinite, 2);
+    ck_assert_int_eq(c.mismatch[0].first_nonfinite, 0);
+    ck_assert_int_eq(c.mismatch[0].first_index, 0);
+    ck_assert(isnan(c.mismatch[0].got));
     ck_assert(isnan(c.mismatch[0].expected));
     ck_assert_int_eq(c.mismatch[1].count, 2);
-    ck_assert_int_eq(c.mismatch[1].first_index, 0);
+    ck_assert_int_eq(c.mismatch[1].nonfinite, 2);
+    ck_assert_int_eq(c.mismatch[1].first_nonfinite, 1);
+    ck_assert_int_eq(c.mismatch[1].first_index, 1);
     ck_assert(isnan(c.mismatch[1].got));
     ck_assert_double_eq(c.mismatch[1].expected, 1.0);
     ovl_check_release(&c);
@@ -1219,12 +1246,14 @@ START_TEST(test_check_nan) {
 END_TEST
 
 /* Infinite references (a fill cannot be infinite, so pinf and ninf are
- * 1e300 scaled by +-1e300). */
+ * 1e300 scaled by +-1e300). A fetched infinity fails even where the
+ * reference is the same infinity; a finite value against an infinite
+ * reference fails as a mismatch, finite. */
 START_TEST(test_check_inf) {
   const double gp[4] = {INFINITY, -INFINITY, 1e308, NAN};
   const double gn[4] = {-INFINITY, INFINITY, -1e308, -INFINITY};
-  const double gb[2] = {INFINITY, 1e307};
-  const double go[2] = {INFINITY, -20.0};
+  const double gb[2] = {1e308, 1e307};
+  const double go[2] = {1.0, -20.0};
   got_table t = {.got = {{gp, gn, gb, go}}};
   ovl_check c;
 
@@ -1239,31 +1268,33 @@ START_TEST(test_check_inf) {
   ck_assert_double_eq(got_var(0, "pinf")[3], INFINITY);
   ck_assert_double_eq(got_var(0, "ninf")[3], -INFINITY);
 
-  /* An infinite atol: infinities still match only themselves. */
+  /* An infinite atol: every element of pinf and ninf fails (three are not
+   * finite, one is finite against an infinity); big and one pass. */
   check(&t, 1, 0.0, INFINITY, &c);
-  ck_assert_uint_eq(c.nmismatch, 4);
-  ck_assert_int_eq(c.mismatch[0].count, 3);
-  ck_assert_int_eq(c.mismatch[0].first_index, 1);
-  ck_assert_double_eq(c.mismatch[0].got, -INFINITY);
+  ck_assert_uint_eq(c.nmismatch, 2);
+  ck_assert_int_eq(c.mismatch[0].count, 4);
+  ck_assert_int_eq(c.mismatch[0].nonfinite, 3);
+  ck_assert_int_eq(c.mismatch[0].first_index, 0);
+  ck_assert_int_eq(c.mismatch[0].first_nonfinite, 0);
+  ck_assert_double_eq(c.mismatch[0].got, INFINITY);
   ck_assert_double_eq(c.mismatch[0].expected, INFINITY);
-  ck_assert_int_eq(c.mismatch[1].count, 2);
-  ck_assert_int_eq(c.mismatch[1].first_index, 1);
-  ck_assert_int_eq(c.mismatch[2].count, 1);
-  ck_assert_int_eq(c.mismatch[2].first_index, 0);
-  ck_assert_int_eq(c.mismatch[3].count, 1);
-  ck_assert_int_eq(c.mismatch[3].first_index, 0);
-  ck_assert_int_eq(c.mismatched, 7);
+  ck_assert_int_eq(c.mismatch[1].count, 4);
+  ck_assert_int_eq(c.mismatch[1].nonfinite, 3);
+  ck_assert_int_eq(c.mismatched, 8);
+  ck_assert_int_eq(c.nonfinite, 6);
   ovl_check_release(&c);
 
-  /* rtol * 1e308 overflows to infinity: inf still does not match 1e308,
-   * 1e307 does; -20 is now more than 10 * 1 from 1. */
+  /* rtol 10: 1e307 is within 10 * 1e308 of 1e308; -20 is more than 10 * 1
+   * from 1. A finite mismatch has no non-finite index. */
   check(&t, 1, 10.0, 0.0, &c);
-  ck_assert_uint_eq(c.nmismatch, 4);
-  ck_assert_str_eq(c.mismatch[2].var, "big");
+  ck_assert_uint_eq(c.nmismatch, 3);
+  ck_assert_str_eq(c.mismatch[2].var, "one");
   ck_assert_int_eq(c.mismatch[2].count, 1);
-  ck_assert_double_eq(c.mismatch[2].got, INFINITY);
-  ck_assert_int_eq(c.mismatch[3].count, 2);
-  ck_assert_int_eq(c.mismatched, 8);
+  ck_assert_int_eq(c.mismatch[2].first_index, 1);
+  ck_assert_int_eq(c.mismatch[2].nonfinite, 0);
+  ck_assert_int_eq(c.mismatch[2].first_nonfinite, -1);
+  ck_assert_int_eq(c.mismatched, 9);
+  ck_assert_int_eq(c.nonfinite, 6);
   ovl_check_release(&c);
 }
 END_TEST
@@ -1330,6 +1361,9 @@ START_TEST(test_check_entries) {
   ck_assert_int_eq(c.mismatch[0].first_index, 3);
   ck_assert_double_eq(c.mismatch[0].got, 2.5);
   ck_assert_double_eq(c.mismatch[0].expected, 2.0);
+  ck_assert_int_eq(c.mismatch[0].nonfinite, 0);
+  ck_assert_int_eq(c.mismatch[0].first_nonfinite, -1);
+  ck_assert_int_eq(c.nonfinite, 0);
 
   ck_assert_int_eq(c.mismatch[1].rank, 2);
   ck_assert_uint_eq(c.mismatch[1].fetch_index, 0);
@@ -1841,6 +1875,7 @@ static Suite *reference_suite(void) {
   tc = tcase_create("check");
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_loop_test(tc, test_check_tolerance_boundary, 0, 3);
+  tcase_add_test(tc, test_element_rule_nonfinite);
   tcase_add_test(tc, test_check_nan);
   tcase_add_test(tc, test_check_inf);
   tcase_add_test(tc, test_check_all_match);

@@ -46,13 +46,15 @@ vg() {
 
 printf 'a = data(shape=[4])\nb = assgn(a)\n' >"$tmp/bad.sched"
 
-vg seed 0 -n 2 -w 1 -D cols=10
-vg mode-all 0 --mode=all -n 2 -w 1 -D cols=10 --show=2 --op-times
+# One trial each (the default repeats short runs up to 5 times), but the
+# trials path once: every trial's check kept, the last trial's runs.
+vg seed 0 -n 2 -w 1 -D cols=10 --trials=1
+vg mode-all 0 --mode=all -n 2 -w 1 -D cols=10 --show=2 --op-times --trials=2
 vg schedule-error 2 "$tmp/bad.sched"
 vg too-big-for-memory 2 -D cols=1000000000
 vg races 4 --races "$src/schedules/bad/missing_wait_compute.sched"
-vg all-ops 0 -n 2 -w 0 --ranks=3 "$src/tests/schedules/all_ops.sched"
-vg output-files 0 -n 2 -w 1 -D cols=10 --trace="$tmp/t.json" --svg="$tmp/t.svg" \
+vg all-ops 0 -n 2 -w 0 --ranks=3 --trials=1 "$src/tests/schedules/all_ops.sched"
+vg output-files 0 -n 2 -w 1 -D cols=10 --trials=1 --trace="$tmp/t.json" --svg="$tmp/t.svg" \
   --json="$tmp/r.json"
 vg races-json-file 4 --races --json="$tmp/races.json" \
   "$src/schedules/bad/missing_wait_compute.sched"

@@ -20,10 +20,12 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "outfile.h"
@@ -42,6 +44,9 @@
 #ifndef OVL_SRCDIR
 #define OVL_SRCDIR "."
 #endif
+#ifndef OVL_BUILDDIR
+#define OVL_BUILDDIR "."
+#endif
 #ifndef OVL_PKGDATADIR
 #define OVL_PKGDATADIR "/usr/local/share/overlap-sim"
 #endif
@@ -50,20 +55,133 @@
  * entry whose path is NULL is not wanted (or is --json=-, stdout). */
 enum { OUT_JSON, OUT_TRACE, OUT_SVG, N_OUTPUTS };
 
-/* The default schedule: from the source tree when run from the build tree,
- * else from where `make install` put it. */
-static const char *default_schedule(void) {
-  static char path[4096];
+/* Whether this executable lies in the build tree (under OVL_BUILDDIR, as
+ * libtool's tools/.libs/ does), rather than installed. */
+static bool in_build_tree(void) {
+  char exe[PATH_MAX], build[PATH_MAX];
+  size_t n;
+  if (realpath("/proc/self/exe", exe) == NULL ||
+      realpath(OVL_BUILDDIR, build) == NULL)
+    return false;
+  n = strlen(build);
+  return strncmp(exe, build, n) == 0 && exe[n] == '/';
+}
+
+/* The tool's own schedules: the source tree's when it runs from the build
+ * tree, else those `make install` put in $(pkgdatadir)/schedules (an
+ * installed tool never reads a source tree that happens to exist). */
+static const char *tool_schedules(void) {
+  return in_build_tree() ? OVL_SRCDIR "/schedules"
+                         : OVL_PKGDATADIR "/schedules";
+}
+
+/* DIR/NAME in buf (DIR: its first dlen bytes) if that is a file that can
+ * be read. */
+static bool try_dir(const char *dir, size_t dlen, const char *name,
+                    char *buf, size_t len) {
+  struct stat st;
+  if (dlen == 0 ||
+      (size_t)snprintf(buf, len, "%.*s/%s", (int)dlen, dir, name) >= len)
+    return false;
+  return stat(buf, &st) == 0 && S_ISREG(st.st_mode) &&
+         access(buf, R_OK) == 0;
+}
+
+/* The schedule to read (--help, "SCHEDULE"): NAME as given when it is
+ * absolute, starts with ./ or ../, or (named on the command line) exists
+ * from here; else the first DIR/NAME that is a file, DIR in
+ * $OVL_SCHEDULE_PATH (colon-separated), then $OVL_SCHEDULE_DIR, then the
+ * tool's own schedules. Found nowhere: NAME as given (the default: where
+ * the tool's own would be), so that the error names it. The default,
+ * seed.sched, is looked up from the path on: a seed.sched of the current
+ * directory is not it. */
+static const char *resolve_schedule(const char *name, bool is_default) {
+  static char path[PATH_MAX];
+  const char *list = getenv("OVL_SCHEDULE_PATH");
   const char *dir = getenv("OVL_SCHEDULE_DIR");
-  if (dir != NULL) {
-    snprintf(path, sizeof path, "%s/seed.sched", dir);
-    return path;
+  struct stat st;
+  if (name[0] == '/' || strncmp(name, "./", 2) == 0 ||
+      strncmp(name, "../", 3) == 0 || (!is_default && stat(name, &st) == 0))
+    return name;
+  while (list != NULL) {
+    const char *colon = strchr(list, ':');
+    size_t n = colon != NULL ? (size_t)(colon - list) : strlen(list);
+    if (try_dir(list, n, name, path, sizeof path))
+      return path;
+    list = colon != NULL ? colon + 1 : NULL;
   }
-  snprintf(path, sizeof path, "%s/schedules/seed.sched", OVL_SRCDIR);
-  if (access(path, R_OK) == 0)
+  if (dir != NULL && try_dir(dir, strlen(dir), name, path, sizeof path))
     return path;
-  snprintf(path, sizeof path, "%s/schedules/seed.sched", OVL_PKGDATADIR);
+  if (try_dir(tool_schedules(), strlen(tool_schedules()), name, path,
+              sizeof path))
+    return path;
+  if (!is_default)
+    return name;
+  snprintf(path, sizeof path, "%s/%s", tool_schedules(), name);
   return path;
+}
+
+/* Parse the schedule at `path` (resolve_schedule's); where a name that
+ * was looked up is nowhere, the error says where it was looked for.
+ * Returns -1, or the exit status (message printed). */
+static int parse_schedule(const sim_options *o, const char *path,
+                          ovl_schedule **sched) {
+  const char *name = o->schedule;
+  int rc = sim_parse_schedule(path, sched);
+  if (rc >= 0 && name != NULL && path == name && name[0] != '/' &&
+      strncmp(name, "./", 2) != 0 && strncmp(name, "../", 3) != 0 &&
+      access(name, F_OK) != 0)
+    fprintf(stderr,
+            "%s: (looked for %s here, in $OVL_SCHEDULE_PATH and in %s)\n",
+            progname, name, tool_schedules());
+  return rc;
+}
+
+/* The seed at any rank count (README, "The seed at any rank count"): each
+ * of its allreduces multiplies c by the rank count N, so c ends as 2a *
+ * N^steps, and float32 holds 2 * N^64 up to 3 ranks only. The default run
+ * (no schedule named) takes the largest steps, at most the seed's 64, with
+ * N^steps <= 2^126, so that c < 2^127 stays finite: 64 up to 3 ranks
+ * (Paddle's benchmark is 2), 63 at 4, 42 at 8, 21 at 64. Returns that, or
+ * 0 where the seed's own 64 holds, -D steps= was given, or the default
+ * schedule found (OVL_SCHEDULE_PATH) has no param `steps`. */
+static int seed_steps(const sim_options *o, const ovl_schedule *sched,
+                      int nranks) {
+  double p = 1.0;
+  int steps = 0;
+  bool has = false;
+  if (o->schedule != NULL)
+    return 0;
+  for (size_t i = 0; i < o->ndefines; i++)
+    if (strncmp(o->defines[i], "steps=", 6) == 0)
+      return 0;
+  for (size_t i = 0; i < ovl_schedule_param_count(sched); i++) {
+    const char *name;
+    ovl_schedule_param(sched, i, &name, NULL, NULL);
+    has = has || strcmp(name, "steps") == 0;
+  }
+  if (!has)
+    return 0;
+  while (steps < 64 && p * nranks <= 0x1p126) {
+    p *= nranks;
+    steps++;
+  }
+  return steps < 64 ? steps : 0;
+}
+
+/* The defines to bind with: the flags' -D, and the default run's steps.
+ * `defs` has room for SIM_MAX_DEFINES + 1, `buf` for "steps=N". */
+static size_t bind_defines(sim_options *o, const ovl_schedule *sched,
+                           int nranks, const char **defs, char *buf,
+                           size_t len) {
+  size_t n = o->ndefines;
+  memcpy(defs, o->defines, n * sizeof *defs);
+  o->seed_steps = seed_steps(o, sched, nranks);
+  if (o->seed_steps > 0) {
+    snprintf(buf, len, "steps=%d", o->seed_steps);
+    defs[n++] = buf;
+  }
+  return n;
 }
 
 /* ------------------------------------------------------------------ */
@@ -198,9 +316,11 @@ static int make_world(const sim_options *o, ovl_world **world) {
  * every race found (or race K) on the world the flags ask for. --races
  * alone touches no device: it binds for --ranks (default 2) with the plain
  * defaults. */
-static int check_only(const sim_options *o, const char *path, unsigned modes,
+static int check_only(sim_options *o, const char *path, unsigned modes,
                       const outfile *json) {
-  ovl_bind_opts bopts = {.defines = o->defines, .ndefines = o->ndefines,
+  const char *defs[SIM_MAX_DEFINES + 1];
+  char stepsdef[32];
+  ovl_bind_opts bopts = {.defines = defs,
                          .nranks = o->ranks > 0 ? o->ranks : 2};
   ovl_schedule *sched = NULL;
   ovl_pipeline_opts pl = {.modes = modes,
@@ -218,7 +338,7 @@ static int check_only(const sim_options *o, const char *path, unsigned modes,
   mem_plan mem;
   int rc;
 
-  if ((rc = sim_parse_schedule(path, &sched)) >= 0)
+  if ((rc = parse_schedule(o, path, &sched)) >= 0)
     return rc;
   if (o->replay != 0) {
     if ((rc = make_world(o, &world)) >= 0)
@@ -226,6 +346,8 @@ static int check_only(const sim_options *o, const char *path, unsigned modes,
     bopts.nranks = ovl_world_nranks(world);
     bopts.cpu_defaults = strcmp(ovl_world_backend_name(world), "cpu") == 0;
   }
+  bopts.ndefines =
+      bind_defines(o, sched, bopts.nranks, defs, stepsdef, sizeof stepsdef);
   sim_plan_memory(&mem, o, count_modes(modes),
                   world != NULL ? ovl_world_backend_name(world) : NULL,
                   world != NULL ? ovl_world_nranks(world) : 0);
@@ -288,11 +410,13 @@ static void on_progress(void *ctx, const ovl_report *report,
                      t->per_op);
     break;
   case OVL_PIPELINE_READY:
-    sim_print_table_header();
+    sim_print_table_header(t->o->trials != 1);
     break;
   case OVL_PIPELINE_RAN:
   default:
-    sim_print_row(report, i, t->o->verbose);
+    sim_print_row(report, i,
+                  t->o->trials != 1 ? ovl_report_trial_count(report) : 0,
+                  t->o->verbose);
     flush_output(stdout);
     break;
   }
@@ -354,7 +478,7 @@ static int write_run_outputs(const sim_options *o,
     ovl_report_json_opts jo = {
         .tool = "overlap_sim",
         .mode = o->mode,
-        .iters = o->iters,
+        .iters = o->warmup + o->iters,
         .warmup = o->warmup,
         .rtol = o->rtol,
         .atol = o->atol,
@@ -366,11 +490,12 @@ static int write_run_outputs(const sim_options *o,
         .comm_priority = o->comm_priority_high ? "high" : "default",
         .nccl_min_ctas = o->nccl_min_ctas,
         .nccl_max_ctas = o->nccl_max_ctas,
+        .trials = o->trials,
         .trace = o->trace,
         .svg = o->svg,
         .trace_iter = o->trace == NULL && o->svg == NULL ? -1
                       : o->trace_iter_given ? o->trace_iter
-                                            : o->iters - o->warmup - 1,
+                                            : o->iters - 1,
         .defines = o->defines,
         .ndefines = o->ndefines,
         .exit_status = exit_status};
@@ -412,7 +537,13 @@ static int finish_run(const sim_options *o, const outfile outs[N_OUTPUTS],
   rc = write_run_outputs(o, outs, report, status);
   if (rc >= 0)
     return rc;
-  if (sum.mismatched > 0)
+  if (sum.nonfinite > 0)
+    printf("result: FAIL: %lld fetched value%s not finite (NaN or an "
+           "infinity)%s%s\n",
+           (long long)sum.nonfinite, sum.nonfinite == 1 ? " is" : "s are",
+           sum.mismatched > sum.nonfinite ? ", and numeric mismatch" : "",
+           sum.races > 0 ? ", and races" : "");
+  else if (sum.mismatched > 0)
     printf("result: FAIL: numeric mismatch (tolerance |got-ref| <= %g + %g "
            "* |ref|)%s\n",
            o->atol, o->rtol, sum.races > 0 ? ", and races" : "");
@@ -441,6 +572,8 @@ static int overlap_sim(int argc, char **argv) {
   ovl_report *report = NULL;
   ovl_error err = {0};
   outfile outs[N_OUTPUTS];
+  const char *defs[SIM_MAX_DEFINES + 1];
+  char stepsdef[32];
   unsigned modes;
   int rc;
   const char *path;
@@ -454,7 +587,8 @@ static int overlap_sim(int argc, char **argv) {
   rc = sim_parse_flags(argc, argv, &o);
   if (rc >= 0)
     return rc;
-  path = o.schedule != NULL ? o.schedule : default_schedule();
+  path = o.schedule != NULL ? resolve_schedule(o.schedule, false)
+                            : resolve_schedule("seed.sched", true);
   memset(outs, 0, sizeof outs);
   rc = prepare_outputs(&o, path, outs);
   if (rc >= 0)
@@ -483,7 +617,7 @@ static int overlap_sim(int argc, char **argv) {
 
   /* Parse before making the world (which may take seconds on GPUs); bind
    * once its rank count and backend are known. */
-  if ((rc = sim_parse_schedule(path, &sched)) >= 0)
+  if ((rc = parse_schedule(&o, path, &sched)) >= 0)
     goto out;
   if ((rc = make_world(&o, &world)) >= 0)
     goto out;
@@ -495,8 +629,9 @@ static int overlap_sim(int argc, char **argv) {
   }
   sim_plan_memory(&mem, &o, count_modes(modes),
                   ovl_world_backend_name(world), ovl_world_nranks(world));
-  bopts.defines = o.defines;
-  bopts.ndefines = o.ndefines;
+  bopts.defines = defs;
+  bopts.ndefines = bind_defines(&o, sched, ovl_world_nranks(world), defs,
+                                stepsdef, sizeof stepsdef);
   bopts.nranks = ovl_world_nranks(world);
   bopts.cpu_defaults = strcmp(ovl_world_backend_name(world), "cpu") == 0;
   rc = sim_bind_schedule(sched, &bopts, &mem, &prog);
@@ -513,7 +648,9 @@ static int overlap_sim(int argc, char **argv) {
   pl.schedule = sched;
   pl.bind = &bopts;
   pl.run = 1;
-  pl.run_opts.iters = o.iters - o.warmup;
+  pl.trials = o.trials > 0 ? o.trials : SIM_DEFAULT_TRIALS;
+  pl.trial_budget_s = o.trials > 0 ? 0 : SIM_TRIAL_BUDGET_S;
+  pl.run_opts.iters = o.iters;
   pl.run_opts.warmup = o.warmup;
   pl.run_opts.op_times = o.op_times;
   pl.run_opts.graph = o.graph;

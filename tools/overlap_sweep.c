@@ -1,9 +1,10 @@
 /*
  * overlap_sweep: one collective over a range of sizes, in nccl-tests'
- * shape, in three placements: on the calc stream, on a comm stream, and on
- * a comm stream with a memory-bound compute kernel running beside it on
- * the calc stream. The last placement gives what nobody else prints: how
- * much compute and communication slow each other down on this box.
+ * shape, in four placements: on the calc stream, on a comm stream (out of
+ * place, and in place: nccl-tests' two groups), and on a comm stream with
+ * a memory-bound compute kernel running beside it on the calc stream. The
+ * last placement gives what nobody else prints: how much compute and
+ * communication slow each other down on this box.
  *
  * Every measurement is a schedule generated as text (tools/sweep_schedule.c)
  * and parsed with ovl_program_parse, and runs through the library's
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ovl.h"
 #include "sweep.h"
@@ -155,8 +157,9 @@ static const char *redop_name(const options *o) {
 }
 
 static void print_table_header(void) {
-  printf("#%49s%-33s%-33s%-33s%s\n", "", "on the calc stream",
-         "on a comm stream", "comm stream, compute beside", "  slowdown");
+  printf("#%49s%-33s%-33s%-33s%-33s%s\n", "", "on the calc stream",
+         "on a comm stream", "in place, on a comm stream",
+         "comm stream, compute beside", "  slowdown");
   printf("# %10s  %12s  %6s  %6s  %4s", "size", "count", "type", "redop",
          "root");
   for (int p = 0; p < P__COUNT; p++)
@@ -174,7 +177,10 @@ static void print_table_header(void) {
 static void print_csv_header(void) {
   printf("size,count,type,redop,root,ranks,reps,kernels,timing");
   for (int p = 0; p < P__COUNT; p++) {
-    const char *n = p == P_CALC ? "calc" : p == P_COMM ? "comm" : "both";
+    const char *n = p == P_CALC      ? "calc"
+                    : p == P_COMM    ? "comm"
+                    : p == P_INPLACE ? "inplace"
+                                     : "both";
     printf(",%s_time_us,%s_algbw,%s_busbw,%s_wrong,%s_device_us,%s_host_us",
            n, n, n, n, n, n);
   }
@@ -201,6 +207,9 @@ static int overlap_sweep(int argc, char **argv) {
   int64_t total_wrong = 0;
   int rows_unchecked = 0, rows = 0;
   double kern_cal = 0; /* seconds a kernel alone, to size the rows' */
+  /* busbw of the out-of-place and in-place measurements, for the footer */
+  double busbw_sum = 0;
+  int busbw_n = 0;
   char b1[32], b2[32];
 
   if (argc > 0 && argv[0] != NULL) {
@@ -315,15 +324,19 @@ static int overlap_sweep(int argc, char **argv) {
            ovl_world_backend_name(world), nranks, ovl_world_devices(world));
     if (o.coll == C_SENDRECV)
       printf("# %s, out of place (group { send_v2(x, peer=rank + 1); y = "
-             "recv_v2(peer=rank - 1) }); each measurement: %d warmup + %d "
-             "timed iterations of reps groups back to back\n",
-             ovl_dtype_name(o.dtype), o.warmup, o.iters);
+             "recv_v2(peer=rank - 1) })",
+             ovl_dtype_name(o.dtype));
     else
-      printf("# %s %s, out of place (y = %s(x)); each measurement: %d "
-             "warmup + %d timed iterations of reps collectives back to "
-             "back\n",
-             ovl_dtype_name(o.dtype), redop_name(&o), s.op_name, o.warmup,
-             o.iters);
+      printf("# %s %s, out of place (y = %s(x))", ovl_dtype_name(o.dtype),
+             redop_name(&o), s.op_name);
+    if (has_inplace(o.coll))
+      printf(" and in place (%s(x))", s.op_name);
+    else
+      printf(" (%s has no in-place form here: n/a)", coll_names[o.coll]);
+    printf("; each measurement: %d warmup + %d timed iterations of reps "
+           "%s back to back\n",
+           o.warmup, o.iters,
+           o.coll == C_SENDRECV ? "groups" : "collectives");
     if (o.graph)
       printf("# CUDA graphs: each measurement's iteration is captured once "
              "as graphs and replayed, one launch an iteration (nccl-tests "
@@ -338,6 +351,10 @@ static int overlap_sweep(int argc, char **argv) {
       printf("# time: device clock, per collective: mean over %d timed "
              "iterations x reps collectives x %d ranks\n",
              o.iters, nranks);
+    if (cpu)
+      printf("# cpu backend: these times are an emulation on host cores "
+             "(every stream a thread; %ld cores here), not device figures\n",
+             sysconf(_SC_NPROCESSORS_ONLN));
     printf("# algbw = size / time; busbw = algbw x %.4g (%s)\n",
            busbw_factor(o.coll, nranks), busbw_formula(o.coll));
     flush_output(stdout);
@@ -370,8 +387,9 @@ static int overlap_sweep(int argc, char **argv) {
     printf("# slowdown: kernel = a kernel's time beside the collectives / "
            "alone (the same kernels, measured alone for each row); coll = "
            "the collective's time beside the kernels / alone on comm\n");
-    printf("# #wrong: elements of y off the float64 reference after one "
-           "more iteration; n/a: not checked (reference > half of host "
+    printf("# #wrong: elements of y off the float64 reference (or not "
+           "finite) after one more iteration (in place: of x after one "
+           "collective); n/a: not checked (reference > half of host "
            "memory, %s)\n",
            mem > 0 ? format_bytes(mem, b1, sizeof b1) : "unknown");
     print_table_header();
@@ -410,6 +428,8 @@ static int overlap_sweep(int argc, char **argv) {
       ovl_report *rep = NULL;
       bool alone = p == P__COUNT; /* the kernels alone, last */
       char *txt;
+      if (p == P_INPLACE && !has_inplace(o.coll))
+        continue;
       if (p == P_BOTH) {
         double span = m[P_COMM].coll_dev * reps;
         double k = kern_cal > 0 ? span / kern_cal : 1;
@@ -433,7 +453,7 @@ static int overlap_sweep(int argc, char **argv) {
         if (p == P_BOTH)
           m[p].kern_dev = mean_op_time(rep, nranks, "scale");
       }
-      if (rc < 0 && (p == P_CALC || p == P_COMM)) {
+      if (rc < 0 && (p == P_CALC || p == P_COMM || p == P_INPLACE)) {
         /* The host-timed figure again, without the timing events around
          * every op: they cost a few microseconds a collective (measured on
          * 2 x H200: 163.5 us device-timed against 160.0 us host-timed
@@ -453,9 +473,10 @@ static int overlap_sweep(int argc, char **argv) {
       goto out;
 
     /* The check: one more iteration of each, with y fetched, against the
-     * float64 reference (the same for the three placements: computed once,
-     * from the comm-stream form). The reference keeps 8 bytes of every
-     * element of every rank, and each check keeps y as doubles. */
+     * float64 reference (the same for the three out-of-place placements:
+     * computed once, from the comm-stream form; in place, its own). The
+     * reference keeps 8 bytes of every element of every rank, and each
+     * check keeps y as doubles. */
     {
       uint64_t need = mul_sat(mul_sat(rs.nx + 2 * rs.ny, 8),
                               (uint64_t)nranks);
@@ -486,14 +507,22 @@ static int overlap_sweep(int argc, char **argv) {
                             .graph = o.graph};
       ovl_program *prog = NULL;
       ovl_report *rep = NULL;
-      char *txt = gen_schedule(&s, &rs, rs.size, (placement)p, reps,
-                               p == P_BOTH ? kernels : 0, true);
+      bool inplace = p == P_INPLACE;
+      char *txt;
+      if (inplace && !has_inplace(o.coll))
+        continue;
+      /* In place, one collective: each sum multiplies x by the rank
+       * count, and reps of them would overflow (a value that is not
+       * finite fails the check); its own reference, from the pipeline. */
+      txt = gen_schedule(&s, &rs, rs.size, (placement)p, inplace ? 1 : reps,
+                         p == P_BOTH ? kernels : 0, true);
       snprintf(name, sizeof name, "<sweep:%s:%llu:%s:check>",
                coll_names[o.coll], (unsigned long long)rs.size,
                placement_names[p]);
       /* y is the only fetched variable of both programs, with the same
        * values expected: the pipeline compares this run with `ref`. */
-      rc = run_schedule(world, &s, txt, name, &ropts, ref, &prog, &rep);
+      rc = run_schedule(world, &s, txt, name, &ropts, inplace ? NULL : ref,
+                        &prog, &rep);
       if (rc < 0) {
         ovl_report_mode rm;
         const ovl_check *chk;
@@ -540,6 +569,10 @@ static int overlap_sweep(int argc, char **argv) {
         for (int p = 0; p < P__COUNT; p++) {
           double t = o.host_timing ? m[p].coll_host : m[p].coll_dev;
           double alg = t > 0 ? (double)rs.size / t / 1e9 : 0;
+          if (!m[p].ran) { /* no in-place form: empty fields */
+            printf(",,,,,,");
+            continue;
+          }
           printf(",%.6g,%.6g,%.6g,", t * 1e6, alg, alg * factor);
           if (m[p].checked)
             printf("%lld", (long long)m[p].wrong);
@@ -555,6 +588,10 @@ static int overlap_sweep(int argc, char **argv) {
           double t = o.host_timing ? m[p].coll_host : m[p].coll_dev;
           double alg = t > 0 ? (double)rs.size / t / 1e9 : 0;
           char ts[32], ws[32];
+          if (!m[p].ran) { /* no in-place form */
+            printf("  %7s  %6s  %6s  %6s", "n/a", "n/a", "n/a", "n/a");
+            continue;
+          }
           format_time(t * 1e6, ts, sizeof ts);
           if (m[p].checked)
             snprintf(ws, sizeof ws, "%lld", (long long)m[p].wrong);
@@ -565,6 +602,16 @@ static int overlap_sweep(int argc, char **argv) {
         printf("  %6.2f  %6.2f\n", kslow, cslow);
       }
       flush_output(stdout);
+      /* nccl-tests' average: the busbw of every out-of-place and in-place
+       * measurement (on a comm stream, nothing beside), by this table's
+       * clock. */
+      for (int p = P_COMM; p <= P_INPLACE; p++) {
+        double t = o.host_timing ? m[p].coll_host : m[p].coll_dev;
+        if (m[p].ran && t > 0) {
+          busbw_sum += (double)rs.size / t / 1e9 * factor;
+          busbw_n++;
+        }
+      }
     }
   }
 
@@ -573,6 +620,9 @@ static int overlap_sweep(int argc, char **argv) {
       printf("# %d of %d rows not checked (n/a): the reference would need "
              "more than half of the host memory\n",
              rows_unchecked, rows);
+    /* nccl-tests' footer line, which scripts grep for. */
+    printf("# Avg bus bandwidth    : %g \n",
+           busbw_n > 0 ? busbw_sum / busbw_n : 0.0);
     if (total_wrong > 0)
       printf("# result: FAIL: %lld wrong elements\n",
              (long long)total_wrong);

@@ -19,7 +19,7 @@ void sim_options_init(sim_options *o) {
   memset(o, 0, sizeof *o);
   o->backend = "auto";
   o->mode = "both";
-  o->iters = 10;
+  o->iters = 8;
   o->warmup = 2;
   o->rtol = 1e-5;
   o->atol = 1e-6;
@@ -33,7 +33,10 @@ void sim_usage(FILE *f) {
           "on every rank,\n"
           "one thread per device, in sync and async form; time both and "
           "check every\n"
-          "fetched value against a float64 reference.\n"
+          "fetched value against a float64 reference. (The default run "
+          "shortens the seed's\n"
+          "loop from 4 ranks on, -D steps=N, so that its values stay "
+          "finite: see README.)\n"
           "\n"
           "  -b, --backend=NAME   auto (cuda if a GPU is visible, else cpu), "
           "cpu, cuda\n"
@@ -43,11 +46,20 @@ void sim_usage(FILE *f) {
           "                       all (sync, async, comp-only, comm-only: "
           "adds the ideal\n"
           "                       speedup and the overlap efficiency)\n"
-          "  -n, --iters=N        iterations in all (default 10)\n"
-          "  -w, --warmup=N       how many of them run untimed first "
-          "(default 2: the\n"
+          "  -n, --iters=N        timed iterations (default 8)\n"
+          "  -w, --warmup=N       untimed iterations before them (default "
+          "2; 2 + 8: the\n"
           "                       seed's method, 10 runs and the last 8 "
-          "timed)\n"
+          "timed; -n and -w\n"
+          "                       count as in nccl-tests and "
+          "overlap_sweep)\n"
+          "      --trials=K       repeat the whole measurement (every mode "
+          "in turn) K times\n"
+          "                       and print each figure's median, min and "
+          "max, and the\n"
+          "                       spread of the speedup (default: up to 5, "
+          "as many as fit\n"
+          "                       in about 10 s; 1: one, as before)\n"
           "  -D NAME=VALUE        override a schedule param (repeatable)\n"
           "      --rtol=X         relative tolerance (default 1e-5)\n"
           "      --atol=X         absolute tolerance (default 1e-6)\n"
@@ -75,8 +87,10 @@ void sim_usage(FILE *f) {
           "                       disagree on a collective or a send/recv "
           "of a ring) once\n"
           "      --no-races       skip the checks a run makes before it "
-          "executes (a\n"
-          "                       mismatch or a deadlock stops a run "
+          "executes (a run\n"
+          "                       checks the forms of every mode it runs, "
+          "as --races does;\n"
+          "                       a mismatch or a deadlock stops a run "
           "before it starts)\n"
           "      --replay[=K]     check for races as --races, then replay "
           "each race (or race\n"
@@ -144,6 +158,21 @@ void sim_usage(FILE *f) {
           "  -h, --help           show this help and exit\n"
           "  -V, --version        show the version and exit\n"
           "\n"
+          "SCHEDULE is a file. A relative name that is not a file from "
+          "here (and does not\n"
+          "start with ./ or ../) is looked up in each directory of "
+          "$OVL_SCHEDULE_PATH\n"
+          "(colon-separated), then in the schedules that come with the "
+          "tool: those\n"
+          "installed in DATADIR/overlap-sim/schedules (DATADIR as "
+          "configured,\n"
+          "/usr/local/share by default), or the source tree's schedules/ "
+          "when the tool\n"
+          "runs from its build tree. So 'overlap_sim bad/cross_ring.sched' "
+          "runs that\n"
+          "example from any directory. The default, seed.sched, is found "
+          "the same way.\n"
+          "\n"
           "Output files (--json, --trace, --svg) are checked before "
           "anything runs. A\n"
           "regular FILE is written whole to FILE.tmp, then renamed over "
@@ -184,7 +213,8 @@ int sim_parse_flags(int argc, char **argv, sim_options *o) {
     OPT_TRACE_ITER,
     OPT_REPLAY,
     OPT_REPLAY_DELAY,
-    OPT_GRAPH
+    OPT_GRAPH,
+    OPT_TRIALS
   };
   static const struct option longopts[] = {
       {"backend", required_argument, NULL, 'b'},
@@ -192,6 +222,7 @@ int sim_parse_flags(int argc, char **argv, sim_options *o) {
       {"mode", required_argument, NULL, 'm'},
       {"iters", required_argument, NULL, 'n'},
       {"warmup", required_argument, NULL, 'w'},
+      {"trials", required_argument, NULL, OPT_TRIALS},
       {"define", required_argument, NULL, 'D'},
       {"rtol", required_argument, NULL, OPT_RTOL},
       {"atol", required_argument, NULL, OPT_ATOL},
@@ -258,6 +289,11 @@ int sim_parse_flags(int argc, char **argv, sim_options *o) {
         return usage_error("--warmup: '%s' is not a number from 0 to "
                            "1000000",
                            optarg);
+      break;
+    case OPT_TRIALS:
+      if (!parse_int(optarg, 1, 1000, &o->trials))
+        return usage_error("--trials: '%s' is not a number from 1 to 1000",
+                           escape_arg(optarg, quoted, sizeof quoted));
       break;
     case 'D':
       if (strchr(optarg, '=') == NULL || optarg[0] == '=')
@@ -416,17 +452,15 @@ int sim_parse_flags(int argc, char **argv, sim_options *o) {
   if (o->graph && strcmp(o->backend, "cpu") == 0)
     return usage_error("--graph: the cpu backend has no graphs (CUDA "
                        "graphs need --backend=cuda or auto with a GPU)");
+  if (o->trials > 0 && (o->races_only || o->replay != 0))
+    return usage_error("--trials repeats a run: %s runs nothing timed",
+                       o->races_only ? "--races" : "--replay");
   if (o->trace_iter_given && o->trace == NULL && o->svg == NULL)
     return usage_error("--trace-iter needs --trace or --svg");
-  if (o->warmup >= o->iters)
-    return usage_error("--warmup (%d) must be less than --iters (%d): no "
-                       "iteration would be timed",
-                       o->warmup, o->iters);
-  if (o->trace_iter_given && o->trace_iter >= o->iters - o->warmup)
+  if (o->trace_iter_given && o->trace_iter >= o->iters)
     return usage_error("--trace-iter: %d: there are %d timed iterations "
                        "(0 to %d)",
-                       o->trace_iter, o->iters - o->warmup,
-                       o->iters - o->warmup - 1);
+                       o->trace_iter, o->iters, o->iters - 1);
   if (optind < argc)
     o->schedule = argv[optind++];
   if (optind < argc)

@@ -9,12 +9,20 @@
 #include <stdio.h>
 
 #define SIM_MAX_DEFINES 64
+/* The default of --trials: up to 5 trials, a trial after the first only
+ * while the trials so far and one more fit in about 10 s (so that a short
+ * run is measured 5 times and a long one once). */
+#define SIM_DEFAULT_TRIALS 5
+#define SIM_TRIAL_BUDGET_S 10.0
 
 typedef struct {
   const char *backend;
   int ranks;
   const char *mode;
-  int iters, warmup;
+  int iters, warmup; /* -n: timed iterations; -w: untimed ones first */
+  /* --trials=K: the whole measurement K times; 0: the default, up to
+   * SIM_DEFAULT_TRIALS within SIM_TRIAL_BUDGET_S. */
+  int trials;
   const char *defines[SIM_MAX_DEFINES];
   size_t ndefines;
   double rtol, atol;
@@ -38,9 +46,12 @@ typedef struct {
   long replay;
   double replay_delay_us;
   const char *schedule;
+  /* Set by the tool, not a flag: the seed's `steps` the default run chose
+   * for its rank count (0: the seed's own, or a schedule was named). */
+  int seed_steps;
 } sim_options;
 
-/* The defaults: backend auto, mode both, 10 iterations of which 2 warmup,
+/* The defaults: backend auto, mode both, 2 warmup + 8 timed iterations,
  * rtol 1e-5, atol 1e-6, no --show. */
 void sim_options_init(sim_options *o);
 

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tool_util.h"
 
@@ -42,6 +43,8 @@ void sim_print_header(const sim_options *o, const ovl_world *world,
       printf("*");
       cpu_default = true;
     }
+    if (o->seed_steps > 0 && strcmp(name, "steps") == 0)
+      printf("+");
   }
   printf(", %.1f MB/rank", mb);
   /* Where the ops take more memory than the variables, MB/rank alone would
@@ -49,8 +52,8 @@ void sim_print_header(const sim_options *o, const ovl_world *world,
   if (ops > vars)
     printf(", %zu ops (%s of host memory)", ovl_program_op_count(prog),
            format_bytes(ops, b, sizeof b));
-  printf(", %d iterations (%d warmup, %d timed)%s\n", o->iters, o->warmup,
-         o->iters - o->warmup,
+  printf(", %d iterations (%d warmup, %d timed)%s\n", o->warmup + o->iters,
+         o->warmup, o->iters,
          o->graph ? ", as CUDA graphs (captured once, replayed every "
                     "iteration)"
                   : "");
@@ -65,25 +68,43 @@ void sim_print_header(const sim_options *o, const ovl_world *world,
     }
     printf("\n");
   }
+  if (strcmp(ovl_world_backend_name(world), "cpu") == 0)
+    printf("  cpu backend: these times are an emulation on host cores (every "
+           "stream a thread; %ld cores here), not device figures\n",
+           sysconf(_SC_NPROCESSORS_ONLN));
+  if (o->seed_steps > 0)
+    printf("  + fewer steps than the seed's 64 at %d ranks: each allreduce "
+           "multiplies c by %d, and %d^64 overflows float32 (64 steps "
+           "hold up to 3 ranks; Paddle's benchmark is 2)\n",
+           ovl_world_nranks(world), ovl_world_nranks(world),
+           ovl_world_nranks(world));
 }
 
-void sim_print_table_header(void) {
-  printf("%-6s %10s %12s %12s %12s  %s\n", "mode", "total(s)", "median(ms)",
-         "min(ms)", "max(ms)", "check");
+void sim_print_table_header(bool trials) {
+  printf("%-6s%s %10s %12s %12s %12s  %s\n", "mode", trials ? " trial" : "",
+         "total(s)", "median(ms)", "min(ms)", "max(ms)", "check");
 }
 
-void sim_print_row(const ovl_report *r, size_t i, bool verbose) {
+void sim_print_row(const ovl_report *r, size_t i, size_t trial,
+                   bool verbose) {
   ovl_report_mode m;
-  char check[256];
+  char check[256], col[32] = "";
   ovl_report_mode_get(r, i, &m);
+  if (trial > 0)
+    snprintf(col, sizeof col, " %5zu", trial);
   if (m.check == NULL)
     snprintf(check, sizeof check, "n/a (%s)", m.not_checked);
   else if (m.check->mismatched == 0)
     snprintf(check, sizeof check, "ok (%lld elements)",
              (long long)m.check->checked);
-  else
+  else if (m.check->nonfinite == 0)
     snprintf(check, sizeof check, "MISMATCH (%lld of %lld elements)",
              (long long)m.check->mismatched, (long long)m.check->checked);
+  else
+    snprintf(check, sizeof check,
+             "MISMATCH (%lld of %lld elements, %lld not finite)",
+             (long long)m.check->mismatched, (long long)m.check->checked,
+             (long long)m.check->nonfinite);
   if (m.races != NULL) {
     size_t n = strlen(check);
     uint64_t nr = ovl_races_count(m.races) + ovl_races_more(m.races);
@@ -93,8 +114,9 @@ void sim_print_row(const ovl_report *r, size_t i, bool verbose) {
       snprintf(check + n, sizeof check - n, "; RACES: %llu (below)",
                (unsigned long long)nr);
   }
-  printf("%-6s %10.4f %12.3f %12.3f %12.3f  %s\n", ovl_mode_name(m.mode),
-         m.total_s, m.median_s * 1e3, m.min_s * 1e3, m.max_s * 1e3, check);
+  printf("%-6s%s %10.4f %12.3f %12.3f %12.3f  %s\n", ovl_mode_name(m.mode),
+         col, m.total_s, m.median_s * 1e3, m.min_s * 1e3, m.max_s * 1e3,
+         check);
   if (verbose) {
     const double *t = ovl_result_times(m.res);
     printf("       iterations (ms):");
@@ -109,7 +131,7 @@ void sim_print_op_times(const ovl_report *r, const sim_options *o) {
   ovl_report_machine_get(r, &mc);
   printf("op times (device clock, per iteration, mean over %d timed "
          "iterations and %d ranks):\n",
-         o->iters - o->warmup, mc.nranks);
+         o->iters, mc.nranks);
   printf("%-6s %5s  %-18s %-8s %6s %10s %10s\n", "mode", "line", "op",
          "stream", "count", "ms/iter", "us/op");
   for (size_t i = 0; i < ovl_report_mode_count(r); i++) {
@@ -137,9 +159,43 @@ static double total_of(const ovl_report *r, ovl_mode mode) {
   return m.total_s;
 }
 
+/* "LABEL: MEDIAN (MIN to MAX" of a figure over the trials, `digits`
+ * decimals and `unit` after each number; the caller ends the line. */
+static void print_stat(const char *label, const ovl_stat *st, int digits,
+                       const char *unit) {
+  printf("%s: %.*f%s (%.*f%s to %.*f%s", label, digits, st->median, unit,
+         digits, st->min, unit, digits, st->max, unit);
+}
+
 void sim_print_summary(const ovl_report *r) {
   ovl_report_summary s;
+  ovl_report_trials tr;
   ovl_report_summary_get(r, &s);
+  ovl_report_trials_get(r, &tr);
+  if (tr.n > 1) {
+    printf("%zu trials: each figure's median (min to max)\n", tr.n);
+    for (size_t i = 0; i < ovl_report_mode_count(r); i++) {
+      ovl_report_mode m;
+      char label[32];
+      ovl_report_mode_get(r, i, &m);
+      snprintf(label, sizeof label, "%s total", ovl_mode_name(m.mode));
+      print_stat(label, &tr.total_s[m.mode], 4, " s");
+      printf(")\n");
+    }
+    if (!isnan(tr.speedup.median)) {
+      print_stat("async speedup", &tr.speedup, 3, "x");
+      printf("; spread %.2f = (max - min) / median)\n", tr.speedup_spread);
+    }
+    if (!isnan(tr.ideal_speedup.median)) {
+      print_stat("ideal speedup", &tr.ideal_speedup, 3, "x");
+      printf(")\n");
+    }
+    if (!isnan(tr.overlap_efficiency.median)) {
+      print_stat("overlap efficiency", &tr.overlap_efficiency, 3, "");
+      printf(")\n");
+    }
+    return;
+  }
   if (!isnan(s.speedup))
     printf("async speedup: %.3fx (sync %.4f s / async %.4f s)\n", s.speedup,
            total_of(r, OVL_MODE_SYNC), total_of(r, OVL_MODE_ASYNC));
@@ -153,22 +209,69 @@ void sim_print_summary(const ovl_report *r) {
            s.overlap_efficiency);
 }
 
+/* The lines of mode check `c`, labelled `label`. */
+static void print_check_lines(const ovl_program *prog, const char *label,
+                              const ovl_check *c) {
+  for (size_t k = 0; k < c->nmismatch; k++) {
+    const ovl_mismatch *mm = &c->mismatch[k];
+    ovl_var_info v;
+    char idx[128];
+    ovl_program_fetch_info(prog, mm->fetch_index, &v);
+    ovl_var_index_text(&v, mm->first_index, idx, sizeof idx);
+    printf("  %s: rank %d %s: ", label, mm->rank, mm->var);
+    /* A NaN or an infinity fails even where the reference has the same:
+     * say so, or "got inf, expected inf" reads like a pass. */
+    if (mm->nonfinite > 0) {
+      char nf[128];
+      ovl_var_index_text(&v, mm->first_nonfinite, nf, sizeof nf);
+      printf("%lld of %lld elements are not finite (NaN or an infinity), "
+             "first at %s",
+             (long long)mm->nonfinite, (long long)mm->numel, nf);
+      if (mm->count == mm->nonfinite) {
+        printf(": got %.9g, expected %.9g\n", mm->got, mm->expected);
+        continue;
+      }
+      printf("; ");
+    }
+    printf("%lld of %lld elements differ; first at %s: got %.9g, "
+           "expected %.9g\n",
+           (long long)mm->count, (long long)mm->numel, idx, mm->got,
+           mm->expected);
+  }
+}
+
 void sim_print_mismatches(const ovl_report *r) {
   const ovl_program *prog = ovl_report_program(r);
+  size_t ntrials = ovl_report_trial_count(r);
   for (size_t i = 0; i < ovl_report_mode_count(r); i++) {
+    const char *name;
+    char label[48], list[256];
+    size_t first = 0, failed = 0, off = 0;
     ovl_report_mode m;
-    ovl_report_mode_get(r, i, &m);
-    for (size_t k = 0; m.check != NULL && k < m.check->nmismatch; k++) {
-      const ovl_mismatch *mm = &m.check->mismatch[k];
-      ovl_var_info v;
-      char idx[128];
-      ovl_program_fetch_info(prog, mm->fetch_index, &v);
-      ovl_var_index_text(&v, mm->first_index, idx, sizeof idx);
-      printf("  %s: rank %d %s: %lld of %lld elements differ; first at %s: "
-             "got %.9g, expected %.9g\n",
-             ovl_mode_name(m.mode), mm->rank, mm->var, (long long)mm->count,
-             (long long)mm->numel, idx, mm->got, mm->expected);
+    /* After several trials: the lines of the first that failed, and which
+     * failed (the same lines again and again would hide the table). */
+    for (size_t t = 0; t < ntrials; t++) {
+      if (ovl_report_trial_get(r, t, i, &m) != 0 || m.check == NULL ||
+          m.check->nmismatch == 0)
+        continue;
+      if (failed++ == 0)
+        first = t;
+      if (off < sizeof list)
+        off += (size_t)snprintf(list + off, sizeof list - off, "%s%zu",
+                                failed > 1 ? ", " : "", t + 1);
     }
+    if (failed == 0)
+      continue;
+    ovl_report_trial_get(r, first, i, &m);
+    name = ovl_mode_name(m.mode);
+    if (ntrials > 1)
+      snprintf(label, sizeof label, "%s (trial %zu)", name, first + 1);
+    else
+      snprintf(label, sizeof label, "%s", name);
+    print_check_lines(prog, label, m.check);
+    if (ntrials > 1)
+      printf("  %s: the check failed in %zu of %zu trials (%s)\n", name,
+             failed, ntrials, list);
   }
 }
 

@@ -22,20 +22,25 @@ void sim_print_header(const sim_options *o, const ovl_world *world,
                       const ovl_program *prog, const char *path,
                       uint64_t per_op);
 
-/* The table's column names. */
-void sim_print_table_header(void);
+/* The table's column names; with `trials`, a column for the trial. */
+void sim_print_table_header(bool trials);
 
-/* Mode i's row (and with `verbose`, every timed iteration). */
-void sim_print_row(const ovl_report *r, size_t i, bool verbose);
+/* Mode i's row in the trial under way (`trial` its number from 1, in the
+ * trial column; 0: no column), and with `verbose` every timed iteration. */
+void sim_print_row(const ovl_report *r, size_t i, size_t trial,
+                   bool verbose);
 
 /* --op-times: the table per (source line, op, stream) of every mode. */
 void sim_print_op_times(const ovl_report *r, const sim_options *o);
 
 /* The summary lines: async speedup, ideal speedup, overlap efficiency,
- * where the modes run give them. */
+ * where the modes run give them; after several trials, each mode's total
+ * too, each figure as its median and range over the trials, and the
+ * spread of the speedup. */
 void sim_print_summary(const ovl_report *r);
 
-/* One line per (mode, rank, variable) that differs from the reference. */
+/* One line per (mode, rank, variable) that differs from the reference, in
+ * every trial ("async (trial 2): ..." after several). */
 void sim_print_mismatches(const ovl_report *r);
 
 /* The check reports as text, on `f`: per mode, headed "== MODE ==", its

@@ -37,9 +37,11 @@ extern const char *const coll_names[C__COUNT];
 bool coll_reduces(coll c);
 bool coll_has_root(coll c);
 
-/* Where the collectives run: on the calc stream, on a comm stream, on a
- * comm stream with kernels beside them on the calc stream. */
-typedef enum { P_CALC, P_COMM, P_BOTH, P__COUNT } placement;
+/* Where the collectives run: on the calc stream, on a comm stream (out of
+ * place: y = coll(x)), in place on a comm stream (coll(x): nccl-tests'
+ * in-place group; allreduce and broadcast only), on a comm stream with
+ * kernels beside them on the calc stream. */
+typedef enum { P_CALC, P_COMM, P_INPLACE, P_BOTH, P__COUNT } placement;
 
 /* The flags. */
 typedef struct {
@@ -68,7 +70,7 @@ typedef struct {
   int nccl_min_ctas, nccl_max_ctas;
 } options;
 
-/* The placements' names: "calc", "comm", "comm+compute". */
+/* The placements' names: "calc", "comm", "inplace", "comm+compute". */
 extern const char *const placement_names[P__COUNT];
 
 /* Parse the flags into `o` (whose defaults the caller set). Returns -1 to
@@ -102,6 +104,11 @@ typedef struct {
 bool row_sizes_for(coll c, uint64_t bytes, size_t esize, int n,
                    row_sizes *rs);
 
+/* Whether the collective has an in-place form here: allreduce and
+ * broadcast (allgather's and reducescatter's in-place buffers are a slice
+ * of the other, which a schedule's variables cannot be). */
+bool has_inplace(coll c);
+
 /* What every generated schedule of a sweep shares. */
 typedef struct {
   const options *o;
@@ -112,10 +119,11 @@ typedef struct {
 } sweep;
 
 /* The schedule of one measurement: `reps` collectives y = coll(x) in the
- * placement, and for P_BOTH `kernels` kernels w = scale(z) on the calc
- * stream, interleaved in proportion so that both streams get work from
- * the start however fast the host enqueues. With `fetch`, y is fetched at
- * the end (the check run). reps == 0 and kernels > 0: the kernel alone.
+ * placement (P_INPLACE: coll(x), x in place), and for P_BOTH `kernels`
+ * kernels w = scale(z) on the calc stream, interleaved in proportion so
+ * that both streams get work from the start however fast the host
+ * enqueues. With `fetch`, the output (y, or x in place) is fetched at the
+ * end (the check run). reps == 0 and kernels > 0: the kernel alone.
  * malloc'd; NULL when out of memory. */
 char *gen_schedule(const sweep *s, const row_sizes *rs, uint64_t bytes,
                    placement p, int reps, int kernels, bool fetch);

@@ -10,8 +10,12 @@
 
 #include "sweep.h"
 
-const char *const placement_names[P__COUNT] = {"calc", "comm",
+const char *const placement_names[P__COUNT] = {"calc", "comm", "inplace",
                                                "comm+compute"};
+
+bool has_inplace(coll c) {
+  return c == C_ALLREDUCE || c == C_BROADCAST || c == C_REDUCE;
+}
 
 /* busbw = algbw * factor (nccl-tests' PERFORMANCE.md): allreduce moves
  * 2(n-1)/n of the buffer through each rank's link, allgather and
@@ -116,26 +120,26 @@ static void tprintf(text *t, const char *fmt, ...) {
   }
 }
 
-/* The schedule of one measurement: `reps` collectives y = coll(x) in the
- * placement, and for P_BOTH `kernels` kernels w = scale(z) on the calc
- * stream, interleaved in proportion so that both streams get work from
- * the start however fast the host enqueues. With `fetch`, y is fetched at
- * the end (the check run). reps == 0 and kernels > 0: the kernel alone. */
+/* The schedule of one measurement (sweep.h). */
 char *gen_schedule(const sweep *s, const row_sizes *rs, uint64_t bytes,
                    placement p, int reps, int kernels, bool fetch) {
   text t = {0};
   const char *dt = ovl_dtype_name(s->o->dtype);
+  /* In place, x is the collective's output. */
+  const char *out = p == P_INPLACE ? "" : "y = ";
+  const char *y = p == P_INPLACE ? "x" : "y";
   char collstr[256];
 
   if (reps == 0)
     tprintf(&t, "# overlap_sweep: the compute kernel alone\n");
   else
     tprintf(&t,
-            "# overlap_sweep: %s %s %s, %llu B, %d a iteration, on the %s "
-            "stream%s\n",
+            "# overlap_sweep: %s %s %s, %llu B, %d a iteration, %son the "
+            "%s stream%s\n",
             coll_names[s->o->coll],
             coll_reduces(s->o->coll) ? s->o->redop : "",
             dt, (unsigned long long)bytes, reps,
+            p == P_INPLACE ? "in place, " : "",
             p == P_CALC ? "calc" : "comm",
             p == P_BOTH ? ", with w = scale(z) beside it on the calc stream"
                         : "");
@@ -150,7 +154,7 @@ char *gen_schedule(const sweep *s, const row_sizes *rs, uint64_t bytes,
             (unsigned long long)s->kernel_numel);
   if (coll_has_root(s->o->coll))
     snprintf(collstr, sizeof collstr,
-             "y = %s(x, root=%d, ring_id=0, use_calc_stream=%s)\n",
+             "%s%s(x, root=%d, ring_id=0, use_calc_stream=%s)\n", out,
              s->op_name, s->o->root, p == P_CALC ? "true" : "false");
   else if (s->o->coll == C_SENDRECV)
     /* nccl-tests' sendrecv: to the next rank, from the previous one. */
@@ -166,7 +170,7 @@ char *gen_schedule(const sweep *s, const row_sizes *rs, uint64_t bytes,
              p == P_CALC ? "true" : "false");
   else
     snprintf(collstr, sizeof collstr,
-             "y = %s(x, ring_id=0, use_calc_stream=%s)\n", s->op_name,
+             "%s%s(x, ring_id=0, use_calc_stream=%s)\n", out, s->op_name,
              p == P_CALC ? "true" : "false");
 
   if (kernels == 0) {
@@ -190,12 +194,12 @@ char *gen_schedule(const sweep *s, const row_sizes *rs, uint64_t bytes,
     }
   }
   if (reps > 0 && p != P_CALC)
-    tprintf(&t, "c_wait_comm(y, ring_id=0)\n");
+    tprintf(&t, "c_wait_comm(%s, ring_id=0)\n", y);
   if (fetch && s->o->coll == C_REDUCE)
-    /* Only the root's y is written. */
-    tprintf(&t, "fetch(y, ranks=[%d])\n", s->o->root);
+    /* Only the root's output is written. */
+    tprintf(&t, "fetch(%s, ranks=[%d])\n", y, s->o->root);
   else if (fetch)
-    tprintf(&t, "fetch(y)\n");
+    tprintf(&t, "fetch(%s)\n", y);
   if (t.failed) {
     free(t.s);
     return NULL;

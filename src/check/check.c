@@ -1,11 +1,15 @@
 /*
  * The numeric check: every fetched variable of every rank against the
- * reference. An element matches when |got - ref| <= atol + rtol * |ref|;
- * a NaN matches only a NaN, and an infinity only the same infinity (so a
- * tolerance that overflows to infinity never lets a finite value match an
- * infinite one). A rank checks the variables it fetches: a fetch with
- * ranks=[...] fetches only there, and a rank that fetches nothing of a
- * variable has nothing of it to check.
+ * reference. An element passes when it is finite and |got - ref| <= atol +
+ * rtol * |ref|. A fetched NaN or infinity fails whatever the reference
+ * says: a float32 that overflowed to infinity, or an inf - inf, is no
+ * result, even where the float64 reference, rounded to float32, overflowed
+ * the same way. The tolerance rule alone (ovl__element_matches, which the
+ * conformance suite uses for special inputs) lets a NaN match only a NaN
+ * and an infinity only the same infinity (so a tolerance that overflows to
+ * infinity never lets a finite value match an infinite one). A rank checks
+ * the variables it fetches: a fetch with ranks=[...] fetches only there,
+ * and a rank that fetches nothing of a variable has nothing of it to check.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -22,20 +26,31 @@ bool ovl__element_matches(double got, double exp, double rtol,
   return fabs(got - exp) <= atol + rtol * fabs(exp);
 }
 
-/* Elements of got[0, n) out of tolerance; the first one's index in *first
- * (untouched when there is none). */
-static int64_t count_mismatches(const double *got, const double *exp,
-                                size_t n, double rtol, double atol,
-                                size_t *first) {
-  int64_t count = 0;
+/* One variable's elements that fail. */
+typedef struct {
+  int64_t count;     /* out of tolerance or not finite */
+  size_t first;      /* the first of them */
+  int64_t nonfinite; /* fetched as NaN or an infinity */
+  size_t first_nonfinite;
+} failures;
+
+/* The failures of got[0, n) against exp (indices untouched where there
+ * are none). */
+static void count_failures(const double *got, const double *exp, size_t n,
+                           double rtol, double atol, failures *f) {
   for (size_t i = 0; i < n; i++) {
-    if (ovl__element_matches(got[i], exp[i], rtol, atol))
+    bool finite = isfinite(got[i]);
+    if (!finite) {
+      if (f->nonfinite == 0)
+        f->first_nonfinite = i;
+      f->nonfinite++;
+    }
+    if (finite && ovl__element_matches(got[i], exp[i], rtol, atol))
       continue;
-    if (count == 0)
-      *first = i;
-    count++;
+    if (f->count == 0)
+      f->first = i;
+    f->count++;
   }
-  return count;
 }
 
 /* Per (fetched variable i, rank r): whether some op that reads on the
@@ -117,8 +132,8 @@ ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
       ovl_var_info info;
       const double *g = got(ctx, r, i);
       const double *e = ovl_reference_fetched(ref, r, i);
-      size_t n, first = 0;
-      int64_t count;
+      size_t n;
+      failures f = {0};
 
       ovl_program_fetch_info(prog, i, &info);
       if (!((on[i] >> r) & 1))
@@ -134,22 +149,25 @@ ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
       n = (size_t)info.numel;
       out->checked += info.numel;
       if (g == NULL)
-        count = info.numel; /* never fetched: all of it is wrong */
+        f.count = info.numel; /* never fetched: all of it is wrong */
       else
-        count = count_mismatches(g, e, n, rtol, atol, &first);
-      if (count == 0 && g != NULL)
+        count_failures(g, e, n, rtol, atol, &f);
+      if (f.count == 0 && g != NULL)
         continue;
 
       ovl_mismatch *m = &out->mismatch[out->nmismatch++];
       m->rank = r;
       m->fetch_index = i;
       m->var = info.name;
-      m->count = count;
+      m->count = f.count;
       m->numel = info.numel;
-      m->first_index = (int64_t)first;
-      m->got = g != NULL ? g[first] : NAN;
-      m->expected = n > 0 ? e[first] : NAN;
-      out->mismatched += count;
+      m->first_index = (int64_t)f.first;
+      m->got = g != NULL ? g[f.first] : NAN;
+      m->expected = n > 0 ? e[f.first] : NAN;
+      m->nonfinite = f.nonfinite;
+      m->first_nonfinite = f.nonfinite > 0 ? (int64_t)f.first_nonfinite : -1;
+      out->mismatched += f.count;
+      out->nonfinite += f.nonfinite;
     }
   }
   free(on);

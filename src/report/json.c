@@ -180,8 +180,13 @@ static void json_options(ovl__sbuf *b, const ovl_report_json_opts *o) {
   ovl__sb_json_str(b, o->comm_priority != NULL ? o->comm_priority
                                                : "default");
   ovl__sb_printf(b, ", \"nccl_min_ctas\": %d, \"nccl_max_ctas\": %d, "
-                    "\"trace\": ",
+                    "\"trials\": ",
                  o->nccl_min_ctas, o->nccl_max_ctas);
+  if (o->trials > 0)
+    ovl__sb_printf(b, "%d", o->trials);
+  else
+    ovl__sb_puts(b, "null");
+  ovl__sb_puts(b, ", \"trace\": ");
   sb_str_or_null(b, o->trace);
   ovl__sb_puts(b, ", \"svg\": ");
   sb_str_or_null(b, o->svg);
@@ -207,13 +212,16 @@ static void json_check(ovl__sbuf *b, const ovl_program *prog,
   if (c == NULL) {
     ovl__sb_puts(b, "\"status\": \"n/a\", \"reason\": ");
     ovl__sb_json_str(b, m->not_checked);
-    ovl__sb_puts(b, ", \"checked\": 0, \"mismatched\": 0, \"vars\": []}");
+    ovl__sb_puts(b, ", \"checked\": 0, \"mismatched\": 0, "
+                    "\"nonfinite\": 0, \"vars\": []}");
     return;
   }
   ovl__sb_printf(b, "\"status\": \"%s\", \"checked\": %lld, "
-                    "\"mismatched\": %lld, \"vars\": [",
+                    "\"mismatched\": %lld, \"nonfinite\": %lld, "
+                    "\"vars\": [",
                  c->mismatched == 0 ? "ok" : "mismatch",
-                 (long long)c->checked, (long long)c->mismatched);
+                 (long long)c->checked, (long long)c->mismatched,
+                 (long long)c->nonfinite);
   for (int r = 0; r < nranks; r++) {
     for (size_t i = 0; i < ovl_program_fetch_count(prog); i++) {
       const ovl_mismatch *mm = NULL;
@@ -226,10 +234,16 @@ static void json_check(ovl__sbuf *b, const ovl_program *prog,
                      r == 0 && i == 0 ? "" : ",", r);
       ovl__sb_json_str(b, v.name);
       ovl__sb_printf(b, ", \"checked\": %lld, \"mismatched\": %lld, "
-                        "\"fetched\": %s, ",
+                        "\"nonfinite\": %lld, \"fetched\": %s, ",
                      (long long)v.numel, (long long)(mm ? mm->count : 0),
+                     (long long)(mm ? mm->nonfinite : 0),
                      ovl_result_fetched(m->res, r, i) != NULL ? "true"
                                                               : "false");
+      if (mm != NULL && mm->nonfinite > 0)
+        ovl__sb_printf(b, "\"first_nonfinite\": %lld, ",
+                       (long long)mm->first_nonfinite);
+      else
+        ovl__sb_puts(b, "\"first_nonfinite\": null, ");
       if (mm == NULL) {
         ovl__sb_puts(b, "\"first_index\": null, \"first_at\": null, "
                         "\"got\": null, \"expected\": null}");
@@ -315,6 +329,66 @@ static void json_modes(ovl__sbuf *b, const ovl_report *r, int nranks,
   ovl__sb_puts(b, "\n  },\n");
 }
 
+/* {"min": .., "median": .., "max": ..}, or null where no trial gives it. */
+static void sb_stat(ovl__sbuf *b, const ovl_stat *st) {
+  if (isnan(st->median)) {
+    ovl__sb_puts(b, "null");
+    return;
+  }
+  ovl__sb_printf(b, "{\"min\": %.9g, \"median\": %.9g, \"max\": %.9g}",
+                 st->min, st->median, st->max);
+}
+
+/* "trials": every figure over the trials, and each trial's modes. */
+static void json_trials(ovl__sbuf *b, const ovl_report *r) {
+  ovl_report_summary sum;
+  ovl_report_trials tr;
+  ovl_report_trials_get(r, &tr);
+  ovl__sb_printf(b, "  \"trials\": {\"count\": %zu, \"total_s\": {", tr.n);
+  for (size_t i = 0; i < ovl_report_mode_count(r); i++) {
+    ovl_report_mode m;
+    ovl_report_mode_get(r, i, &m);
+    ovl__sb_printf(b, "%s\"%s\": ", i ? ", " : "", ovl_mode_name(m.mode));
+    sb_stat(b, &tr.total_s[m.mode]);
+  }
+  ovl__sb_puts(b, "},\n    \"speedup\": ");
+  sb_stat(b, &tr.speedup);
+  ovl__sb_puts(b, ", \"speedup_spread\": ");
+  sb_num_or_null(b, tr.speedup_spread);
+  ovl__sb_puts(b, ",\n    \"ideal_speedup\": ");
+  sb_stat(b, &tr.ideal_speedup);
+  ovl__sb_puts(b, ", \"overlap_efficiency\": ");
+  sb_stat(b, &tr.overlap_efficiency);
+  ovl__sb_puts(b, ",\n    \"each\": [");
+  for (size_t t = 0; t < tr.n; t++) {
+    ovl__sb_puts(b, t ? ",\n      {" : "\n      {");
+    for (size_t i = 0; i < ovl_report_mode_count(r); i++) {
+      ovl_report_mode m;
+      if (ovl_report_trial_get(r, t, i, &m) != 0)
+        continue;
+      ovl__sb_printf(b, "%s\"%s\": {\"total_s\": %.9g, \"check\": ",
+                     i ? ", " : "", ovl_mode_name(m.mode), m.total_s);
+      if (m.check == NULL)
+        ovl__sb_puts(b, "\"n/a\"}");
+      else
+        ovl__sb_printf(b, "\"%s\", \"mismatched\": %lld, \"nonfinite\": "
+                          "%lld}",
+                       m.check->mismatched == 0 ? "ok" : "mismatch",
+                       (long long)m.check->mismatched,
+                       (long long)m.check->nonfinite);
+    }
+    ovl_report_trial_summary_get(r, t, &sum);
+    ovl__sb_puts(b, ", \"speedup\": ");
+    sb_num_or_null(b, sum.speedup);
+    ovl__sb_puts(b, ", \"ideal_speedup\": ");
+    sb_num_or_null(b, sum.ideal_speedup);
+    ovl__sb_puts(b, ", \"overlap_efficiency\": ");
+    sb_num_or_null(b, sum.overlap_efficiency);
+    ovl__sb_puts(b, "}");
+  }
+  ovl__sb_puts(b, "]},\n");
+}
+
 static ovl_status finish(ovl__sbuf *b, char **text, size_t *len,
                          ovl_error *err) {
   if (b->fail || b->s == NULL) {
@@ -371,7 +445,9 @@ ovl_status ovl_report_json(const ovl_report *r,
   sb_num_or_null(&b, sum.ideal_speedup);
   ovl__sb_puts(&b, ",\n  \"overlap_efficiency\": ");
   sb_num_or_null(&b, sum.overlap_efficiency);
-  ovl__sb_puts(&b, ",\n  \"result\": ");
+  ovl__sb_puts(&b, ",\n");
+  json_trials(&b, r);
+  ovl__sb_puts(&b, "  \"result\": ");
   ovl__sb_json_str(&b, ovl_report_result(r));
   ovl__sb_printf(&b, ",\n  \"exit_status\": %d\n}\n", opts->exit_status);
   return finish(&b, text, len, err);

@@ -389,7 +389,7 @@ ovl_status ovl_timeline_svg(const ovl_timeline_run *runs, size_t nruns,
     const ovl_result *res = runs[k].res;
     int nstreams = prog->nstreams;
     int panel_top = y, panel_bottom;
-    int64_t coll_sum = 0, ov_sum = 0;
+    int64_t coll_sum = 0, ov_sum = 0, ops_end = 0;
     lane_ctx lc = {.b = &b, .prog = prog, .seq = NULL, .scale = scale};
     for (int r = 0; r < nranks; r++) {
       if (!overlap_of(&all[k * (size_t)nranks + (size_t)r], &ov, &coll)) {
@@ -398,6 +398,9 @@ ovl_status ovl_timeline_svg(const ovl_timeline_run *runs, size_t nruns,
       }
       coll_sum += iv_total(&coll);
       ov_sum += iv_total(&ov);
+      for (size_t j = 0; j < all[k * (size_t)nranks + (size_t)r].n; j++)
+        if (all[k * (size_t)nranks + (size_t)r].s[j].t1 > ops_end)
+          ops_end = all[k * (size_t)nranks + (size_t)r].s[j].t1;
     }
     panel_bottom = panel_top + PANEL_HEAD +
                    nranks * rank_block_height(nstreams) - RANK_GAP;
@@ -412,10 +415,14 @@ ovl_status ovl_timeline_svg(const ovl_timeline_run *runs, size_t nruns,
     }
     ovl__sb_printf(&b, "<text class=\"ph\" x=\"10\" y=\"%d\">%s</text>",
               y + 14, ovl_mode_name(runs[k].mode));
-    ovl__sb_printf(&b, "<text x=\"%d\" y=\"%d\">iteration %.3f ms (host clock, "
-                  "barrier to barrier); collectives %.3f ms per rank, "
-                  "%.0f%% of it beside compute</text>\n",
-              SVG_LEFT, y + 14,
+    /* The iteration is rank 0's barrier to barrier, which also holds
+     * what follows the last op (every stream drained, the slowest rank
+     * awaited at the end barrier): say where the ops drawn end too. */
+    ovl__sb_printf(&b, "<text x=\"%d\" y=\"%d\">ops end at %.3f ms; "
+                  "iteration %.3f ms (rank 0, barrier to barrier); "
+                  "collectives %.3f ms per rank, %.0f%% of it beside "
+                  "compute</text>\n",
+              SVG_LEFT, y + 14, (double)ops_end * 1e-6,
               ovl_result_times(res)[ovl_result_trace_iter(res)] * 1e3,
               (double)coll_sum * 1e-6 / nranks,
               coll_sum > 0 ? 100.0 * (double)ov_sum / (double)coll_sum : 0.0);

@@ -1,8 +1,11 @@
 /*
  * The traced iteration of runs as a Chrome trace-event file, for Perfetto
  * and chrome://tracing (report/slices.h says what a slice is). A flow
- * arrow binds to the slice that encloses its time, and is put in the
- * middle of it, strictly inside.
+ * arrow goes from the start of an event record's slice to the end of the
+ * wait's: a wait ends once the record has been reached, so the arrow never
+ * points back in time, however long the wait stalled. Each end binds to
+ * the slice that encloses its time, 1 ns inside it (a slice lasts at least
+ * 2 ns), so that a neighbour starting where it ends is not taken instead.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -121,13 +124,13 @@ static void trace_flow(ovl__sbuf *b, int pid, int nstreams, long id,
   ovl__sb_printf(b,
             ",\n{\"ph\":\"s\",\"id\":%ld,\"pid\":%d,\"tid\":%d,\"ts\":", id,
             pid, lane_tid(from->lane, nstreams));
-  sb_us(b, from->t0 + (from->t1 - from->t0) / 2);
+  sb_us(b, from->t0 + 1);
   ovl__sb_puts(b, ",\"name\":\"event\",\"cat\":\"event\"}");
   ovl__sb_printf(b,
             ",\n{\"ph\":\"f\",\"bp\":\"e\",\"id\":%ld,\"pid\":%d,\"tid\":%d,"
             "\"ts\":",
             id, pid, lane_tid(to->lane, nstreams));
-  sb_us(b, to->t0 + (to->t1 - to->t0) / 2);
+  sb_us(b, to->t1 - 1);
   ovl__sb_puts(b, ",\"name\":\"event\",\"cat\":\"event\"}");
 }
 

@@ -22,22 +22,33 @@ static const ovl_mode run_order[] = {OVL_MODE_SYNC, OVL_MODE_ASYNC,
                                      OVL_MODE_COMP, OVL_MODE_COMM};
 #define N_ORDER (sizeof run_order / sizeof run_order[0])
 
+/* One trial of one mode: its times and its comparison. */
+typedef struct {
+  double total, median, min, max;
+  ovl_check check;
+} trial_mode;
+
 /* One mode of a report. */
 typedef struct {
   ovl_mode mode;
   ovl_program *prog; /* its form: made by the race check or the run */
   ovl_races *races;  /* NULL without the race check */
   ovl_deadlocks *deadlocks; /* NULL without the check */
-  ovl_result *res;   /* NULL until it ran */
+  ovl_result *res;   /* NULL until it ran; the last trial's run */
   bool checked;      /* its numbers are compared with the reference */
+  /* The trial under way (or the last): */
   ovl_check check;
   double total, median, min, max;
+  /* The trials before it, in order. */
+  trial_mode *past;
+  size_t npast;
   ovl__replay_form replay; /* with replay: its races replayed */
 } report_mode;
 
 struct ovl_report_s {
   const ovl_program *prog; /* the caller's */
   size_t nmodes;
+  size_t ntrials; /* trials started */
   report_mode modes[N_ORDER];
   bool races; /* made with the race check */
   /* The mismatches of the program as bound (NULL without the check, or
@@ -63,6 +74,9 @@ void ovl_report_free(ovl_report *r) {
     ovl_deadlocks_free(m->deadlocks);
     ovl_program_free(m->prog);
     ovl_check_release(&m->check);
+    for (size_t t = 0; t < m->npast; t++)
+      ovl_check_release(&m->past[t].check);
+    free(m->past);
     ovl__replay_form_release(&m->replay);
   }
   if (r->device_names != NULL)
@@ -209,6 +223,26 @@ static const char *findings_stop(const ovl_report *r) {
   return NULL;
 }
 
+/* Mode m's trial so far becomes a past one (its comparison moves there,
+ * its run is freed), so that the next trial's run takes its place. */
+static bool keep_past_trial(report_mode *m) {
+  trial_mode *p = realloc(m->past, (m->npast + 1) * sizeof *p);
+  if (p == NULL)
+    return false;
+  m->past = p;
+  p[m->npast].total = m->total;
+  p[m->npast].median = m->median;
+  p[m->npast].min = m->min;
+  p[m->npast].max = m->max;
+  p[m->npast].check = m->check;
+  m->npast++;
+  memset(&m->check, 0, sizeof m->check);
+  ovl_result_free(m->res);
+  m->res = NULL;
+  m->total = m->median = m->min = m->max = NAN;
+  return true;
+}
+
 /* Mode i: its form (unless the race check made it), the run, the
  * comparison. */
 static ovl_status run_mode(ovl_report *r, size_t i, ovl_world *world,
@@ -216,6 +250,8 @@ static ovl_status run_mode(ovl_report *r, size_t i, ovl_world *world,
                            const ovl_pipeline_opts *o, ovl_error *e) {
   report_mode *m = &r->modes[i];
   ovl_status st = OVL_OK;
+  if (m->res != NULL && !keep_past_trial(m))
+    return ovl__err(e, OVL_ENOMEM, "out of memory");
   if (m->prog == NULL)
     st = ovl_program_transform(r->prog, m->mode, &m->prog, e);
   if (st == OVL_OK)
@@ -310,6 +346,32 @@ static ovl_status replay_races(ovl_report *r, ovl_world *world,
   return OVL_OK;
 }
 
+/* The runs: every mode in turn, as many trials as asked (and, with a
+ * budget, as fit in it). */
+static ovl_status run_trials(ovl_report *r, ovl_world *world,
+                             const ovl_reference *ref,
+                             const ovl_pipeline_opts *o, ovl_error *e) {
+  size_t want = o->trials > 1 ? (size_t)o->trials : 1;
+  double spent = 0;
+  ovl_status st = OVL_OK;
+  for (size_t t = 0; t < want && st == OVL_OK; t++) {
+    double t0;
+    /* The next trial at the mean time of those so far must fit. */
+    if (t > 0 && o->trial_budget_s > 0 &&
+        spent + spent / (double)t > o->trial_budget_s)
+      break;
+    r->ntrials = t + 1;
+    t0 = ovl__now();
+    for (size_t i = 0; i < r->nmodes && st == OVL_OK; i++) {
+      st = run_mode(r, i, world, ref, o, e);
+      if (st == OVL_OK)
+        progress(o, r, OVL_PIPELINE_RAN, i);
+    }
+    spent += ovl__now() - t0;
+  }
+  return st;
+}
+
 static ovl_status pipeline(ovl_report *r, ovl_world *world,
                            const ovl_pipeline_opts *o, ovl_error *e) {
   ovl_reference *own = NULL;
@@ -350,11 +412,7 @@ static ovl_status pipeline(ovl_report *r, ovl_world *world,
     return OVL_OK;
   }
   progress(o, r, OVL_PIPELINE_READY, 0);
-  for (size_t i = 0; i < r->nmodes && st == OVL_OK; i++) {
-    st = run_mode(r, i, world, ref, o, e);
-    if (st == OVL_OK)
-      progress(o, r, OVL_PIPELINE_RAN, i);
-  }
+  st = run_trials(r, world, ref, o, e);
   ovl_reference_free(own);
   return st;
 }
@@ -397,6 +455,10 @@ ovl_status ovl_pipeline_run(ovl_world *world, const ovl_program *prog,
     return ovl__err(err, OVL_EINVAL,
                     "ovl_pipeline_run: unknown mode bits 0x%x",
                     opts->modes & ~all);
+  if (opts->trials < 0 || !(opts->trial_budget_s >= 0))
+    return ovl__err(err, OVL_EINVAL,
+                    "ovl_pipeline_run: trials %d, budget %g s: must be >= 0",
+                    opts->trials, opts->trial_budget_s);
   /* Before the checks and the reference, which may take long. */
   if (opts->run && opts->run_opts.graph && !ovl_world_has_graphs(world))
     return ovl__err_no_graphs(err, world->be->name);
@@ -501,36 +563,185 @@ int ovl_report_replay_get(const ovl_report *r, size_t i,
   return 0;
 }
 
-/* The total of a mode that ran, or NaN. */
-static double total_of(const ovl_report *r, ovl_mode mode) {
-  int i = ovl_report_find(r, mode);
-  return i >= 0 ? r->modes[i].total : NAN;
+/* Mode m in trial t (the past ones, then the one under way or the
+ * last), or NULL where it has not run in t. *cur holds the latter. */
+static const trial_mode *mode_trial(const report_mode *m, size_t t,
+                                    trial_mode *cur) {
+  if (t < m->npast)
+    return &m->past[t];
+  if (t > m->npast || m->res == NULL)
+    return NULL;
+  cur->total = m->total;
+  cur->median = m->median;
+  cur->min = m->min;
+  cur->max = m->max;
+  cur->check = m->check;
+  return cur;
+}
+
+/* The total of `mode` in trial t, or NaN where it did not run. */
+static double trial_total(const ovl_report *r, ovl_mode mode, size_t t) {
+  for (size_t i = 0; i < r->nmodes; i++) {
+    trial_mode cur;
+    const trial_mode *tm;
+    if (r->modes[i].mode != mode)
+      continue;
+    tm = mode_trial(&r->modes[i], t, &cur);
+    return tm != NULL ? tm->total : NAN;
+  }
+  return NAN;
+}
+
+/* The summary figures of trial t: [0] speedup, [1] ideal speedup, [2]
+ * overlap efficiency; NaN where the modes run do not give them. */
+static void trial_figures(const ovl_report *r, size_t t, double f[3]) {
+  double s = trial_total(r, OVL_MODE_SYNC, t);
+  double a = trial_total(r, OVL_MODE_ASYNC, t);
+  double cp = trial_total(r, OVL_MODE_COMP, t);
+  double cm = trial_total(r, OVL_MODE_COMM, t);
+  f[0] = f[1] = f[2] = NAN;
+  if (!isnan(s) && !isnan(a) && a > 0)
+    f[0] = s / a;
+  if (!isnan(s) && !isnan(a) && !isnan(cp) && !isnan(cm)) {
+    double hi = fmax(cp, cm), lo = fmin(cp, cm);
+    if (hi > 0)
+      f[1] = s / hi;
+    if (lo > 0)
+      f[2] = (s - a) / lo;
+  }
+}
+
+/* Min, median and max of v[0, n), NaNs left out (v is sorted). */
+static ovl_stat stat_of(double *v, size_t n) {
+  ovl_stat st = {NAN, NAN, NAN};
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!isnan(v[i]))
+      v[k++] = v[i];
+  if (k == 0)
+    return st;
+  qsort(v, k, sizeof *v, cmp_double);
+  st.min = v[0];
+  st.max = v[k - 1];
+  st.median = k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+  return st;
+}
+
+size_t ovl_report_trial_count(const ovl_report *r) {
+  return r != NULL ? r->ntrials : 0;
+}
+
+int ovl_report_trial_get(const ovl_report *r, size_t t, size_t i,
+                         ovl_report_mode *info) {
+  trial_mode cur;
+  const trial_mode *tm;
+  if (info == NULL)
+    return -1;
+  memset(info, 0, sizeof *info);
+  if (r == NULL || i >= r->nmodes ||
+      (tm = mode_trial(&r->modes[i], t, &cur)) == NULL)
+    return -1;
+  if (ovl_report_mode_get(r, i, info) != 0)
+    return -1;
+  if (t < r->modes[i].npast) {
+    info->res = NULL;
+    if (r->modes[i].checked)
+      info->check = &r->modes[i].past[t].check;
+  }
+  info->total_s = tm->total;
+  info->median_s = tm->median;
+  info->min_s = tm->min;
+  info->max_s = tm->max;
+  return 0;
+}
+
+void ovl_report_trials_get(const ovl_report *r, ovl_report_trials *out) {
+  const ovl_stat none = {NAN, NAN, NAN};
+  size_t n;
+  double *v;
+  if (out == NULL)
+    return;
+  memset(out, 0, sizeof *out);
+  for (int k = 0; k < OVL__MODE_COUNT; k++)
+    out->total_s[k] = none;
+  out->speedup = out->ideal_speedup = out->overlap_efficiency = none;
+  out->speedup_spread = NAN;
+  if (r == NULL || r->ntrials == 0)
+    return;
+  n = r->ntrials;
+  out->n = n;
+  /* Out of memory leaves the figures NaN, as if no trial gave them. */
+  if ((v = malloc(n * sizeof *v)) == NULL)
+    return;
+  for (size_t i = 0; i < r->nmodes; i++) {
+    for (size_t t = 0; t < n; t++)
+      v[t] = trial_total(r, r->modes[i].mode, t);
+    out->total_s[r->modes[i].mode] = stat_of(v, n);
+  }
+  for (int f = 0; f < 3; f++) {
+    ovl_stat *dst = f == 0   ? &out->speedup
+                    : f == 1 ? &out->ideal_speedup
+                             : &out->overlap_efficiency;
+    for (size_t t = 0; t < n; t++) {
+      double fig[3];
+      trial_figures(r, t, fig);
+      v[t] = fig[f];
+    }
+    *dst = stat_of(v, n);
+  }
+  if (out->speedup.median > 0)
+    out->speedup_spread =
+        (out->speedup.max - out->speedup.min) / out->speedup.median;
+  free(v);
+}
+
+void ovl_report_trial_summary_get(const ovl_report *r, size_t t,
+                                  ovl_report_summary *out) {
+  double f[3];
+  if (out == NULL)
+    return;
+  memset(out, 0, sizeof *out);
+  out->speedup = out->ideal_speedup = out->overlap_efficiency = NAN;
+  if (r == NULL || t >= r->ntrials)
+    return;
+  trial_figures(r, t, f);
+  out->speedup = f[0];
+  out->ideal_speedup = f[1];
+  out->overlap_efficiency = f[2];
+  for (size_t i = 0; i < r->nmodes; i++) {
+    const report_mode *m = &r->modes[i];
+    trial_mode cur;
+    const trial_mode *tm = mode_trial(m, t, &cur);
+    if (tm != NULL) {
+      out->mismatched += tm->check.mismatched;
+      out->nonfinite += tm->check.nonfinite;
+    }
+    if (m->races != NULL)
+      out->races += ovl_races_count(m->races) + ovl_races_more(m->races);
+  }
 }
 
 void ovl_report_summary_get(const ovl_report *r, ovl_report_summary *out) {
-  double s, a, cp, cm;
+  ovl_report_trials tr;
   if (out == NULL)
     return;
   memset(out, 0, sizeof *out);
   out->speedup = out->ideal_speedup = out->overlap_efficiency = NAN;
   if (r == NULL)
     return;
-  s = total_of(r, OVL_MODE_SYNC);
-  a = total_of(r, OVL_MODE_ASYNC);
-  cp = total_of(r, OVL_MODE_COMP);
-  cm = total_of(r, OVL_MODE_COMM);
-  if (!isnan(s) && !isnan(a) && a > 0)
-    out->speedup = s / a;
-  if (!isnan(s) && !isnan(a) && !isnan(cp) && !isnan(cm)) {
-    double hi = fmax(cp, cm), lo = fmin(cp, cm);
-    if (hi > 0)
-      out->ideal_speedup = s / hi;
-    if (lo > 0)
-      out->overlap_efficiency = (s - a) / lo;
-  }
+  /* One trial: its figures; several: their medians. */
+  ovl_report_trials_get(r, &tr);
+  out->speedup = tr.speedup.median;
+  out->ideal_speedup = tr.ideal_speedup.median;
+  out->overlap_efficiency = tr.overlap_efficiency.median;
   for (size_t i = 0; i < r->nmodes; i++) {
     const report_mode *m = &r->modes[i];
     out->mismatched += m->check.mismatched;
+    out->nonfinite += m->check.nonfinite;
+    for (size_t t = 0; t < m->npast; t++) {
+      out->mismatched += m->past[t].check.mismatched;
+      out->nonfinite += m->past[t].check.nonfinite;
+    }
     if (m->races != NULL)
       out->races += ovl_races_count(m->races) + ovl_races_more(m->races);
     if (m->deadlocks != NULL)
@@ -553,6 +764,8 @@ const char *ovl_report_not_run(const ovl_report *r) {
 const char *ovl_report_result(const ovl_report *r) {
   ovl_report_summary s;
   ovl_report_summary_get(r, &s);
+  if (s.nonfinite > 0)
+    return "FAIL: non-finite values";
   if (s.mismatched > 0)
     return "FAIL: numeric mismatch";
   if (s.mismatches > 0 && s.deadlocks > 0)

@@ -64,5 +64,5 @@ done
 [ "$added" -eq 0 ] && [ "$point" -gt 0 ] && sizes="$sizes,$point"
 
 echo
-echo "# allreduce sweep (float32 sum, out of place): on calc, on comm, on comm beside compute"
+echo "# allreduce sweep (float32 sum): on calc, on comm out of place and in place, on comm beside compute"
 "$sweep" -c allreduce -o sum -d float32 --sizes="${sizes#,}" "$@"

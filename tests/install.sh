@@ -1,0 +1,89 @@
+#!/bin/sh
+# `make installcheck` (also run by `make distcheck`): the installed tree is
+# usable like a library's.
+#   - pkg-config finds ovl.pc: its version is this package's, and a small
+#     program (tests/pkgconfig_demo.c) builds against the installed
+#     library with `pkg-config --cflags --libs ovl` alone and runs the
+#     installed seed schedule;
+#   - the man pages of both tools are installed (where this build makes
+#     them) and say what --help says;
+#   - the installed overlap_sim reads the installed schedules (never the
+#     source tree's), and looks relative names up in them.
+# Exit 77 (skipped) with the reason where a tool it needs is missing.
+# Run by Makefile.am's installcheck-local, which passes the install
+# directories, CC, PKG_CONFIG and OVL_MAN (yes or no) in the environment.
+set -u
+
+: "${PKG_CONFIG:=pkg-config}"
+: "${CC:=cc}"
+dest=${DESTDIR:-}
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "PASS: $1"; }
+ko() { fail=$((fail + 1)); echo "FAIL: $1"; sed 's/^/    | /' "$tmp/out" | head -30; }
+skip() { echo "SKIP: install.sh: $1"; exit 77; }
+
+command -v "${PKG_CONFIG%% *}" >/dev/null 2>&1 ||
+  skip "pkg-config not found ('$PKG_CONFIG'): apt-get install pkg-config"
+command -v "${CC%% *}" >/dev/null 2>&1 || skip "no C compiler ('$CC')"
+for v in libdir pkgconfigdir bindir mandir pkgdatadir PACKAGE_VERSION; do
+  eval "x=\${$v:-}"
+  [ -n "$x" ] || { echo "install.sh: $v is not set (run it from make installcheck)"; exit 99; }
+done
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ovl-install.XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT INT TERM
+: >"$tmp/out"
+
+# pkg-config: the installed ovl.pc (under DESTDIR, its paths moved there
+# with PKG_CONFIG_SYSROOT_DIR).
+PKG_CONFIG_PATH=$dest$pkgconfigdir
+PKG_CONFIG_SYSROOT_DIR=$dest
+export PKG_CONFIG_PATH PKG_CONFIG_SYSROOT_DIR
+if [ -f "$dest$pkgconfigdir/ovl.pc" ] &&
+  [ "$($PKG_CONFIG --modversion ovl 2>"$tmp/out")" = "$PACKAGE_VERSION" ] &&
+  $PKG_CONFIG --cflags ovl >>"$tmp/out" 2>&1 && $PKG_CONFIG --libs ovl >>"$tmp/out" 2>&1
+then ok "pkg-config: ovl.pc installed, version $PACKAGE_VERSION"; else ko "pkg-config: ovl.pc installed, version $PACKAGE_VERSION"; fi
+
+# shellcheck disable=SC2046 # pkg-config's words, split on purpose
+if $CC -o "$tmp/demo" "$srcdir/tests/pkgconfig_demo.c" \
+    $($PKG_CONFIG --cflags ovl) $($PKG_CONFIG --libs ovl) >"$tmp/out" 2>&1 &&
+  LD_LIBRARY_PATH=$dest$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+    "$tmp/demo" "$dest$pkgdatadir/schedules/seed.sched" >"$tmp/out" 2>&1 &&
+  grep -q "^libovl $PACKAGE_VERSION: .*/seed\.sched: PASS\$" "$tmp/out"
+then ok "a program built with pkg-config --cflags --libs ovl runs the installed seed"
+else ko "a program built with pkg-config --cflags --libs ovl runs the installed seed"; fi
+
+# The man pages, made from --help by help2man.
+if [ "${OVL_MAN:-no}" = yes ]; then
+  for t in overlap_sim overlap_sweep; do
+    page=$dest$mandir/man1/$t.1
+    if [ -f "$page" ] && grep -q '^\.TH ' "$page" && cp "$page" "$tmp/out" &&
+      grep -q "$PACKAGE_VERSION" "$page" &&
+      grep -q -- 'Exit status' "$page"
+    then ok "man page $t.1 installed"; else ko "man page $t.1 installed"; fi
+  done
+  if grep -q -- '\\-\\-trials' "$dest$mandir/man1/overlap_sim.1" &&
+    grep -q 'OVL_SCHEDULE_PATH' "$dest$mandir/man1/overlap_sim.1" &&
+    grep -q 'Avg bus bandwidth' "$dest$mandir/man1/overlap_sweep.1"
+  then ok "the man pages say what --help says"; else ko "the man pages say what --help says"; fi
+else
+  echo "SKIP: man pages (this build makes none: help2man was not found)"
+fi
+
+# The installed tool reads the installed schedules, run from anywhere: its
+# default and relative names (the tool is built for its prefix, so this
+# needs the real install, not a DESTDIR one).
+if [ -z "$dest" ]; then
+  tool=$bindir/overlap_sim
+  if (cd "$tmp" && "$tool" --races) >"$tmp/out" 2>&1 &&
+    grep -q "^no races in $pkgdatadir/schedules/seed\\.sched " "$tmp/out" &&
+    { (cd "$tmp" && "$tool" --races bad/cross_ring.sched) >"$tmp/out" 2>&1; [ $? -eq 4 ]; } &&
+    grep -q "^1 race in $pkgdatadir/schedules/bad/cross_ring\\.sched " "$tmp/out"
+  then ok "the installed overlap_sim reads the installed schedules"
+  else ko "the installed overlap_sim reads the installed schedules"; fi
+else
+  echo "SKIP: the installed tool's schedules (DESTDIR install: the tool looks in $pkgdatadir)"
+fi
+
+echo "install.sh: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
