@@ -2919,7 +2919,7 @@ START_TEST(test_err_from_define) {
   ck_assert_int_eq(ovl_program_load(path, &o, &p, &last_err), OVL_EPARSE);
   ck_assert_ptr_eq(p, SENTINEL);
   ck_assert_ptr_nonnull(strstr(last_err.msg,
-                               "seed.sched:16:23: shape dims must be ints, "
+                               "seed.sched:25:23: shape dims must be ints, "
                                "got 'abc' (from -D cols=abc)"));
 }
 END_TEST
