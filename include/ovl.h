@@ -140,14 +140,37 @@ ovl_status ovl_schedule_bind(const ovl_schedule *s, const ovl_bind_opts *opts,
 /* Programs: bound schedules.                                          */
 /* ------------------------------------------------------------------ */
 
+/* Element types. float16 is IEEE 754 binary16, bfloat16 the top half of
+ * a float32 (8 exponent bits, 7 fraction bits). Every op on a 16-bit
+ * dtype computes in float and rounds its result once, to nearest even
+ * (core/elemfn.h); the reference computes in float64 and rounds to the
+ * variable's dtype after every op. */
 typedef enum {
   OVL_DTYPE_FLOAT32 = 0,
-  OVL_DTYPE_FLOAT64 = 1
+  OVL_DTYPE_FLOAT64 = 1,
+  OVL_DTYPE_FLOAT16 = 2,
+  OVL_DTYPE_BFLOAT16 = 3
 } ovl_dtype;
+#define OVL_DTYPE_COUNT 4
 
-/* Byte size of one element, and the schedule spelling ("float32"). */
+/* Byte size of one element, and the schedule spelling ("float32",
+ * "float64", "float16", "bfloat16"). */
 size_t ovl_dtype_size(ovl_dtype dtype);
 const char *ovl_dtype_name(ovl_dtype dtype);
+/* The dtype of a schedule spelling; 0 (and *out untouched) for another
+ * name. */
+int ovl_dtype_from_name(const char *name, ovl_dtype *out);
+
+/* Default tolerances of the numeric check for values of `dtype`
+ * (|got - ref| <= atol + rtol * |ref|): float32 and float64 rtol 1e-5,
+ * atol 1e-6; float16 rtol 1e-3, atol 1e-5; bfloat16 rtol 1.6e-2, atol
+ * 1e-5 (PyTorch's torch.testing defaults for the 16-bit types: about two
+ * ulps of the format's relative precision). Pass OVL_TOL_DTYPE as a
+ * tolerance to ovl_check_result or the pipeline to get these, per
+ * fetched variable. */
+#define OVL_TOL_DTYPE (-1.0)
+double ovl_dtype_rtol(ovl_dtype dtype);
+double ovl_dtype_atol(ovl_dtype dtype);
 
 typedef struct ovl_parse_opts_s {
   /* NAME=VALUE strings that override `param` defaults (-D). */
