@@ -163,11 +163,13 @@ int ovl_dtype_from_name(const char *name, ovl_dtype *out);
 
 /* Default tolerances of the numeric check for values of `dtype`
  * (|got - ref| <= atol + rtol * |ref|): float32 and float64 rtol 1e-5,
- * atol 1e-6; float16 rtol 1e-3, atol 1e-5; bfloat16 rtol 1.6e-2, atol
- * 1e-5 (PyTorch's torch.testing defaults for the 16-bit types: about two
- * ulps of the format's relative precision). Pass OVL_TOL_DTYPE as a
- * tolerance to ovl_check_result or the pipeline to get these, per
- * fetched variable. */
+ * atol 1e-6; float16 rtol 2e-3, atol 1e-5; bfloat16 rtol 1.6e-2, atol
+ * 1e-5. The 16-bit ones are about 4 units of roundoff (2^-11, 2^-8): a
+ * device sums a reduction's ranks rounding at every step, in its own
+ * order, where the reference rounds once, and on 8 ranks that differs by
+ * more than the 2 units PyTorch's float16 default (1e-3) allows. Pass
+ * OVL_TOL_DTYPE as a tolerance to ovl_check_result or the pipeline to get
+ * these, per fetched variable. */
 #define OVL_TOL_DTYPE (-1.0)
 double ovl_dtype_rtol(ovl_dtype dtype);
 double ovl_dtype_atol(ovl_dtype dtype);
@@ -484,10 +486,11 @@ typedef struct ovl_mismatch_s {
   int64_t numel;
   int64_t first_index; /* first element out of tolerance */
   double got, expected;
+  double rtol, atol;    /* the tolerance it was checked with */
 } ovl_mismatch;
 
 typedef struct ovl_check_s {
-  double rtol, atol;
+  double rtol, atol;    /* as given (OVL_TOL_DTYPE: per dtype) */
   int64_t checked;      /* elements compared, all ranks and variables */
   int64_t mismatched;   /* elements out of tolerance */
   size_t nmismatch;     /* entries in `mismatch`, one per (rank, var) */
@@ -496,11 +499,16 @@ typedef struct ovl_check_s {
 
 /* Compare every fetched variable of every rank:
  * |got - ref| <= atol + rtol * |ref|. NaN never matches unless both are NaN.
- * Fills `out` (free with ovl_check_release). */
+ * rtol and atol are >= 0, or OVL_TOL_DTYPE: the default of each
+ * variable's dtype. Fills `out` (free with ovl_check_release). */
 ovl_status ovl_check_result(const ovl_program *prog, const ovl_result *res,
                             const ovl_reference *ref, double rtol,
                             double atol, ovl_check *out, ovl_error *err);
 void ovl_check_release(ovl_check *check);
+/* The tolerance values of `dtype` that (rtol, atol) give: each as it is,
+ * or the dtype's default where it is OVL_TOL_DTYPE. */
+void ovl_tolerance(double rtol, double atol, ovl_dtype dtype,
+                   double *rtol_out, double *atol_out);
 
 /* ------------------------------------------------------------------ */
 /* Race check: happens-before over the ops as they are enqueued.       */
@@ -933,7 +941,8 @@ typedef struct ovl_pipeline_opts_s {
    * world may be NULL; nothing is run, no reference computed). */
   int run;
   ovl_run_opts run_opts;
-  /* Tolerances of the comparison: |got - ref| <= atol + rtol * |ref|. */
+  /* Tolerances of the comparison: |got - ref| <= atol + rtol * |ref|;
+   * OVL_TOL_DTYPE: each fetched variable's dtype default. */
   double rtol, atol;
   /* A reference the caller computed for a program with the same fetched
    * variables (the same values expected), used instead of computing one;
@@ -1180,7 +1189,7 @@ typedef struct ovl_report_json_opts_s {
   const char *tool;            /* "overlap_sim" */
   const char *mode;            /* as asked: "both", "all", "sync", ... */
   int iters, warmup;           /* iterations in all, the untimed ones */
-  double rtol, atol;
+  double rtol, atol;           /* OVL_TOL_DTYPE: null (per dtype) */
   double timeout_s;
   int races;                   /* the race check ran */
   int op_times;                /* also writes each mode's "op_times" */

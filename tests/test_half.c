@@ -61,7 +61,7 @@ START_TEST(dtype_names_sizes) {
   ck_assert_double_eq(ovl_dtype_atol(OVL_DTYPE_FLOAT32), 1e-6);
   ck_assert_double_eq(ovl_dtype_rtol(OVL_DTYPE_FLOAT64), 1e-5);
   ck_assert_double_eq(ovl_dtype_atol(OVL_DTYPE_FLOAT64), 1e-6);
-  ck_assert_double_eq(ovl_dtype_rtol(OVL_DTYPE_FLOAT16), 1e-3);
+  ck_assert_double_eq(ovl_dtype_rtol(OVL_DTYPE_FLOAT16), 2e-3);
   ck_assert_double_eq(ovl_dtype_atol(OVL_DTYPE_FLOAT16), 1e-5);
   ck_assert_double_eq(ovl_dtype_rtol(OVL_DTYPE_BFLOAT16), 1.6e-2);
   ck_assert_double_eq(ovl_dtype_atol(OVL_DTYPE_BFLOAT16), 1e-5);

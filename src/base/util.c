@@ -53,7 +53,7 @@ int ovl_dtype_from_name(const char *name, ovl_dtype *out) {
 double ovl_dtype_rtol(ovl_dtype dtype) {
   switch (dtype) {
   case OVL_DTYPE_FLOAT16:
-    return 1e-3;
+    return 2e-3;
   case OVL_DTYPE_BFLOAT16:
     return 1.6e-2;
   default:

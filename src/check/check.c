@@ -3,7 +3,9 @@
  * reference. An element matches when |got - ref| <= atol + rtol * |ref|;
  * a NaN matches only a NaN, and an infinity only the same infinity (so a
  * tolerance that overflows to infinity never lets a finite value match an
- * infinite one). A rank checks the variables it fetches: a fetch with
+ * infinite one). A tolerance given as OVL_TOL_DTYPE is, per fetched
+ * variable, its dtype's default (ovl_dtype_rtol, ovl_dtype_atol). A rank
+ * checks the variables it fetches: a fetch with
  * ranks=[...] fetches only there, and a rank that fetches nothing of a
  * variable has nothing of it to check.
  */
@@ -83,10 +85,11 @@ ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
   if (nranks < 1 || nranks > OVL_MAX_RANKS)
     return ovl__err(err, OVL_EINVAL, "ovl_check_result: %d ranks", nranks);
   /* Written so that NaN tolerances fail too. */
-  if (!(rtol >= 0) || !(atol >= 0))
+  if (!(rtol >= 0 || rtol == OVL_TOL_DTYPE) ||
+      !(atol >= 0 || atol == OVL_TOL_DTYPE))
     return ovl__err(err, OVL_EINVAL,
-                    "ovl_check_result: tolerances must be >= 0 (rtol %g, "
-                    "atol %g)",
+                    "ovl_check_result: tolerances must be >= 0 or "
+                    "OVL_TOL_DTYPE (rtol %g, atol %g)",
                     rtol, atol);
   out->rtol = rtol;
   out->atol = atol;
@@ -119,8 +122,10 @@ ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
       const double *e = ovl_reference_fetched(ref, r, i);
       size_t n, first = 0;
       int64_t count;
+      double vrtol, vatol;
 
       ovl_program_fetch_info(prog, i, &info);
+      ovl_tolerance(rtol, atol, info.dtype, &vrtol, &vatol);
       if (!((on[i] >> r) & 1))
         continue; /* rank r does not fetch it */
       if (e == NULL) {
@@ -136,7 +141,7 @@ ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
       if (g == NULL)
         count = info.numel; /* never fetched: all of it is wrong */
       else
-        count = count_mismatches(g, e, n, rtol, atol, &first);
+        count = count_mismatches(g, e, n, vrtol, vatol, &first);
       if (count == 0 && g != NULL)
         continue;
 
@@ -147,6 +152,8 @@ ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
       m->count = count;
       m->numel = info.numel;
       m->first_index = (int64_t)first;
+      m->rtol = vrtol;
+      m->atol = vatol;
       m->got = g != NULL ? g[first] : NAN;
       m->expected = n > 0 ? e[first] : NAN;
       out->mismatched += count;
@@ -158,6 +165,12 @@ ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
     out->mismatch = NULL;
   }
   return OVL_OK;
+}
+
+void ovl_tolerance(double rtol, double atol, ovl_dtype dtype,
+                   double *rtol_out, double *atol_out) {
+  *rtol_out = rtol == OVL_TOL_DTYPE ? ovl_dtype_rtol(dtype) : rtol;
+  *atol_out = atol == OVL_TOL_DTYPE ? ovl_dtype_atol(dtype) : atol;
 }
 
 static const double *result_fetched(const void *ctx, int rank, size_t i) {
