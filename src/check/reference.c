@@ -78,6 +78,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/half.h"
 #include "internal.h"
 
 /* Elements per block: big enough to amortise the per-op dispatch, small
@@ -502,9 +503,12 @@ static void store_round(ovl_dtype dtype, double *p, size_t n) {
       p[i] = (double)(float)p[i];
     break;
   case OVL_DTYPE_FLOAT16:
+    for (size_t i = 0; i < n; i++)
+      p[i] = ovl__f64_round_f16(p[i]);
+    break;
   case OVL_DTYPE_BFLOAT16:
     for (size_t i = 0; i < n; i++)
-      p[i] = ovl__dtype_round(dtype, p[i]);
+      p[i] = ovl__f64_round_bf16(p[i]);
     break;
   default:
     break;
