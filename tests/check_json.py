@@ -124,8 +124,9 @@ OPTION_KEYS = ("mode", "iters", "warmup", "timed", "rtol", "atol",
 MODE_KEYS = ("total_s", "median_s", "min_s", "max_s", "iter_s", "check",
              "races")
 CHECK_KEYS = ("status", "checked", "mismatched", "nonfinite", "vars")
-VAR_KEYS = ("rank", "var", "checked", "mismatched", "nonfinite", "fetched",
-            "first_nonfinite", "first_index", "first_at", "got", "expected")
+VAR_KEYS = ("rank", "var", "dtype", "rtol", "atol", "checked", "mismatched",
+            "nonfinite", "fetched", "first_nonfinite", "first_index",
+            "first_at", "got", "expected")
 TRIALS_KEYS = ("count", "total_s", "speedup", "speedup_spread",
                "ideal_speedup", "overlap_efficiency", "each")
 

@@ -543,11 +543,11 @@ static int finish_run(const sim_options *o, const outfile outs[N_OUTPUTS],
            (long long)sum.nonfinite, sum.nonfinite == 1 ? " is" : "s are",
            sum.mismatched > sum.nonfinite ? ", and numeric mismatch" : "",
            sum.races > 0 ? ", and races" : "");
-  else if (sum.mismatched > 0)
-    printf("result: FAIL: numeric mismatch (tolerance |got-ref| <= %g + %g "
-           "* |ref|)%s\n",
-           o->atol, o->rtol, sum.races > 0 ? ", and races" : "");
-  else if (found) {
+  else if (sum.mismatched > 0) {
+    printf("result: FAIL: numeric mismatch (");
+    sim_print_tolerance(report);
+    printf(")%s\n", sum.races > 0 ? ", and races" : "");
+  } else if (found) {
     printf("result: FAIL: ");
     sim_print_check_summary(report, stdout);
     if (ovl_report_not_run(report) != NULL)

@@ -7,9 +7,11 @@
  * the same way. The tolerance rule alone (ovl__element_matches, which the
  * conformance suite uses for special inputs) lets a NaN match only a NaN
  * and an infinity only the same infinity (so a tolerance that overflows to
- * infinity never lets a finite value match an infinite one). A rank checks
- * the variables it fetches: a fetch with ranks=[...] fetches only there,
- * and a rank that fetches nothing of a variable has nothing of it to check.
+ * infinity never lets a finite value match an infinite one). A tolerance
+ * given as OVL_TOL_DTYPE is, per fetched variable, its dtype's default
+ * (ovl_dtype_rtol, ovl_dtype_atol). A rank checks the variables it
+ * fetches: a fetch with ranks=[...] fetches only there, and a rank that
+ * fetches nothing of a variable has nothing of it to check.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -98,10 +100,11 @@ ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
   if (nranks < 1 || nranks > OVL_MAX_RANKS)
     return ovl__err(err, OVL_EINVAL, "ovl_check_result: %d ranks", nranks);
   /* Written so that NaN tolerances fail too. */
-  if (!(rtol >= 0) || !(atol >= 0))
+  if (!(rtol >= 0 || rtol == OVL_TOL_DTYPE) ||
+      !(atol >= 0 || atol == OVL_TOL_DTYPE))
     return ovl__err(err, OVL_EINVAL,
-                    "ovl_check_result: tolerances must be >= 0 (rtol %g, "
-                    "atol %g)",
+                    "ovl_check_result: tolerances must be >= 0 or "
+                    "OVL_TOL_DTYPE (rtol %g, atol %g)",
                     rtol, atol);
   out->rtol = rtol;
   out->atol = atol;
@@ -134,8 +137,10 @@ ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
       const double *e = ovl_reference_fetched(ref, r, i);
       size_t n;
       failures f = {0};
+      double vrtol, vatol;
 
       ovl_program_fetch_info(prog, i, &info);
+      ovl_tolerance(rtol, atol, info.dtype, &vrtol, &vatol);
       if (!((on[i] >> r) & 1))
         continue; /* rank r does not fetch it */
       if (e == NULL) {
@@ -151,7 +156,7 @@ ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
       if (g == NULL)
         f.count = info.numel; /* never fetched: all of it is wrong */
       else
-        count_failures(g, e, n, rtol, atol, &f);
+        count_failures(g, e, n, vrtol, vatol, &f);
       if (f.count == 0 && g != NULL)
         continue;
 
@@ -162,6 +167,8 @@ ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
       m->count = f.count;
       m->numel = info.numel;
       m->first_index = (int64_t)f.first;
+      m->rtol = vrtol;
+      m->atol = vatol;
       m->got = g != NULL ? g[f.first] : NAN;
       m->expected = n > 0 ? e[f.first] : NAN;
       m->nonfinite = f.nonfinite;
@@ -176,6 +183,12 @@ ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
     out->mismatch = NULL;
   }
   return OVL_OK;
+}
+
+void ovl_tolerance(double rtol, double atol, ovl_dtype dtype,
+                   double *rtol_out, double *atol_out) {
+  *rtol_out = rtol == OVL_TOL_DTYPE ? ovl_dtype_rtol(dtype) : rtol;
+  *atol_out = atol == OVL_TOL_DTYPE ? ovl_dtype_atol(dtype) : atol;
 }
 
 static const double *result_fetched(const void *ctx, int rank, size_t i) {
