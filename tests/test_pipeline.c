@@ -708,13 +708,15 @@ START_TEST(nonfinite_values_fail) {
                                      "34, \"mismatched\": 24, \"nonfinite\": "
                                      "24, \"vars\": [\n"));
   ck_assert_ptr_nonnull(strstr(text, "{\"rank\": 1, \"var\": \"z\", "
-                                     "\"checked\": 6, \"mismatched\": 6, "
+                                     "\"dtype\": \"float32\", \"rtol\": "));
+  ck_assert_ptr_nonnull(strstr(text, "\"checked\": 6, \"mismatched\": 6, "
                                      "\"nonfinite\": 6, \"fetched\": true, "
                                      "\"first_nonfinite\": 0, \"first_index\": "
                                      "0, \"first_at\": \"[0,0]\", \"got\": "
                                      "\"nan\", \"expected\": \"nan\"}"));
   ck_assert_ptr_nonnull(strstr(text, "{\"rank\": 1, \"var\": \"k\", "
-                                     "\"checked\": 5, \"mismatched\": 0, "
+                                     "\"dtype\": \"float32\", \"rtol\": "));
+  ck_assert_ptr_nonnull(strstr(text, "\"checked\": 5, \"mismatched\": 0, "
                                      "\"nonfinite\": 0, "));
   ck_assert_ptr_nonnull(strstr(text, "\"result\": \"FAIL: non-finite "
                                      "values\""));
