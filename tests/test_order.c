@@ -400,6 +400,7 @@ START_TEST(first_disagreement) {
   ck_assert_uint_eq(d.ranks, 3);
   ck_assert_uint_eq(d.tag[0], 0); /* rank 0 never issues it */
   ck_assert_uint_eq(d.tag[1], 3);
+  ck_assert_uint_eq(d.item, ovl__match_tag_item(&m, 1, 0, 3));
   ck_assert_uint_eq(d.per_iter[0], 2);
   ck_assert_uint_eq(d.per_iter[1], 3);
   /* The lookups: by tag (within one iteration) and by (rank, op). */
@@ -471,6 +472,7 @@ START_TEST(first_disagreement_is_the_earliest) {
    * the collective comes first in scan order at the same tag. */
   ck_assert_uint_eq(d.tag[0], 3);
   ck_assert_uint_eq(d.tag[1], 2);
+  ck_assert_uint_eq(d.item, ovl__match_tag_item(&m, 1, 0, 2));
   ck_assert_ptr_nonnull(strstr(d.text, "ring 0 collective #2: "));
   ovl__match_free(&m);
   ovl_program_free(p);

@@ -122,6 +122,8 @@ ovl_status ovl__match_build(const ovl_program *prog, ovl__match *m,
   for (size_t c = 0; c < ncomm; c++) {
     const ovl__op *o = &prog->ops[cops[c]];
     uint64_t ranks = o->ranks & all;
+    if (c + 16 < ncomm)
+      __builtin_prefetch(&prog->ops[cops[c + 16]]);
     for (; ranks != 0; ranks &= ranks - 1) {
       int r = __builtin_ctzll(ranks);
       m->rank_first[r]++;
@@ -171,6 +173,8 @@ ovl_status ovl__match_build(const ovl_program *prog, ovl__match *m,
     size_t i = cops[c];
     const ovl__op *o = &prog->ops[i];
     uint64_t ranks = o->ranks & all;
+    if (c + 16 < ncomm)
+      __builtin_prefetch(&prog->ops[cops[c + 16]]);
     uint32_t p = cprims[c];
     for (; ranks != 0; ranks &= ranks - 1) {
       int r = __builtin_ctzll(ranks);
@@ -266,6 +270,14 @@ uint32_t ovl__match_item(const ovl__match *m, int rank, uint32_t op) {
   return lo < m->rank_first[rank + 1] && m->items[lo].op == op
              ? (uint32_t)lo
              : OVL__NONE;
+}
+
+void ovl__match_item_table(const ovl__match *m, uint32_t *of) {
+  size_t nops = m->prog->nops;
+  for (size_t k = 0; k < (size_t)m->nranks * nops; k++)
+    of[k] = OVL__NONE;
+  for (size_t i = 0; i < m->nitems; i++)
+    of[(size_t)m->items[i].rank * nops + m->items[i].op] = (uint32_t)i;
 }
 
 uint32_t ovl__match_ring_len(const ovl__match *m, int rank, int ring) {
@@ -494,6 +506,13 @@ ovl_status ovl__match_scan(const ovl__match *m, int ring,
           uint32_t pair[2] = {j < ns ? m->send[m->sfirst[ps] + j] : OVL__NONE,
                               j < nrv ? m->recv[m->rfirst[pr] + j]
                                       : OVL__NONE};
+          /* Ops far apart in a large program: fetch ahead. */
+          if (j + 16 < ns && j + 16 < nrv) {
+            __builtin_prefetch(
+                &m->prog->ops[m->items[m->send[m->sfirst[ps] + j + 16]].op]);
+            __builtin_prefetch(
+                &m->prog->ops[m->items[m->recv[m->rfirst[pr] + j + 16]].op]);
+          }
           ovl__occ o = {.ring = R, .index = j, .sender = a, .receiver = b,
                         .nitems = 2, .items = pair};
           if (pair[1] == OVL__NONE) {
@@ -702,6 +721,12 @@ static ovl_status first_fn(void *ctx, const ovl__occ *o, ovl_error *err) {
   f->found = true;
   f->best = t;
   f->out->ranks = 0;
+  f->out->item = OVL__NONE;
+  for (int k = 0; k < o->nitems; k++)
+    if (o->items[k] != OVL__NONE && f->m->items[o->items[k]].tag == t &&
+        (f->out->item == OVL__NONE ||
+         f->m->items[o->items[k]].rank < f->m->items[f->out->item].rank))
+      f->out->item = o->items[k];
   memset(f->out->tag, 0, sizeof f->out->tag);
   if (o->kind == OVL_MISMATCH_COLLECTIVE) {
     for (int r = 0; r < o->nitems; r++) {

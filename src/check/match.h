@@ -104,6 +104,9 @@ static inline size_t ovl__match_pair(const ovl__match *m, int ring, int a,
  * does not run on r, or does not communicate): a binary search, as a
  * rank's items are in program order. */
 uint32_t ovl__match_item(const ovl__match *m, int rank, uint32_t op);
+/* The same for every (rank, op) at once, for a caller that looks up many:
+ * of[rank * prog->nops + op] (nranks * nops entries, all written). */
+void ovl__match_item_table(const ovl__match *m, uint32_t *of);
 /* Rank r's comm ops on ring R in one iteration (the last one's tag). */
 uint32_t ovl__match_ring_len(const ovl__match *m, int rank, int ring);
 /* Rank r's item of tag `tag` on ring R (1 ... ovl__match_ring_len: within
@@ -190,6 +193,9 @@ typedef struct ovl__disagreement {
   /* Per rank: its comm ops on the ring in one iteration (iteration i's
    * tags are i * per_iter[r] + 1 ...). */
   uint64_t per_iter[OVL_MAX_RANKS];
+  /* The item of the earliest tag (the lowest rank's on a tie): where the
+   * disagreement shows first. */
+  uint32_t item;
   /* One line, no position prefix: "collective #3: rank 0 issues
    * c_allreduce_sum of 'g' (float32, 100 elements) at f.sched:12:3, rank 1
    * issues c_broadcast of 'g' (...) at f.sched:14:3", "rank 0 sends 'x'
