@@ -405,28 +405,31 @@ START_TEST(first_disagreement) {
   ck_assert_uint_eq(d.per_iter[1], 3);
   /* The lookups: by tag (within one iteration) and by (rank, op). */
   {
+    uint32_t *of = malloc(2 * p->nops * sizeof *of);
     uint32_t it = ovl__match_tag_item(&m, 1, 0, 3);
+    ck_assert_ptr_nonnull(of);
+    ovl__match_item_table(&m, of);
     ck_assert_uint_ne(it, OVL__NONE);
     ck_assert_int_eq(p->ops[m.items[it].op].line, 6);
-    ck_assert_uint_eq(ovl__match_item(&m, 1, m.items[it].op), it);
-    ck_assert_uint_eq(ovl__match_item(&m, 0, m.items[it].op), OVL__NONE);
+    ck_assert_uint_eq(of[1 * p->nops + m.items[it].op], it);
+    ck_assert_uint_eq(of[0 * p->nops + m.items[it].op], OVL__NONE);
     ck_assert_int_eq(p->ops[m.items[it].op - 2].line, 4);
-    ck_assert_uint_eq(ovl__match_item(&m, 0, m.items[it].op - 2),
+    ck_assert_uint_eq(of[0 * p->nops + m.items[it].op - 2],
                       OVL__NONE); /* line 4: the receive, rank 1 only */
-    ck_assert_uint_ne(ovl__match_item(&m, 0, m.items[it].op - 1),
+    ck_assert_uint_ne(of[0 * p->nops + m.items[it].op - 1],
                       OVL__NONE); /* line 5 */
     ck_assert_int_eq(p->ops[m.items[it].op + 2].line, 8);
-    ck_assert_uint_eq(ovl__match_item(&m, 0, m.items[it].op + 2),
+    ck_assert_uint_eq(of[0 * p->nops + m.items[it].op + 2],
                       OVL__NONE); /* line 8: a wait, no communication */
-    ck_assert_uint_eq(ovl__match_item(&m, 2, m.items[it].op), OVL__NONE);
     it = ovl__match_tag_item(&m, 0, 0, 1);
     ck_assert_int_eq(p->ops[m.items[it].op].line, 3);
-    ck_assert_uint_eq(ovl__match_item(&m, 0, m.items[it].op), it);
+    ck_assert_uint_eq(of[0 * p->nops + m.items[it].op], it);
     ck_assert_uint_eq(ovl__match_tag_item(&m, 0, 0, 3), OVL__NONE);
     ck_assert_uint_eq(ovl__match_tag_item(&m, 0, 0, 0), OVL__NONE);
     ck_assert_uint_eq(ovl__match_ring_len(&m, 0, 1), 1);
     it = ovl__match_tag_item(&m, 0, 1, 1);
     ck_assert_int_eq(p->ops[m.items[it].op].line, 7);
+    free(of);
   }
   ck_assert_str_eq(d.text, "ring 0 collective #2: rank 1 issues "
                            "c_allreduce_sum of 'x' (float32, 16 elements) at "

@@ -254,24 +254,6 @@ oom:
 /* Finding an item                                                     */
 /* ------------------------------------------------------------------ */
 
-uint32_t ovl__match_item(const ovl__match *m, int rank, uint32_t op) {
-  size_t lo, hi;
-  if (rank < 0 || rank >= m->nranks)
-    return OVL__NONE;
-  lo = m->rank_first[rank];
-  hi = m->rank_first[rank + 1];
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (m->items[mid].op < op)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo < m->rank_first[rank + 1] && m->items[lo].op == op
-             ? (uint32_t)lo
-             : OVL__NONE;
-}
-
 void ovl__match_item_table(const ovl__match *m, uint32_t *of) {
   size_t nops = m->prog->nops;
   for (size_t k = 0; k < (size_t)m->nranks * nops; k++)

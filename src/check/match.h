@@ -100,12 +100,9 @@ static inline size_t ovl__match_pair(const ovl__match *m, int ring, int a,
          (size_t)b;
 }
 
-/* Rank r's item of op `op` (an index in the program), or OVL__NONE (the op
- * does not run on r, or does not communicate): a binary search, as a
- * rank's items are in program order. */
-uint32_t ovl__match_item(const ovl__match *m, int rank, uint32_t op);
-/* The same for every (rank, op) at once, for a caller that looks up many:
- * of[rank * prog->nops + op] (nranks * nops entries, all written). */
+/* Rank r's item of op i (an index in the program), for every (rank, op)
+ * at once: of[r * prog->nops + i] (nranks * nops entries, all written),
+ * OVL__NONE where op i does not run on r or does not communicate. */
 void ovl__match_item_table(const ovl__match *m, uint32_t *of);
 /* Rank r's comm ops on ring R in one iteration (the last one's tag). */
 uint32_t ovl__match_ring_len(const ovl__match *m, int rank, int ring);
