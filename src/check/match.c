@@ -122,7 +122,7 @@ ovl_status ovl__match_build(const ovl_program *prog, ovl__match *m,
   for (size_t c = 0; c < ncomm; c++) {
     const ovl__op *o = &prog->ops[cops[c]];
     uint64_t ranks = o->ranks & all;
-    if (c + 16 < ncomm)
+    if (c + 16 < ncomm) /* ops far apart in a large program */
       __builtin_prefetch(&prog->ops[cops[c + 16]]);
     for (; ranks != 0; ranks &= ranks - 1) {
       int r = __builtin_ctzll(ranks);
@@ -173,9 +173,9 @@ ovl_status ovl__match_build(const ovl_program *prog, ovl__match *m,
     size_t i = cops[c];
     const ovl__op *o = &prog->ops[i];
     uint64_t ranks = o->ranks & all;
-    if (c + 16 < ncomm)
-      __builtin_prefetch(&prog->ops[cops[c + 16]]);
     uint32_t p = cprims[c];
+    if (c + 16 < ncomm) /* ops far apart in a large program */
+      __builtin_prefetch(&prog->ops[cops[c + 16]]);
     for (; ranks != 0; ranks &= ranks - 1) {
       int r = __builtin_ctzll(ranks);
       size_t rr = (size_t)r * (size_t)ng + (size_t)o->ring_id;
