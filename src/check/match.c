@@ -415,8 +415,7 @@ static int64_t item_bytes(const ovl__match *m, const ovl__citem *it) {
 /* The scan: every disagreement, in order                              */
 /* ------------------------------------------------------------------ */
 
-/* The earliest tag of an occurrence (over the ranks that issue it). */
-static uint64_t occ_first_tag(const ovl__match *m, const ovl__occ *o) {
+uint64_t ovl__occ_first_tag(const ovl__match *m, const ovl__occ *o) {
   uint64_t t = UINT64_MAX;
   for (int k = 0; k < o->nitems; k++)
     if (o->items[k] != OVL__NONE && m->items[o->items[k]].tag < t)
@@ -695,7 +694,7 @@ typedef struct first_ctx {
 
 static ovl_status first_fn(void *ctx, const ovl__occ *o, ovl_error *err) {
   first_ctx *f = ctx;
-  uint64_t t = occ_first_tag(f->m, o);
+  uint64_t t = ovl__occ_first_tag(f->m, o);
   ovl__sbuf b = {0};
   (void)err;
   if (f->found && t >= f->best)

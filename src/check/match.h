@@ -160,6 +160,8 @@ ovl_status ovl__match_scan(const ovl__match *m, int ring,
                            ovl_status (*fn)(void *ctx, const ovl__occ *o,
                                             ovl_error *err),
                            void *ctx, ovl_error *err);
+/* The earliest tag of an occurrence, over the ranks that issue it. */
+uint64_t ovl__occ_first_tag(const ovl__match *m, const ovl__occ *o);
 /* The one-line text of an occurrence (mismatch findings' message). */
 void ovl__occ_text(const ovl__match *m, const ovl__occ *o, ovl__sbuf *b);
 /* "rank 3", "ranks 0-2", "ranks 0, 2-3". */
