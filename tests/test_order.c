@@ -389,34 +389,66 @@ START_TEST(first_disagreement) {
       "c_wait_comm(g, ring_id=0)\n"
       "c_wait_comm(g, ring_id=1)\n",
       "f.sched", 2);
+  ovl__match m;
   ovl__disagreement d;
   ovl_error err = {0};
   int found = -1;
-  ck_assert_int_eq(ovl__match_first_disagreement(p, 0, &d, &found, &err),
+  ck_assert_int_eq(ovl__match_build(p, &m, &err), OVL_OK);
+  ck_assert_int_eq(ovl__match_first_disagreement(&m, 0, &d, &found, &err),
                    OVL_OK);
   ck_assert_int_eq(found, 1);
   ck_assert_uint_eq(d.ranks, 3);
   ck_assert_uint_eq(d.tag[0], 0); /* rank 0 never issues it */
   ck_assert_uint_eq(d.tag[1], 3);
+  ck_assert_uint_eq(d.item, ovl__match_tag_item(&m, 1, 0, 3));
   ck_assert_uint_eq(d.per_iter[0], 2);
   ck_assert_uint_eq(d.per_iter[1], 3);
+  /* The lookups: by tag (within one iteration) and by (rank, op). */
+  {
+    uint32_t *of = malloc(2 * p->nops * sizeof *of);
+    uint32_t it = ovl__match_tag_item(&m, 1, 0, 3);
+    ck_assert_ptr_nonnull(of);
+    ovl__match_item_table(&m, of);
+    ck_assert_uint_ne(it, OVL__NONE);
+    ck_assert_int_eq(p->ops[m.items[it].op].line, 6);
+    ck_assert_uint_eq(of[1 * p->nops + m.items[it].op], it);
+    ck_assert_uint_eq(of[0 * p->nops + m.items[it].op], OVL__NONE);
+    ck_assert_int_eq(p->ops[m.items[it].op - 2].line, 4);
+    ck_assert_uint_eq(of[0 * p->nops + m.items[it].op - 2],
+                      OVL__NONE); /* line 4: the receive, rank 1 only */
+    ck_assert_uint_ne(of[0 * p->nops + m.items[it].op - 1],
+                      OVL__NONE); /* line 5 */
+    ck_assert_int_eq(p->ops[m.items[it].op + 2].line, 8);
+    ck_assert_uint_eq(of[0 * p->nops + m.items[it].op + 2],
+                      OVL__NONE); /* line 8: a wait, no communication */
+    it = ovl__match_tag_item(&m, 0, 0, 1);
+    ck_assert_int_eq(p->ops[m.items[it].op].line, 3);
+    ck_assert_uint_eq(of[0 * p->nops + m.items[it].op], it);
+    ck_assert_uint_eq(ovl__match_tag_item(&m, 0, 0, 3), OVL__NONE);
+    ck_assert_uint_eq(ovl__match_tag_item(&m, 0, 0, 0), OVL__NONE);
+    ck_assert_uint_eq(ovl__match_ring_len(&m, 0, 1), 1);
+    it = ovl__match_tag_item(&m, 0, 1, 1);
+    ck_assert_int_eq(p->ops[m.items[it].op].line, 7);
+    free(of);
+  }
   ck_assert_str_eq(d.text, "ring 0 collective #2: rank 1 issues "
                            "c_allreduce_sum of 'x' (float32, 16 elements) at "
                            "f.sched:6:1, rank 0 never issues it (it issues 1 "
                            "collective on ring 0)");
   /* Ring 1 agrees. */
-  ck_assert_int_eq(ovl__match_first_disagreement(p, 1, &d, &found, &err),
+  ck_assert_int_eq(ovl__match_first_disagreement(&m, 1, &d, &found, &err),
                    OVL_OK);
   ck_assert_int_eq(found, 0);
   ck_assert_uint_eq(d.per_iter[0], 1);
   ck_assert_uint_eq(d.per_iter[1], 1);
   /* Out of range, and NULLs. */
-  ck_assert_int_eq(ovl__match_first_disagreement(p, 2, &d, &found, &err),
+  ck_assert_int_eq(ovl__match_first_disagreement(&m, 2, &d, &found, &err),
                    OVL_EINVAL);
   ck_assert_int_eq(ovl__match_first_disagreement(NULL, 0, &d, &found, &err),
                    OVL_EINVAL);
-  ck_assert_int_eq(ovl__match_first_disagreement(p, 0, NULL, &found, &err),
+  ck_assert_int_eq(ovl__match_first_disagreement(&m, 0, NULL, &found, &err),
                    OVL_EINVAL);
+  ovl__match_free(&m);
   ovl_program_free(p);
 }
 END_TEST
@@ -431,17 +463,21 @@ START_TEST(first_disagreement_is_the_earliest) {
       "c_allreduce_sum(x, ring_id=0, ranks=[1])\n"       /* 1's tag 2 */
       "c_wait_comm(g, ring_id=0)\n",
       "e.sched", 2);
+  ovl__match m;
   ovl__disagreement d;
   ovl_error err = {0};
   int found = 0;
-  ck_assert_int_eq(ovl__match_first_disagreement(p, 0, &d, &found, &err),
+  ck_assert_int_eq(ovl__match_build(p, &m, &err), OVL_OK);
+  ck_assert_int_eq(ovl__match_first_disagreement(&m, 0, &d, &found, &err),
                    OVL_OK);
   ck_assert_int_eq(found, 1);
   /* The collectives #2 (tags 3 and 2: earliest 2) and the send (tag 2):
    * the collective comes first in scan order at the same tag. */
   ck_assert_uint_eq(d.tag[0], 3);
   ck_assert_uint_eq(d.tag[1], 2);
+  ck_assert_uint_eq(d.item, ovl__match_tag_item(&m, 1, 0, 2));
   ck_assert_ptr_nonnull(strstr(d.text, "ring 0 collective #2: "));
+  ovl__match_free(&m);
   ovl_program_free(p);
 }
 END_TEST

@@ -1802,7 +1802,9 @@ START_TEST(test_per_rank_matches_lock_step) {
 END_TEST
 
 /* Ranks that disagree on the matching: an error naming the op, the ring
- * and the ranks, not a hang. */
+ * and the ranks, not a hang; the first disagreement of the check's
+ * matching (check/match.h), in its words, at the op where it shows first
+ * (the earliest on its ring). */
 START_TEST(test_mismatch_errors) {
   static const struct {
     const char *text;
@@ -1811,16 +1813,19 @@ START_TEST(test_mismatch_errors) {
       {"x = data(shape=[8], init=fill, value=1.0)\n"
        "c_allreduce_sum(x, ring_id=2, ranks=[0])\n"
        "fetch(x)\n",
-       {"t.sched:2:1: reference: rank 0's 1st collective on ring 2",
-        "no partner: rank 1 issues 0 collectives on ring 2", NULL}},
+       {"t.sched:2:1: reference: ring 2 collective #1: rank 0 issues "
+        "c_allreduce_sum of 'x' (float32, 8 elements) at t.sched:2:1, rank 1 "
+        "never issues it (it issues 0 collectives on ring 2)",
+        NULL}},
       {"x = data(shape=[8], init=fill, value=1.0)\n"
        "y = data(shape=[4], init=fill, value=1.0)\n"
        "c_allreduce_sum(x, ranks=[0])\n"
        "c_allreduce_sum(y, ranks=[1])\n"
        "fetch(x)\n",
-       {"t.sched:4:1", "1st collective on ring 0 differs",
-        "rank 0 issues c_allreduce_sum of 'x' (8 float32, line 3), rank 1 "
-        "c_allreduce_sum of 'y' (4 float32, line 4)",
+       {"t.sched:3:1: reference: ring 0 collective #1: rank 0 issues "
+        "c_allreduce_sum of 'x' (float32, 8 elements) at t.sched:3:1, rank 1 "
+        "issues c_allreduce_sum of 'y' (float32, 4 elements) at t.sched:4:1; "
+        "they differ in count",
         NULL}},
       {"x = data(shape=[8], init=fill, value=1.0)\n"
        "y = data(shape=[8], init=fill, value=1.0)\n"
@@ -1829,38 +1834,53 @@ START_TEST(test_mismatch_errors) {
        "c_allreduce_sum(x, ranks=[0])\n"
        "y = c_allreduce_sum(x, ranks=[1])\n"
        "fetch(o)\n",
-       {"t.sched:4:5", "the 1st collective on ring 0 differs",
-        "rank 0 issues c_allreduce_sum of 'x' into 'o' (8 float32, line 3), "
-        "rank 1 c_allreduce_sum of 'y' into 'o' (8 float32, line 4)",
+       {"t.sched:3:5: reference: ring 0 collective #1: rank 0 issues "
+        "c_allreduce_sum of 'x' into 'o' (float32, 8 elements) at t.sched:3:5, "
+        "rank 1 issues c_allreduce_sum of 'y' into 'o' (float32, 8 elements) "
+        "at t.sched:4:5; they differ in variable (the same size: a run would "
+        "mix buffers silently)",
         NULL}},
       {"x = data(shape=[8], init=fill, value=1.0)\n"
        "c_allreduce_sum(x, ranks=[0])\n"
        "c_allreduce_max(x, ranks=[1])\n"
        "fetch(x)\n",
-       {"differs", "c_allreduce_max", NULL}},
+       {"rank 1 issues c_allreduce_max of 'x' (float32, 8 elements) at "
+        "t.sched:3:1; they differ in reduction",
+        NULL}},
       {"x = data(shape=[8], init=fill, value=1.0)\n"
        "c_broadcast(x, root=0, ranks=[0])\n"
        "c_broadcast(x, root=1, ranks=[1])\n"
        "fetch(x)\n",
-       {"differs", "c_broadcast of 'x' (8 float32, root 0, line 2)",
-        "c_broadcast of 'x' (8 float32, root 1, line 3)", NULL}},
+       {"c_broadcast of 'x' (float32, 8 elements, root 0) at t.sched:2:1",
+        "c_broadcast of 'x' (float32, 8 elements, root 1) at t.sched:3:1",
+        "they differ in root", NULL}},
       {"x = data(shape=[8], init=fill, value=1.0)\n"
        "send_v2(x, peer=1, ranks=[0])\n"
        "send_v2(x, peer=1, ranks=[0])\n"
        "x = recv_v2(peer=0, out_shape=[8], ranks=[1])\n"
        "fetch(x)\n",
-       {"t.sched:3:1", "rank 0's 2nd send_v2 to rank 1 on ring 0",
-        "no matching recv_v2: rank 1 receives 1 time from rank 0", NULL}},
+       {"t.sched:3:1: reference: ring 0: rank 0 issues send_v2 of 'x' "
+        "(float32, 8 elements) to rank 1 at t.sched:3:1 (its send #2 to rank "
+        "1), and rank 1 never receives it (it posts 1 receive from rank 0 on "
+        "ring 0)",
+        NULL}},
       {"x = data(shape=[8], init=fill, value=1.0)\n"
        "x = recv_v2(peer=0, out_shape=[8], ring_id=1, ranks=[1])\n"
        "fetch(x)\n",
-       {"t.sched:2:5", "rank 1's 1st recv_v2 from rank 0 on ring 1",
-        "no matching send_v2: rank 0 sends 0 times", NULL}},
+       {"t.sched:2:5: reference: ring 1: rank 1 issues recv_v2 into 'x' "
+        "(float32, 8 elements) from rank 0 at t.sched:2:5 (its receive #1 "
+        "from rank 0), and rank 0 never sends it (it issues 0 sends to rank 1 "
+        "on ring 1)",
+        NULL}},
       {"x = data(shape=[8], init=fill, value=1.0)\n"
        "send_v2(x, peer=1, ranks=[0])\n"
        "y = recv_v2(peer=0, out_shape=[4], ranks=[1])\n"
        "fetch(y)\n",
-       {"sends 8 float32 ('x', line 2)", "receives 4 float32 ('y')", NULL}},
+       {"t.sched:2:1: reference: ring 0 send #1 from rank 0 to rank 1: rank 0 "
+        "issues send_v2 of 'x' (float32, 8 elements) at t.sched:2:1, rank 1 "
+        "issues recv_v2 into 'y' (float32, 4 elements) at t.sched:3:5; they "
+        "differ in count",
+        NULL}},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     load(cases[k].text, 2);
@@ -1885,8 +1905,8 @@ START_TEST(test_cannot_complete) {
       NULL};
   static const char *const coll_parts[] = {
       "cannot complete",
-      "rank 0 waits at line 2 (c_allreduce_sum of 'x' (8 float32, line 2), "
-      "the 1st collective on ring 0) for rank 1 (line 5)",
+      "rank 0 waits at line 2 (c_allreduce_sum of 'x' (float32, 8 "
+      "elements), ring 0 collective #1) for rank 1 (line 5)",
       "rank 1 waits at line 3 (recv_v2 from rank 0, ring 0) for rank 0's "
       "send_v2 at line 4",
       NULL};

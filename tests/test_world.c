@@ -1315,8 +1315,9 @@ START_TEST(flight_record_deadlock) {
                 "%s", m);
   CK_ENDS_WITH(m, "; flight record: ranks 0,1 ring 0: enqueued #2 send_v2 "
                   "(t.sched:3), completed nothing; ranks agree; first not "
-                  "completed: ring 0 #1: rank 0 recv_v2 from rank 1 (line "
-                  "2), rank 1 recv_v2 from rank 0 (line 2)");
+                  "completed: ring 0 #1: rank 0 recv_v2 into 'y' (float32, 8 "
+                  "elements) from rank 1 at t.sched:2:5, rank 1 recv_v2 into "
+                  "'y' (float32, 8 elements) from rank 0 at t.sched:2:5");
 }
 END_TEST
 
@@ -1339,8 +1340,10 @@ START_TEST(flight_record_disagreement) {
                   "c_allreduce_sum (t.sched:3), completed #1 c_allreduce_sum "
                   "(t.sched:2); rank 2 ring 0: enqueued #1 c_allreduce_sum "
                   "(t.sched:2), completed #1 c_allreduce_sum (t.sched:2); "
-                  "ranks disagree first at ring 0 #2: rank 0 c_allreduce_sum "
-                  "(line 3), rank 2 never issues it");
+                  "ranks disagree first at #2: ring 0 collective #2: ranks "
+                  "0-1 issue c_allreduce_sum of 'x' (float32, 8 elements) at "
+                  "t.sched:3:1, rank 2 never issues it (it issues 1 "
+                  "collective on ring 0)");
   m = timeout_msg(text2, 2, 2, 1);
   ck_assert_msg(strstr(m, "ring 1 p2p: send #1 to rank 1 (float32 count=8) "
                           "timed out after 0.3 s waiting for rank 1's recv "
@@ -1352,15 +1355,59 @@ START_TEST(flight_record_disagreement) {
                   "(t.sched:3), completed #1 c_allreduce_sum (t.sched:2); "
                   "rank 1 ring 1: enqueued #1 c_allreduce_sum (t.sched:2), "
                   "completed #1 c_allreduce_sum (t.sched:2); ranks disagree "
-                  "first at ring 1 #2: rank 0 send_v2 to rank 1 (line 3), "
-                  "rank 1 never issues the matching recv_v2");
+                  "first at #2: ring 1: rank 0 issues send_v2 of 'x' "
+                  "(float32, 8 elements) to rank 1 at t.sched:3:1 (its send "
+                  "#1 to rank 1), and rank 1 never receives it (it posts 0 "
+                  "receives from rank 0 on ring 1)");
 }
 END_TEST
 
-/* The static matching on its own: collectives that differ (the other
- * rank's tag shown where it differs, and in the numbers of a later
- * iteration), a send and a receive of different sizes, and programs whose
- * ranks match. */
+/* A message with little room left: the entries give way to the
+ * conclusion, which is cut with "..." where even it does not fit. */
+START_TEST(flight_record_cut) {
+  static const char text[] =
+      "x = data(shape=[8], init=fill, value=1.0)\n"
+      "c_allreduce_sum(x, ring_id=0, use_calc_stream=true)\n"
+      "c_allreduce_sum(x, ring_id=0, use_calc_stream=true, ranks=[0, 1])\n"
+      "fetch(x)\n";
+  ovl_program *p = parse_text(text, 3);
+  uint64_t enq[3] = {2, 2, 1}, done[3] = {1, 1, 1};
+  uint32_t op[3];
+  ovl__flight f = {.nranks = 3, .nrings = 1, .iters = 1, .iter = 0,
+                   .enq_tag = enq, .enq_op = op, .done_tag = done,
+                   .have_done = true};
+  char msg[400];
+  for (size_t i = 0; i < p->nops; i++)
+    if (p->ops[i].line == 3)
+      op[0] = op[1] = (uint32_t)i;
+    else if (p->ops[i].line == 2)
+      op[2] = (uint32_t)i;
+  /* Room for the conclusion, not for the entries. */
+  memset(msg, 'm', 150);
+  msg[150] = '\0';
+  ovl__flight_append(p, &f, msg, sizeof msg);
+  ck_assert_msg(strlen(msg) < sizeof msg, "%zu", strlen(msg));
+  CK_ENDS_WITH(msg, "mmm; flight record: (3 more rank and ring entries); "
+                    "ranks disagree first at #2: ring 0 collective #2: ranks "
+                    "0-1 issue c_allreduce_sum of 'x' (float32, 8 elements) "
+                    "at t.sched:3:1, rank 2 never issues it (it issues 1 "
+                    "collective on ring 0)");
+  /* Not even for the conclusion. */
+  memset(msg, 'm', 300);
+  msg[300] = '\0';
+  ovl__flight_append(p, &f, msg, sizeof msg);
+  ck_assert_uint_eq(strlen(msg), sizeof msg - 1);
+  CK_ENDS_WITH(msg, "mmm; ranks disagree first at #2: ring 0 collective #2: "
+                    "ranks 0-1 issue c_allreduce_sum of 'x' (floa...");
+  ovl_program_free(p);
+}
+END_TEST
+
+/* The flight record's sentence of the matching on its own: collectives
+ * that differ (the other rank's tag shown where it differs, and in the
+ * numbers of a later iteration), a send and a receive of different sizes,
+ * collectives on different variables of one size (the check's mismatch),
+ * and programs whose ranks match. */
 START_TEST(first_disagreement_static) {
   static const char coll[] =
       "x = data(shape=[8], init=fill, value=1.0)\n"
@@ -1374,30 +1421,53 @@ START_TEST(first_disagreement_static) {
       "  send_v2(x, peer=1, ring_id=0, ranks=[0])\n"
       "  y = recv_v2(peer=0, out_shape=[4], ring_id=0, ranks=[1])\n"
       "}\n";
-  static const char fine[] =
+  static const char vars[] =
       "x = data(shape=[8], init=fill, value=1.0)\n"
       "c_allreduce_sum(x, ring_id=0, ranks=[0])\n"
       "send_v2(x, peer=0, ring_id=0, ranks=[1])\n"
       "y = recv_v2(peer=1, out_shape=[8], ring_id=0, ranks=[0])\n"
       "c_allreduce_sum(y, ring_id=0, ranks=[1])\n";
-  char buf[512];
+  static const char fine[] =
+      "x = data(shape=[8], init=fill, value=1.0)\n"
+      "c_allreduce_sum(x, ring_id=0, ranks=[0])\n"
+      "send_v2(x, peer=0, ring_id=0, ranks=[1])\n"
+      "y = recv_v2(peer=1, out_shape=[8], ring_id=0, ranks=[0])\n"
+      "c_allreduce_sum(x, ring_id=0, ranks=[1])\n";
+  char buf[1024];
   ovl_program *p = parse_text(coll, 2);
   ck_assert(ovl__comm_first_disagreement(p, -1, 0, buf, sizeof buf));
-  ck_assert_str_eq(buf, "ring 0 #1: rank 0 c_allreduce_sum (line 2), rank 1 "
-                        "#2 c_allreduce_max (line 5)");
+  ck_assert_str_eq(buf, "#1 (rank 1 #2): ring 0 collective #1: rank 0 issues "
+                        "c_allreduce_sum of 'x' (float32, 8 elements) at "
+                        "t.sched:2:1, rank 1 issues c_allreduce_max of 'x' "
+                        "(float32, 8 elements) at t.sched:5:1; they differ in "
+                        "reduction (the same size: a run would mix buffers "
+                        "silently)");
   ck_assert(ovl__comm_first_disagreement(p, 0, 2, buf, sizeof buf));
-  ck_assert_str_eq(buf, "ring 0 #7: rank 0 c_allreduce_sum (line 2), rank 1 "
-                        "#6 c_allreduce_max (line 5)");
+  ck_assert_str_eq(buf, "#6 (rank 0 #7): ring 0 collective #1: rank 0 issues "
+                        "c_allreduce_sum of 'x' (float32, 8 elements) at "
+                        "t.sched:2:1, rank 1 issues c_allreduce_max of 'x' "
+                        "(float32, 8 elements) at t.sched:5:1; they differ in "
+                        "reduction (the same size: a run would mix buffers "
+                        "silently)");
   ovl_program_free(p);
   p = parse_text(sizes, 2);
   ck_assert(ovl__comm_first_disagreement(p, -1, 0, buf, sizeof buf));
-  ck_assert_str_eq(buf, "ring 0 #1: rank 0 send_v2 to rank 1 float32 count=8 "
-                        "(line 3), rank 1 recv_v2 from rank 0 float32 "
-                        "count=4 (line 4)");
+  ck_assert_str_eq(buf, "#1: ring 0 send #1 from rank 0 to rank 1: rank 0 "
+                        "issues send_v2 of 'x' (float32, 8 elements) at "
+                        "t.sched:3:3, rank 1 issues recv_v2 into 'y' "
+                        "(float32, 4 elements) at t.sched:4:7; they differ in "
+                        "count");
   ovl_program_free(p);
   p = parse_text(fine, 2);
   ck_assert(!ovl__comm_first_disagreement(p, -1, 0, buf, sizeof buf));
   ck_assert_str_eq(buf, "");
+  ovl_program_free(p);
+  /* Rank 1 reduces y, rank 0 x: the same size, other variables. */
+  p = parse_text(vars, 2);
+  ck_assert(ovl__comm_first_disagreement(p, -1, 0, buf, sizeof buf));
+  ck_assert_msg(strstr(buf, "; they differ in variable (the same size: a run "
+                            "would mix buffers silently)") != NULL,
+                "%s", buf);
   ovl_program_free(p);
   p = load("schedules/seed.sched", 2, NULL, 0);
   ck_assert(!ovl__comm_first_disagreement(p, -1, 0, buf, sizeof buf));
@@ -1452,6 +1522,7 @@ static Suite *world_suite(void) {
   tcase_add_loop_test(tc, reduce_alltoall_barrier_run, 1, 5);
   tcase_add_test(tc, flight_record_deadlock);
   tcase_add_test(tc, flight_record_disagreement);
+  tcase_add_test(tc, flight_record_cut);
   tcase_add_test(tc, first_disagreement_static);
   suite_add_tcase(s, tc);
 

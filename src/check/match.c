@@ -122,6 +122,8 @@ ovl_status ovl__match_build(const ovl_program *prog, ovl__match *m,
   for (size_t c = 0; c < ncomm; c++) {
     const ovl__op *o = &prog->ops[cops[c]];
     uint64_t ranks = o->ranks & all;
+    if (c + 16 < ncomm) /* ops far apart in a large program */
+      __builtin_prefetch(&prog->ops[cops[c + 16]]);
     for (; ranks != 0; ranks &= ranks - 1) {
       int r = __builtin_ctzll(ranks);
       m->rank_first[r]++;
@@ -172,6 +174,8 @@ ovl_status ovl__match_build(const ovl_program *prog, ovl__match *m,
     const ovl__op *o = &prog->ops[i];
     uint64_t ranks = o->ranks & all;
     uint32_t p = cprims[c];
+    if (c + 16 < ncomm) /* ops far apart in a large program */
+      __builtin_prefetch(&prog->ops[cops[c + 16]]);
     for (; ranks != 0; ranks &= ranks - 1) {
       int r = __builtin_ctzll(ranks);
       size_t rr = (size_t)r * (size_t)ng + (size_t)o->ring_id;
@@ -247,6 +251,39 @@ oom:
 }
 
 /* ------------------------------------------------------------------ */
+/* Finding an item                                                     */
+/* ------------------------------------------------------------------ */
+
+void ovl__match_item_table(const ovl__match *m, uint32_t *of) {
+  size_t nops = m->prog->nops;
+  for (size_t k = 0; k < (size_t)m->nranks * nops; k++)
+    of[k] = OVL__NONE;
+  for (size_t i = 0; i < m->nitems; i++)
+    of[(size_t)m->items[i].rank * nops + m->items[i].op] = (uint32_t)i;
+}
+
+uint32_t ovl__match_ring_len(const ovl__match *m, int rank, int ring) {
+  uint32_t n = 0;
+  if (rank < 0 || rank >= m->nranks)
+    return 0;
+  /* The last item of the rank on the ring carries its count as its tag. */
+  for (size_t i = m->rank_first[rank]; i < m->rank_first[rank + 1]; i++)
+    if (m->items[i].ring == ring)
+      n = m->items[i].tag;
+  return n;
+}
+
+uint32_t ovl__match_tag_item(const ovl__match *m, int rank, int ring,
+                             uint64_t tag) {
+  if (rank < 0 || rank >= m->nranks || tag == 0)
+    return OVL__NONE;
+  for (size_t i = m->rank_first[rank]; i < m->rank_first[rank + 1]; i++)
+    if (m->items[i].ring == ring && m->items[i].tag == tag)
+      return (uint32_t)i;
+  return OVL__NONE;
+}
+
+/* ------------------------------------------------------------------ */
 /* Describing an item                                                  */
 /* ------------------------------------------------------------------ */
 
@@ -307,6 +344,23 @@ void ovl__citem_text(const ovl__match *m, const ovl__citem *it, char *buf,
              (long long)d.count, root);
 }
 
+static void at_text(ovl__sbuf *b, const ovl_program *prog, uint32_t op) {
+  ovl__sb_printf(b, " at %s:%d:%d",
+                 prog->filename != NULL ? prog->filename : "<program>",
+                 prog->ops[op].line, prog->ops[op].col);
+}
+
+void ovl__citem_where(const ovl__match *m, const ovl__citem *it,
+                      ovl__sbuf *b) {
+  char d[512];
+  ovl__citem_text(m, it, d, sizeof d);
+  ovl__sb_puts(b, d);
+  if (it->kind != OVL__CI_COLL)
+    ovl__sb_printf(b, " %s rank %d", it->kind == OVL__CI_SEND ? "to" : "from",
+                   it->peer);
+  at_text(b, m->prog, it->op);
+}
+
 /* ------------------------------------------------------------------ */
 /* Comparing                                                           */
 /* ------------------------------------------------------------------ */
@@ -361,8 +415,7 @@ static int64_t item_bytes(const ovl__match *m, const ovl__citem *it) {
 /* The scan: every disagreement, in order                              */
 /* ------------------------------------------------------------------ */
 
-/* The earliest tag of an occurrence (over the ranks that issue it). */
-static uint64_t occ_first_tag(const ovl__match *m, const ovl__occ *o) {
+uint64_t ovl__occ_first_tag(const ovl__match *m, const ovl__occ *o) {
   uint64_t t = UINT64_MAX;
   for (int k = 0; k < o->nitems; k++)
     if (o->items[k] != OVL__NONE && m->items[o->items[k]].tag < t)
@@ -434,6 +487,13 @@ ovl_status ovl__match_scan(const ovl__match *m, int ring,
           uint32_t pair[2] = {j < ns ? m->send[m->sfirst[ps] + j] : OVL__NONE,
                               j < nrv ? m->recv[m->rfirst[pr] + j]
                                       : OVL__NONE};
+          /* Ops far apart in a large program: fetch ahead. */
+          if (j + 16 < ns && j + 16 < nrv) {
+            __builtin_prefetch(
+                &m->prog->ops[m->items[m->send[m->sfirst[ps] + j + 16]].op]);
+            __builtin_prefetch(
+                &m->prog->ops[m->items[m->recv[m->rfirst[pr] + j + 16]].op]);
+          }
           ovl__occ o = {.ring = R, .index = j, .sender = a, .receiver = b,
                         .nitems = 2, .items = pair};
           if (pair[1] == OVL__NONE) {
@@ -525,12 +585,6 @@ const char *ovl__differs_name(unsigned bit) {
   }
 }
 
-static void at_text(ovl__sbuf *b, const ovl_program *prog, uint32_t op) {
-  ovl__sb_printf(b, " at %s:%d:%d",
-                 prog->filename != NULL ? prog->filename : "<program>",
-                 prog->ops[op].line, prog->ops[op].col);
-}
-
 void ovl__occ_text(const ovl__match *m, const ovl__occ *o, ovl__sbuf *b) {
   const ovl_program *prog = m->prog;
   char d[512];
@@ -594,22 +648,16 @@ void ovl__occ_text(const ovl__match *m, const ovl__occ *o, ovl__sbuf *b) {
     size_t ns = m->sfirst[ps + 1] - m->sfirst[ps];
     size_t nrv = m->rfirst[pr + 1] - m->rfirst[pr];
     if (o->kind == OVL_MISMATCH_UNMATCHED_SEND) {
-      const ovl__citem *it = &m->items[o->items[0]];
-      ovl__citem_text(m, it, d, sizeof d);
-      ovl__sb_printf(b, "ring %d: rank %d issues %s to rank %d", o->ring, a,
-                     d, rc);
-      at_text(b, prog, it->op);
+      ovl__sb_printf(b, "ring %d: rank %d issues ", o->ring, a);
+      ovl__citem_where(m, &m->items[o->items[0]], b);
       ovl__sb_printf(b, " (its send #%llu to rank %d), and rank %d never "
                         "receives it (it posts %zu receive%s from rank %d on "
                         "ring %d)",
                      (unsigned long long)o->index + 1, rc, rc, nrv,
                      nrv == 1 ? "" : "s", a, o->ring);
     } else if (o->kind == OVL_MISMATCH_UNMATCHED_RECV) {
-      const ovl__citem *it = &m->items[o->items[1]];
-      ovl__citem_text(m, it, d, sizeof d);
-      ovl__sb_printf(b, "ring %d: rank %d issues %s from rank %d", o->ring,
-                     rc, d, a);
-      at_text(b, prog, it->op);
+      ovl__sb_printf(b, "ring %d: rank %d issues ", o->ring, rc);
+      ovl__citem_where(m, &m->items[o->items[1]], b);
       ovl__sb_printf(b, " (its receive #%llu from rank %d), and rank %d "
                         "never sends it (it issues %zu send%s to rank %d on "
                         "ring %d)",
@@ -646,7 +694,7 @@ typedef struct first_ctx {
 
 static ovl_status first_fn(void *ctx, const ovl__occ *o, ovl_error *err) {
   first_ctx *f = ctx;
-  uint64_t t = occ_first_tag(f->m, o);
+  uint64_t t = ovl__occ_first_tag(f->m, o);
   ovl__sbuf b = {0};
   (void)err;
   if (f->found && t >= f->best)
@@ -654,6 +702,12 @@ static ovl_status first_fn(void *ctx, const ovl__occ *o, ovl_error *err) {
   f->found = true;
   f->best = t;
   f->out->ranks = 0;
+  f->out->item = OVL__NONE;
+  for (int k = 0; k < o->nitems; k++)
+    if (o->items[k] != OVL__NONE && f->m->items[o->items[k]].tag == t &&
+        (f->out->item == OVL__NONE ||
+         f->m->items[o->items[k]].rank < f->m->items[f->out->item].rank))
+      f->out->item = o->items[k];
   memset(f->out->tag, 0, sizeof f->out->tag);
   if (o->kind == OVL_MISMATCH_COLLECTIVE) {
     for (int r = 0; r < o->nitems; r++) {
@@ -676,38 +730,25 @@ static ovl_status first_fn(void *ctx, const ovl__occ *o, ovl_error *err) {
   return OVL_OK;
 }
 
-ovl_status ovl__match_first_disagreement(const ovl_program *prog, int ring,
+ovl_status ovl__match_first_disagreement(const ovl__match *m, int ring,
                                          ovl__disagreement *out, int *found,
                                          ovl_error *err) {
-  ovl__match m;
   first_ctx f;
   ovl_status st;
   if (found != NULL)
     *found = 0;
-  if (prog == NULL || out == NULL || found == NULL)
-    return ovl__err(err, OVL_EINVAL,
-                    "first disagreement: bad argument");
+  if (m == NULL || out == NULL || found == NULL)
+    return ovl__err(err, OVL_EINVAL, "first disagreement: bad argument");
   memset(out, 0, sizeof *out);
-  if (prog->prim_first == NULL || ring < 0 || ring >= prog->nrings)
-    return ovl__err(err, OVL_EINVAL,
-                    "first disagreement: ring %d of %d, or the program is "
-                    "not lowered",
-                    ring, prog->nrings);
-  if ((st = ovl__match_build(prog, &m, err)) != OVL_OK)
-    return st;
-  for (int r = 0; r < m.nranks && r < OVL_MAX_RANKS; r++) {
-    /* The last item of rank r on the ring carries its count as its tag. */
-    uint64_t n = 0;
-    for (size_t i = m.rank_first[r]; i < m.rank_first[r + 1]; i++)
-      if (m.items[i].ring == ring)
-        n = m.items[i].tag;
-    out->per_iter[r] = n;
-  }
+  if (ring < 0 || ring >= m->prog->nrings)
+    return ovl__err(err, OVL_EINVAL, "first disagreement: ring %d of %d",
+                    ring, m->prog->nrings);
+  for (int r = 0; r < m->nranks && r < OVL_MAX_RANKS; r++)
+    out->per_iter[r] = ovl__match_ring_len(m, r, ring);
   memset(&f, 0, sizeof f);
-  f.m = &m;
+  f.m = m;
   f.out = out;
-  st = ovl__match_scan(&m, ring, first_fn, &f, err);
-  ovl__match_free(&m);
+  st = ovl__match_scan(m, ring, first_fn, &f, err);
   if (st == OVL_OK)
     *found = f.found;
   return st;

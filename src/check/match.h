@@ -1,8 +1,10 @@
 /*
- * The matching of communication across ranks (check/match.c), shared by
- * the mismatch check (check/mismatch.c), the deadlock check
- * (check/deadlock.c) and the executor's flight record (run/exec.c, through
- * ovl__match_first_disagreement).
+ * The matching of communication across ranks (check/match.c): the one
+ * place that decides which comm op meets which. Shared by the mismatch
+ * check (check/mismatch.c), the deadlock check (check/deadlock.c), the
+ * reference's per-rank interpreter (check/reference.c) and the executor's
+ * flight record (run/flight.c: src/run may use this header; nothing in
+ * src/check uses src/run).
  *
  * Per rank, every op that runs there and talks to other ranks (its
  * primitives hold a COLL, SEND or RECV) is an *item*, in program order (the
@@ -98,6 +100,17 @@ static inline size_t ovl__match_pair(const ovl__match *m, int ring, int a,
          (size_t)b;
 }
 
+/* Rank r's item of op i (an index in the program), for every (rank, op)
+ * at once: of[r * prog->nops + i] (nranks * nops entries, all written),
+ * OVL__NONE where op i does not run on r or does not communicate. */
+void ovl__match_item_table(const ovl__match *m, uint32_t *of);
+/* Rank r's comm ops on ring R in one iteration (the last one's tag). */
+uint32_t ovl__match_ring_len(const ovl__match *m, int rank, int ring);
+/* Rank r's item of tag `tag` on ring R (1 ... ovl__match_ring_len: within
+ * one iteration), or OVL__NONE. Both walk the rank's items. */
+uint32_t ovl__match_tag_item(const ovl__match *m, int rank, int ring,
+                             uint64_t tag);
+
 /* How an item's op reads: its input's variable (-1: none), its output's,
  * its dtype and element count (as NCCL is called: ovl__coll_count for a
  * collective; the variable's for send / receive), root (-1: none). */
@@ -115,6 +128,11 @@ void ovl__citem_describe(const ovl__match *m, const ovl__citem *it,
  * "barrier", "send_v2 of 'x' (...)", "recv_v2 into 'y' (...)". */
 void ovl__citem_text(const ovl__match *m, const ovl__citem *it, char *buf,
                      size_t size);
+/* ovl__citem_text, then " to rank P" (a send) or " from rank P" (a
+ * receive), then " at FILE:LINE:COL": "recv_v2 into 'y' (float32, 8
+ * elements) from rank 1 at p.sched:4:5". */
+void ovl__citem_where(const ovl__match *m, const ovl__citem *it,
+                      ovl__sbuf *b);
 
 /* ------------------------------------------------------------------ */
 /* Disagreements (mismatches), one occurrence at a time                */
@@ -142,6 +160,8 @@ ovl_status ovl__match_scan(const ovl__match *m, int ring,
                            ovl_status (*fn)(void *ctx, const ovl__occ *o,
                                             ovl_error *err),
                            void *ctx, ovl_error *err);
+/* The earliest tag of an occurrence, over the ranks that issue it. */
+uint64_t ovl__occ_first_tag(const ovl__match *m, const ovl__occ *o);
 /* The one-line text of an occurrence (mismatch findings' message). */
 void ovl__occ_text(const ovl__match *m, const ovl__occ *o, ovl__sbuf *b);
 /* "rank 3", "ranks 0-2", "ranks 0, 2-3". */
@@ -172,6 +192,9 @@ typedef struct ovl__disagreement {
   /* Per rank: its comm ops on the ring in one iteration (iteration i's
    * tags are i * per_iter[r] + 1 ...). */
   uint64_t per_iter[OVL_MAX_RANKS];
+  /* The item of the earliest tag (the lowest rank's on a tie): where the
+   * disagreement shows first. */
+  uint32_t item;
   /* One line, no position prefix: "collective #3: rank 0 issues
    * c_allreduce_sum of 'g' (float32, 100 elements) at f.sched:12:3, rank 1
    * issues c_broadcast of 'g' (...) at f.sched:14:3", "rank 0 sends 'x'
@@ -180,16 +203,17 @@ typedef struct ovl__disagreement {
   char text[1024];
 } ovl__disagreement;
 
-/* The first place where the ranks of `prog` disagree on ring `ring`: the
- * k-th collective differs between ranks or a rank never issues it, a send
- * without its receive (or a receive without its send), or a matched pair
- * whose count or dtype differ; "first": the one whose earliest tag on any
- * rank is lowest. *found is 1 and `out` filled, or *found is 0 when the
- * ranks agree on the ring (out->per_iter is filled either way). Errors:
- * OVL_EINVAL (a NULL argument, ring out of range, a program not lowered),
- * OVL_ENOMEM. Pure: safe to call from any thread while the program is
- * shared read-only. */
-ovl_status ovl__match_first_disagreement(const ovl_program *prog, int ring,
+/* The first place where the ranks of the matching `m` disagree on ring
+ * `ring`: the k-th collective differs between ranks or a rank never issues
+ * it, a send without its receive (or a receive without its send), or a
+ * matched pair whose count or dtype differ (what ovl__match_scan walks);
+ * "first": the one whose earliest tag on any rank is lowest, the earlier
+ * in scan order at the same tag. *found is 1 and `out` filled, or *found
+ * is 0 when the ranks agree on the ring (out->per_iter is filled either
+ * way). Errors: OVL_EINVAL (a NULL argument, ring out of range),
+ * OVL_ENOMEM. Pure: safe to call from any thread while `m` and its program
+ * are shared read-only. */
+ovl_status ovl__match_first_disagreement(const ovl__match *m, int ring,
                                          ovl__disagreement *out, int *found,
                                          ovl_error *err);
 

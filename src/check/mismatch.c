@@ -111,14 +111,6 @@ static uint64_t occ_ranks(const ovl__occ *o) {
   return r;
 }
 
-static uint64_t occ_first_tag(const ovl__match *m, const ovl__occ *o) {
-  uint64_t t = UINT64_MAX;
-  for (int k = 0; k < o->nitems; k++)
-    if (o->items[k] != OVL__NONE && m->items[o->items[k]].tag < t)
-      t = m->items[o->items[k]].tag;
-  return t;
-}
-
 static bool fill_side(const ovl__match *m, uint32_t item, int rank,
                       ovl_mismatch_side *s) {
   const ovl_program *prog = m->prog;
@@ -195,7 +187,7 @@ static ovl_status add_occ(void *ctx, const ovl__occ *o, ovl_error *err) {
   r->same_size = o->same_size;
   r->occurrences = 1;
   r->ranks = occ_ranks(o);
-  r->first_tag = occ_first_tag(m, o);
+  r->first_tag = ovl__occ_first_tag(m, o);
   r->hash = h;
   r->nkey = nkey;
   r->key = malloc((size_t)nkey * sizeof *r->key);

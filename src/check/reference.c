@@ -45,12 +45,14 @@
  *     elements per rank; op by op it would be bound by memory bandwidth.
  *
  *   - Per rank (rank-dependent programs: ranks=[...], a peer or root that
- *     depends on rank, send_v2 / recv_v2). The matching is computed first,
- *     from each rank's op sequence; ranks that disagree on it (a rank that
- *     never issues the k-th collective of a ring, the k-th collective
- *     differing in kind, count, dtype, reduction, root or variables, a
- *     send without its receive, a send and receive of different sizes) are
- *     an error (OVL_EMISMATCH; the check reports these before a run):
+ *     depends on rank, send_v2 / recv_v2). The matching is the check's
+ *     (check/match.h, built from each rank's op sequence); ranks that
+ *     disagree on it (a rank that never issues the k-th collective of a
+ *     ring, the k-th collective differing in kind, count, dtype,
+ *     reduction, root or variables, a send without its receive, a send and
+ *     receive of different sizes) are an error (OVL_EMISMATCH, the first
+ *     disagreement in the check's words; the check reports these before a
+ *     run):
  *     ranks that reduce different variables of one size would mix them
  *     silently on the device, and no value is the right one. Then each rank
  *     is interpreted in turn: it runs until its next communication op
@@ -80,6 +82,7 @@
 
 #include "base/half.h"
 #include "internal.h"
+#include "check/match.h"
 
 /* Elements per block: big enough to amortise the per-op dispatch, small
  * enough that the arrays one op touches on every rank stay in L1 (measured
@@ -763,30 +766,20 @@ enum {
   RD_DONE = 2
 };
 
-/* The k-th send from rank a to rank b on a ring, and b's k-th receive
- * from a there. */
-typedef struct rd_pair {
-  uint32_t send, recv; /* op indices (on a, on b) */
-  int a, b;
-  bool sent;
-  double *buf; /* the send's input as it was sent, until received */
-} rd_pair;
-
 struct rd_state {
+  /* The check's matching (check/match.h): the k-th collective of a ring
+   * on every rank, the k-th send from a to b with b's k-th receive from
+   * a. */
+  ovl__match m;
   size_t nops;
   uint8_t *st;      /* [rank * nops + op]: RD_* */
-  uint32_t *match;  /* [rank * nops + op]: a collective's instance, a send's
-                       or receive's pair */
-  /* Collective instances: the k-th collective of a ring on every rank.
-   * inst_ops[id * nranks + r]: rank r's op; how many ranks posted it; its
-   * ring and k. */
-  size_t ninst;
-  uint32_t *inst_ops;
-  int *inst_posted;
-  int *inst_ring;
-  uint32_t *inst_seq;
-  size_t npairs;
-  rd_pair *pairs;
+  uint32_t *item;   /* [rank * nops + op]: its item in m */
+  /* By item: on rank 0's item of a collective, how many ranks posted that
+   * collective; on a send, whether it was issued and its input as it was
+   * sent, until received. */
+  int *posted;
+  bool *sent;
+  double **buf;
   /* Per rank: the next op not yet reached, and the ops reached but not
    * done, in program order. */
   size_t *cursor;
@@ -802,14 +795,13 @@ static void rd_free(rd_state *d, int nranks) {
   if (d == NULL)
     return;
   free(d->st);
-  free(d->match);
-  free(d->inst_ops);
-  free(d->inst_posted);
-  free(d->inst_ring);
-  free(d->inst_seq);
-  for (size_t k = 0; d->pairs != NULL && k < d->npairs; k++)
-    free(d->pairs[k].buf);
-  free(d->pairs);
+  free(d->item);
+  free(d->posted);
+  free(d->sent);
+  for (size_t k = 0; d->buf != NULL && k < d->m.nitems; k++)
+    free(d->buf[k]);
+  free(d->buf);
+  ovl__match_free(&d->m);
   free(d->cursor);
   for (int r = 0; d->pend != NULL && r < nranks; r++)
     free(d->pend[r].v);
@@ -819,289 +811,71 @@ static void rd_free(rd_state *d, int nranks) {
   free(d);
 }
 
-/* "1st", "2nd", "3rd", "4th", ... */
-static const char *ordinal(size_t k, char *buf, size_t size) {
-  const char *suf = "th";
-  if (k % 100 < 11 || k % 100 > 13)
-    suf = k % 10 == 1 ? "st" : k % 10 == 2 ? "nd" : k % 10 == 3 ? "rd" : "th";
-  snprintf(buf, size, "%zu%s", k, suf);
-  return buf;
-}
-
-/* What a collective is, for messages: "c_allreduce_sum of 'g' (100
- * float32, line 5)", "c_broadcast of 'x' into 'y' (8 float64, root 1, line
- * 9)", "barrier (line 3)". */
-static const char *describe_coll(const ovl_program *prog, size_t i, int rank,
-                                 char *buf, size_t size) {
-  const ovl__op *op = &prog->ops[i];
-  size_t len = 0;
-  if (op->def->coll == OVL_COLL_BARRIER || op->nin < 1) {
-    snprintf(buf, size, "%s (line %d)", op->def->name, op->line);
-    return buf;
-  }
-  const ovl__var *x = &prog->vars[op->in[0]];
-  len = (size_t)snprintf(buf, size, "%s of '%s'", op->def->name, x->name);
-  if (len < size && op->out >= 0 && op->out != op->in[0])
-    len += (size_t)snprintf(buf + len, size - len, " into '%s'",
-                            prog->vars[op->out].name);
-  if (len < size)
-    len += (size_t)snprintf(
-        buf + len, size - len, " (%zu %s",
-        ovl__coll_count(op->def->coll, x->numel,
-                        op->out >= 0 ? prog->vars[op->out].numel : 0),
-        ovl_dtype_name(x->dtype));
-  if (len < size && ovl__coll_has_root(op->def->coll))
-    len += (size_t)snprintf(buf + len, size - len, ", root %d",
-                            ovl__op_root(prog, op, rank));
-  if (len < size)
-    snprintf(buf + len, size - len, ", line %d)", op->line);
-  return buf;
-}
-
-/* Whether two ranks' k-th collectives of a ring agree: kind, reduction,
- * count, dtype, root and variables (DESIGN 2.4: ranks that reduce
- * different variables of one size would mix them silently on the device;
- * no value is the right one then). */
-static bool coll_agree(const ovl_program *prog, size_t i, int ri, size_t j,
-                       int rj) {
-  const ovl__op *a = &prog->ops[i], *b = &prog->ops[j];
-  ovl__coll coll = a->def->coll;
-  if (coll != b->def->coll)
-    return false;
-  if (ovl__coll_has_redop(coll) && a->def->redop != b->def->redop)
-    return false;
-  if (ovl__coll_has_root(coll) &&
-      ovl__op_root(prog, a, ri) != ovl__op_root(prog, b, rj))
-    return false;
-  if (coll == OVL_COLL_BARRIER)
-    return true; /* its inputs only name dependencies */
-  return a->nin == b->nin && (a->nin < 1 || a->in[0] == b->in[0]) &&
-         a->out == b->out;
-}
-
-/* Collectives: every rank issues as many on each ring, and the k-th ones
- * agree. coll[R * nranks + r] lists rank r's collectives on ring R. */
-static ovl_status rd_match_colls(ref_state *s, rd_state *d, u32vec *coll,
-                                 ovl_error *err) {
+/* Ranks that disagree on the matching: a peer out of range, or the first
+ * disagreement of the first ring that has one (the check's first
+ * mismatch, in its words), at the op where it shows first. */
+static ovl_status rd_disagreement(const ref_state *s, ovl_error *err) {
+  const ovl__match *m = &s->rd->m;
   const ovl_program *prog = s->prog;
-  int nr = s->nranks;
-  char o[32], da[256], db[256];
-
-  /* The first k where the ranks disagree: some rank has no k-th
-   * collective, or the k-th ones differ. */
-  d->ninst = 0;
-  for (int R = 0; R < prog->nrings; R++) {
-    const u32vec *c = &coll[(size_t)R * (size_t)nr];
-    size_t most = 0;
-    for (int r = 0; r < nr; r++)
-      most = c[r].n > most ? c[r].n : most;
-    for (size_t k = 0; k < most; k++) {
-      int fewer = -1, more = -1;
-      for (int r = 0; r < nr; r++)
-        if (c[r].n <= k)
-          fewer = fewer < 0 ? r : fewer;
-        else
-          more = more < 0 ? r : more;
-      if (fewer >= 0) {
-        const ovl__op *op = &prog->ops[c[more].v[k]];
-        return ovl__err(
-            err, OVL_EMISMATCH,
-            "%s:%d:%d: reference: rank %d's %s collective on ring %d (%s) "
-            "has no partner: rank %d issues %zu collective%s on ring %d",
-            prog_name(prog), op->line, op->col, more,
-            ordinal(k + 1, o, sizeof o), R,
-            describe_coll(prog, c[more].v[k], more, da, sizeof da), fewer,
-            c[fewer].n, c[fewer].n == 1 ? "" : "s", R);
-      }
-      for (int r = 1; r < nr; r++) {
-        if (coll_agree(prog, c[0].v[k], 0, c[r].v[k], r))
-          continue;
-        const ovl__op *op = &prog->ops[c[r].v[k]];
-        return ovl__err(
-            err, OVL_EMISMATCH,
-            "%s:%d:%d: reference: the %s collective on ring %d differs "
-            "between ranks: rank 0 issues %s, rank %d %s",
-            prog_name(prog), op->line, op->col, ordinal(k + 1, o, sizeof o),
-            R, describe_coll(prog, c[0].v[k], 0, da, sizeof da), r,
-            describe_coll(prog, c[r].v[k], r, db, sizeof db));
-      }
-    }
-    d->ninst += c[0].n;
+  ovl__disagreement d;
+  ovl_status st = OVL_OK;
+  for (size_t k = 0; k < m->nitems; k++) {
+    const ovl__citem *it = &m->items[k];
+    const ovl__op *op = &prog->ops[it->op];
+    if (it->kind == OVL__CI_COLL || it->ord != OVL__NONE)
+      continue;
+    return ovl__err(err, OVL_EINVAL,
+                    "%s:%d:%d: reference: %s has peer %d on rank %d; ranks "
+                    "are 0..%d",
+                    prog_name(prog), op->line, op->col, op->def->name,
+                    ovl__op_peer(prog, op, it->rank), it->rank,
+                    s->nranks - 1);
   }
-
-  d->inst_ops = malloc((d->ninst * (size_t)nr + 1) * sizeof *d->inst_ops);
-  d->inst_posted = calloc(d->ninst + 1, sizeof *d->inst_posted);
-  d->inst_ring = malloc((d->ninst + 1) * sizeof *d->inst_ring);
-  d->inst_seq = malloc((d->ninst + 1) * sizeof *d->inst_seq);
-  if (d->inst_ops == NULL || d->inst_posted == NULL || d->inst_ring == NULL ||
-      d->inst_seq == NULL)
-    return ovl__err(err, OVL_ENOMEM, "%s: reference: out of memory",
-                    prog_name(prog));
-  size_t id = 0;
-  for (int R = 0; R < prog->nrings; R++) {
-    const u32vec *c = &coll[(size_t)R * (size_t)nr];
-    for (size_t k = 0; k < c[0].n; k++, id++) {
-      d->inst_ring[id] = R;
-      d->inst_seq[id] = (uint32_t)k;
-      for (int r = 0; r < nr; r++) {
-        d->inst_ops[id * (size_t)nr + (size_t)r] = c[r].v[k];
-        d->match[(size_t)r * d->nops + c[r].v[k]] = (uint32_t)id;
-      }
+  for (int R = 0; R < prog->nrings && st == OVL_OK; R++) {
+    int found = 0;
+    st = ovl__match_first_disagreement(m, R, &d, &found, err);
+    if (st == OVL_OK && found) {
+      const ovl__op *op = &prog->ops[m->items[d.item].op];
+      return ovl__err(err, OVL_EMISMATCH, "%s:%d:%d: reference: %s",
+                      prog_name(prog), op->line, op->col, d.text);
     }
   }
-  return OVL_OK;
+  return st;
 }
 
-/* Send and receive: the k-th send from a to b on ring R has the k-th
- * receive of b from a on R, of the same size and dtype. snd[ch] and
- * rcv[ch] list them, ch = (R * nranks + a) * nranks + b. */
-static ovl_status rd_match_p2p(ref_state *s, rd_state *d, u32vec *snd,
-                               u32vec *rcv, size_t nch, ovl_error *err) {
-  const ovl_program *prog = s->prog;
-  size_t nr = (size_t)s->nranks;
-  char o[32];
-
-  d->npairs = 0;
-  for (size_t ch = 0; ch < nch; ch++) {
-    int R = (int)(ch / (nr * nr)), a = (int)(ch / nr % nr), b = (int)(ch % nr);
-    if (snd[ch].n != rcv[ch].n) {
-      bool extra_send = snd[ch].n > rcv[ch].n;
-      size_t k = extra_send ? rcv[ch].n : snd[ch].n;
-      const ovl__op *op =
-          &prog->ops[extra_send ? snd[ch].v[k] : rcv[ch].v[k]];
-      return ovl__err(
-          err, OVL_EMISMATCH,
-          extra_send
-              ? "%s:%d:%d: reference: rank %d's %s send_v2 to rank %d on "
-                "ring %d has no matching recv_v2: rank %d receives %zu "
-                "time%s from rank %d on ring %d"
-              : "%s:%d:%d: reference: rank %d's %s recv_v2 from rank %d on "
-                "ring %d has no matching send_v2: rank %d sends %zu time%s "
-                "to rank %d on ring %d",
-          prog_name(prog), op->line, op->col, extra_send ? a : b,
-          ordinal(k + 1, o, sizeof o), extra_send ? b : a, R,
-          extra_send ? b : a, k, k == 1 ? "" : "s", extra_send ? a : b, R);
-    }
-    for (size_t k = 0; k < snd[ch].n; k++) {
-      const ovl__op *so = &prog->ops[snd[ch].v[k]];
-      const ovl__op *ro = &prog->ops[rcv[ch].v[k]];
-      const ovl__var *x = &prog->vars[so->in[0]], *y = &prog->vars[ro->out];
-      if (x->numel == y->numel && x->dtype == y->dtype)
-        continue;
-      return ovl__err(
-          err, OVL_EMISMATCH,
-          "%s:%d:%d: reference: rank %d's %s send_v2 to rank %d on ring %d "
-          "sends %lld %s ('%s', line %d), but the recv_v2 it meets on rank "
-          "%d (line %d) receives %lld %s ('%s')",
-          prog_name(prog), so->line, so->col, a, ordinal(k + 1, o, sizeof o),
-          b, R, (long long)x->numel, ovl_dtype_name(x->dtype), x->name,
-          so->line, b, ro->line, (long long)y->numel,
-          ovl_dtype_name(y->dtype), y->name);
-    }
-    d->npairs += snd[ch].n;
-  }
-
-  d->pairs = calloc(d->npairs + 1, sizeof *d->pairs);
-  if (d->pairs == NULL)
-    return ovl__err(err, OVL_ENOMEM, "%s: reference: out of memory",
-                    prog_name(prog));
-  size_t id = 0;
-  for (size_t ch = 0; ch < nch; ch++) {
-    int a = (int)(ch / nr % nr), b = (int)(ch % nr);
-    for (size_t k = 0; k < snd[ch].n; k++, id++) {
-      rd_pair *p = &d->pairs[id];
-      p->send = snd[ch].v[k];
-      p->recv = rcv[ch].v[k];
-      p->a = a;
-      p->b = b;
-      d->match[(size_t)a * d->nops + p->send] = (uint32_t)id;
-      d->match[(size_t)b * d->nops + p->recv] = (uint32_t)id;
-    }
-  }
-  return OVL_OK;
-}
-
-/* The matching of every rank's communication, from each rank's sequence of
- * ops, and the interpreter's state. */
+/* The matching of every rank's communication, which the ranks must agree
+ * on, and the interpreter's state. */
 static ovl_status rd_init(ref_state *s, ovl_error *err) {
   const ovl_program *prog = s->prog;
   size_t nr = (size_t)s->nranks, nops = prog->nops;
-  size_t nrings = prog->nrings > 0 ? (size_t)prog->nrings : 0;
-  size_t nch = nrings * nr * nr;
-  u32vec *coll, *snd, *rcv;
   rd_state *d;
-  ovl_status st = OVL_OK;
+  ovl_status st;
 
   d = s->rd = calloc(1, sizeof *d);
   if (d == NULL)
     return ovl__err(err, OVL_ENOMEM, "%s: reference: out of memory",
                     prog_name(prog));
+  if ((st = ovl__match_build(prog, &d->m, err)) != OVL_OK)
+    return st;
+  if ((st = rd_disagreement(s, err)) != OVL_OK)
+    return st;
   d->nops = nops;
   d->st = calloc(nr * nops + 1, sizeof *d->st);
-  d->match = calloc(nr * nops + 1, sizeof *d->match);
+  d->item = malloc((nr * nops + 1) * sizeof *d->item);
+  d->posted = calloc(d->m.nitems + 1, sizeof *d->posted);
+  d->sent = calloc(d->m.nitems + 1, sizeof *d->sent);
+  d->buf = calloc(d->m.nitems + 1, sizeof *d->buf);
   d->cursor = calloc(nr, sizeof *d->cursor);
   d->pend = calloc(nr, sizeof *d->pend);
   d->wstamp = calloc(prog->nvars + 1, sizeof *d->wstamp);
   d->rstamp = calloc(prog->nvars + 1, sizeof *d->rstamp);
-  coll = calloc(nrings * nr + 1, sizeof *coll);
-  snd = calloc(nch + 1, sizeof *snd);
-  rcv = calloc(nch + 1, sizeof *rcv);
-  if (d->st == NULL || d->match == NULL || d->cursor == NULL ||
-      d->pend == NULL || d->wstamp == NULL || d->rstamp == NULL ||
-      coll == NULL || snd == NULL || rcv == NULL) {
-    st = ovl__err(err, OVL_ENOMEM, "%s: reference: out of memory",
-                  prog_name(prog));
-    goto out;
-  }
-
-  for (size_t r = 0; r < nr && st == OVL_OK; r++)
-    for (size_t i = 0; i < nops; i++) {
-      const ovl__op *op = &prog->ops[i];
-      const ovl__prim *p = data_prim(prog, i);
-      size_t R = (size_t)op->ring_id;
-      bool ok = true;
-      if (!ovl__op_on_rank(op, (int)r) || p == NULL || !ovl__prim_is_comm(p))
-        continue;
-      if (p->kind == OVL_PRIM_COLL) {
-        ok = u32_push(&coll[R * nr + r], (uint32_t)i);
-      } else {
-        int peer = ovl__op_peer(prog, op, (int)r);
-        if (peer < 0 || (size_t)peer >= nr) {
-          st = ovl__err(err, OVL_EINVAL,
-                        "%s:%d:%d: reference: %s has peer %d on rank %zu; "
-                        "ranks are 0..%zu",
-                        prog_name(prog), op->line, op->col, op->def->name,
-                        peer, r, nr - 1);
-          break;
-        }
-        ok = p->kind == OVL_PRIM_SEND
-                 ? u32_push(&snd[(R * nr + r) * nr + (size_t)peer],
-                            (uint32_t)i)
-                 : u32_push(&rcv[(R * nr + (size_t)peer) * nr + r],
-                            (uint32_t)i);
-      }
-      if (!ok) {
-        st = ovl__err(err, OVL_ENOMEM, "%s: reference: out of memory",
-                      prog_name(prog));
-        break;
-      }
-    }
-  if (st == OVL_OK)
-    st = rd_match_colls(s, d, coll, err);
-  if (st == OVL_OK)
-    st = rd_match_p2p(s, d, snd, rcv, nch, err);
-
-out:
-  for (size_t k = 0; coll != NULL && k < nrings * nr; k++)
-    free(coll[k].v);
-  for (size_t k = 0; snd != NULL && k < nch; k++)
-    free(snd[k].v);
-  for (size_t k = 0; rcv != NULL && k < nch; k++)
-    free(rcv[k].v);
-  free(coll);
-  free(snd);
-  free(rcv);
-  return st;
+  if (d->st == NULL || d->item == NULL || d->posted == NULL ||
+      d->sent == NULL || d->buf == NULL || d->cursor == NULL ||
+      d->pend == NULL || d->wstamp == NULL || d->rstamp == NULL)
+    return ovl__err(err, OVL_ENOMEM, "%s: reference: out of memory",
+                    prog_name(prog));
+  ovl__match_item_table(&d->m, d->item);
+  return OVL_OK;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1112,8 +886,15 @@ static uint8_t *rd_st(const ref_state *s, int rank, size_t i) {
   return &s->rd->st[(size_t)rank * s->rd->nops + i];
 }
 
-static uint32_t rd_match_of(const ref_state *s, int rank, size_t i) {
-  return s->rd->match[(size_t)rank * s->rd->nops + i];
+/* Rank r's item of comm op i. */
+static const ovl__citem *rd_item(const ref_state *s, int rank, size_t i) {
+  return &s->rd->m.items[s->rd->item[(size_t)rank * s->rd->nops + i]];
+}
+
+/* Rank r's part of the k-th collective of `ring`. */
+static const ovl__citem *rd_coll(const ref_state *s, int rank, int ring,
+                                 uint32_t k) {
+  return &s->rd->m.items[ovl__match_coll(&s->rd->m, rank, ring, k)];
 }
 
 /* Whether op i of `rank` must wait for an earlier op of its rank not yet
@@ -1143,14 +924,13 @@ static void rd_mark(ref_state *s, int rank, size_t i) {
     d->wstamp[op->out] = d->epoch;
 }
 
-/* Run collective instance `id` on every rank. */
-static void rd_run_coll(ref_state *s, uint32_t id) {
-  rd_state *d = s->rd;
+/* Run the collective of item `it` (the k-th of its ring) on every rank. */
+static void rd_run_coll(ref_state *s, const ovl__citem *it) {
   const ovl__op *ops[OVL_MAX_RANKS];
-  const uint32_t *idx = &d->inst_ops[(size_t)id * (size_t)s->nranks];
   for (int r = 0; r < s->nranks; r++) {
-    ops[r] = &s->prog->ops[idx[r]];
-    *rd_st(s, r, idx[r]) = RD_DONE;
+    uint32_t op = rd_coll(s, r, it->ring, it->ord)->op;
+    ops[r] = &s->prog->ops[op];
+    *rd_st(s, r, op) = RD_DONE;
   }
   if (!ovl__coll_is_local(ops[0]->def->coll)) {
     run_global_coll(s, ops);
@@ -1181,44 +961,48 @@ static bool rd_try(ref_state *s, int rank, size_t i, bool *changed) {
     *changed = true;
     return true;
   }
+  const ovl__citem *it = rd_item(s, rank, i);
   if (p->kind == OVL_PRIM_COLL) {
-    uint32_t id = rd_match_of(s, rank, i);
+    /* Counted on rank 0's part of it. */
+    size_t id = (size_t)(rd_coll(s, 0, it->ring, it->ord) - d->m.items);
     if (*st == RD_NEW) {
       *st = RD_POSTED;
       *changed = true;
-      if (++d->inst_posted[id] == s->nranks) {
-        rd_run_coll(s, id);
+      if (++d->posted[id] == s->nranks) {
+        rd_run_coll(s, it);
         return true;
       }
     }
     return false;
   }
-  rd_pair *pair = &d->pairs[rd_match_of(s, rank, i)];
+  /* The send (this one, or the receive's partner). */
+  size_t snd = p->kind == OVL_PRIM_SEND ? (size_t)(it - d->m.items)
+                                        : (size_t)it->partner;
   if (p->kind == OVL_PRIM_SEND) {
     const ovl__var *x = &prog->vars[prog->ops[i].in[0]];
     size_t bytes = (size_t)x->numel * sizeof(double);
-    pair->buf = malloc(bytes + 1);
-    if (pair->buf == NULL)
+    d->buf[snd] = malloc(bytes + 1);
+    if (d->buf[snd] == NULL)
       d->nomem = true;
     else
-      memcpy(pair->buf, var_val(s, rank, prog->ops[i].in[0]), bytes);
-    pair->sent = true;
+      memcpy(d->buf[snd], var_val(s, rank, prog->ops[i].in[0]), bytes);
+    d->sent[snd] = true;
     *st = RD_DONE;
     *changed = true;
     return true;
   }
-  if (!pair->sent) {
+  if (!d->sent[snd]) {
     if (*st == RD_NEW)
       *changed = true;
     *st = RD_POSTED;
     return false;
   }
-  if (pair->buf != NULL) {
+  if (d->buf[snd] != NULL) {
     const ovl__var *y = &prog->vars[prog->ops[i].out];
-    memcpy(var_val(s, rank, prog->ops[i].out), pair->buf,
+    memcpy(var_val(s, rank, prog->ops[i].out), d->buf[snd],
            (size_t)y->numel * sizeof(double));
-    free(pair->buf);
-    pair->buf = NULL;
+    free(d->buf[snd]);
+    d->buf[snd] = NULL;
   }
   *st = RD_DONE;
   *changed = true;
@@ -1316,7 +1100,7 @@ static void msg_put(char *buf, size_t size, size_t *len, const char *fmt,
 static ovl_status rd_stuck(ref_state *s, ovl_error *err) {
   const ovl_program *prog = s->prog;
   rd_state *d = s->rd;
-  char msg[OVL_ERROR_MSG_MAX], o[32], da[256];
+  char msg[OVL_ERROR_MSG_MAX], da[512];
   size_t len = 0;
   int first_line = 0, first_col = 0;
 
@@ -1336,23 +1120,24 @@ static ovl_status rd_stuck(ref_state *s, ovl_error *err) {
     }
     msg_put(msg, sizeof msg, &len, "; rank %d waits at line %d ", r,
             op->line);
+    const ovl__citem *it = rd_item(s, r, i);
     if (p->kind == OVL_PRIM_COLL) {
-      uint32_t id = rd_match_of(s, r, i);
-      const uint32_t *idx = &d->inst_ops[(size_t)id * (size_t)s->nranks];
       int nmissing = 0;
-      msg_put(msg, sizeof msg, &len, "(%s, the %s collective on ring %d) for",
-              describe_coll(prog, i, r, da, sizeof da),
-              ordinal(d->inst_seq[id] + 1, o, sizeof o), d->inst_ring[id]);
-      for (int q = 0; q < s->nranks; q++)
-        if (*rd_st(s, q, idx[q]) != RD_POSTED)
+      ovl__citem_text(&d->m, it, da, sizeof da);
+      msg_put(msg, sizeof msg, &len, "(%s, ring %d collective #%u) for", da,
+              it->ring, it->ord + 1);
+      for (int q = 0; q < s->nranks; q++) {
+        uint32_t qop = rd_coll(s, q, it->ring, it->ord)->op;
+        if (*rd_st(s, q, qop) != RD_POSTED)
           msg_put(msg, sizeof msg, &len, "%s rank %d (line %d)",
-                  nmissing++ > 0 ? "," : "", q, prog->ops[idx[q]].line);
+                  nmissing++ > 0 ? "," : "", q, prog->ops[qop].line);
+      }
     } else {
-      const rd_pair *pair = &d->pairs[rd_match_of(s, r, i)];
+      const ovl__citem *snd = &d->m.items[it->partner];
       msg_put(msg, sizeof msg, &len,
               "(recv_v2 from rank %d, ring %d) for rank %d's send_v2 at "
               "line %d",
-              pair->a, op->ring_id, pair->a, prog->ops[pair->send].line);
+              snd->rank, op->ring_id, snd->rank, prog->ops[snd->op].line);
     }
   }
   return ovl__err(err, OVL_EMISMATCH,

@@ -101,24 +101,28 @@ typedef struct ovl__flight {
  * (a terminated string in a buffer of `size`): "; flight record: rank 0
  * ring 0: enqueued #12 send_v2 (pipe.sched:14), completed #11 recv_v2
  * (pipe.sched:9); ..." (ranks with the same entry grouped, cut to fit),
- * then "; ranks disagree first at ..." (ovl__comm_first_disagreement of
- * the first ring that has one, "; and at ..." for the next two) or
- * "; ranks agree; first not completed: ring R #T: rank r OP (line L),
- * ...". Nothing for a program without communication. */
+ * then "; ranks disagree first at #T ..." (ovl__comm_first_disagreement's
+ * text, of the first ring that has one; "; and at ..." for the next two)
+ * or "; ranks agree; first not completed: ring R #T: rank r recv_v2 into
+ * 'y' (float32, 8 elements) from rank 1 at FILE:LINE:COL, ..." (the
+ * matching's words, check/match.h). The conclusion comes before the
+ * entries when room is short (cut with "..." where even it does not fit).
+ * Nothing for a program without communication. */
 void ovl__flight_append(const ovl_program *prog, const ovl__flight *f,
                         char *msg, size_t size);
 
-/* The first place where the ranks' communication cannot match, by
- * NCCL's rules: the k-th collective of a ring meets the k-th of every
- * other rank and must be the same op, dtype, count and root; the k-th
- * send from a to b on a ring meets the k-th receive on b from a, of the
- * same dtype and count. Counted within one iteration (the ranks meet
- * between iterations), on ring `ring` (-1: the first ring that has one),
- * the first by position in the iteration, then by rank. Writes "ring 0 #5:
- * rank 0 c_allreduce_sum (line 14), rank 1 c_broadcast (line 20)" (the
- * other rank's tag shown where it differs; "rank 1 never issues it" where
- * it has none) and returns true; false when everything matches. Tags are
- * those of iteration `iter` (0-based): per rank and ring from 1 across
+/* The first place where the ranks' communication cannot match, from the
+ * check's matching (ovl__match_first_disagreement: the k-th collective of
+ * a ring meets the k-th of every other rank and must agree in op,
+ * reduction, count, dtype, root and variable; the k-th send from a to b
+ * on a ring meets the k-th receive on b from a, of the same dtype and
+ * count), on ring `ring` (-1: the first ring that has one). Writes its
+ * tag, the other ranks' where they differ, then the matching's text:
+ * "#1 (rank 1 #2): ring 0 collective #1: rank 0 issues c_allreduce_sum of
+ * 'x' (float32, 8 elements) at f.sched:2:1, rank 1 issues c_allreduce_max
+ * of 'x' (...) at f.sched:5:1; they differ in reduction (...)", and
+ * returns true; false when everything matches (or out of memory). Tags
+ * are those of iteration `iter` (0-based): per rank and ring from 1 across
  * iterations, as the executor numbers them. */
 bool ovl__comm_first_disagreement(const ovl_program *prog, int ring,
                                   int iter, char *buf, size_t size);
