@@ -218,7 +218,7 @@ static void put_collective_case(text *t, const ovl__opdef *def, int nranks,
 
   if (def->attrs & OVL_ATTR_ROOT)
     snprintf(root, sizeof root, ", root=%d", nranks - 1);
-  ck_assert_msg(def->shape(def, &in, names, 1, nranks, &out, msg,
+  ck_assert_msg(def->shape(def, NULL, &in, names, 1, nranks, &out, msg,
                            sizeof msg) == NULL,
                 "%s: %s", def->name, msg);
   /* alltoall's output must not be its input. */
