@@ -10,6 +10,7 @@
 #ifndef OVL_CUDA_H
 #define OVL_CUDA_H
 
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -19,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -46,6 +48,9 @@
  * call of a ring, per rank, reused round robin. The last completed call
  * is found among the last PROGRESS_EVENTS enqueued. */
 #define PROGRESS_EVENTS 256
+/* cuBLAS's workspace of a rank (matmul_v2 on the calc stream): NVIDIA's
+ * recommendation for Hopper, and what PyTorch gives cuBLAS there. */
+#define BLAS_WORKSPACE_BYTES (32u << 20)
 /* rank_quiesce gives a stream this long to empty after an abort. */
 #define QUIESCE_GRACE_S 30.0
 
@@ -78,6 +83,8 @@ struct ovl__bworld {
    * limits (0 = NCCL's choice). */
   bool comm_priority_high;
   int nccl_min_ctas, nccl_max_ctas;
+  /* float32 matmul_v2 on TF32 tensor cores (key tf32; default off). */
+  bool tf32;
 };
 
 struct ovl__brank {
@@ -116,6 +123,10 @@ struct ovl__brank {
   uint64_t frozen_done[OVL_MAX_RINGS];
   /* barrier's one-element buffer. */
   float *barrier_buf;
+  /* matmul_v2: the rank's cuBLAS handle, used only from its thread, and
+   * its workspace (BLAS_WORKSPACE_BYTES), both made by rank_init. */
+  cublasHandle_t blas;
+  void *blas_ws;
 };
 
 /* The tag of the last completed call of `ring` on `br` among those still
@@ -136,6 +147,19 @@ ovl_status ovl__cuda_fail(ovl_error *err, int rank, const char *where,
 ovl_status ovl__cuda_nccl_fail(ovl_error *err, int rank, const char *where,
                                const char *call, ncclResult_t r,
                                ncclComm_t comm, const char *file, int line);
+
+/* "rank R: CALL on WHERE: STATUS TEXT (NAME) at FILE:LINE" for cuBLAS. */
+ovl_status ovl__cuda_blas_fail(ovl_error *err, int rank, const char *where,
+                               const char *call, cublasStatus_t s,
+                               const char *file, int line);
+
+#define OVL__BLASCHECK(err, rank, where, fn, args)                            \
+  do {                                                                        \
+    cublasStatus_t ovl__s = fn args;                                          \
+    if (ovl__s != CUBLAS_STATUS_SUCCESS)                                      \
+      return ovl__cuda_blas_fail((err), (rank), (where), #fn, ovl__s,         \
+                                 __FILE__, __LINE__);                         \
+  } while (0)
 
 /* CUDA calls, nccl-tests style, except that a failure returns a status
  * (or jumps to the function's cleanup label) instead of exiting. `where`
