@@ -5,7 +5,9 @@
  * tolerance that overflows to infinity never lets a finite value match an
  * infinite one). A rank checks the variables it fetches: a fetch with
  * ranks=[...] fetches only there, and a rank that fetches nothing of a
- * variable has nothing of it to check.
+ * variable has nothing of it to check. Where the reference sampled the
+ * rows of a variable (ovl_reference_rows), those rows are compared and
+ * the others counted as not checked.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -117,7 +119,8 @@ ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
       ovl_var_info info;
       const double *g = got(ctx, r, i);
       const double *e = ovl_reference_fetched(ref, r, i);
-      size_t n, first = 0;
+      const int64_t *rows;
+      size_t n, first = 0, nrows;
       int64_t count;
 
       ovl_program_fetch_info(prog, i, &info);
@@ -132,11 +135,37 @@ ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
                         info.name, r);
       }
       n = (size_t)info.numel;
-      out->checked += info.numel;
-      if (g == NULL)
+      rows = ovl_reference_rows(ref, i, &nrows);
+      if (g == NULL) {
         count = info.numel; /* never fetched: all of it is wrong */
-      else
+        out->checked += info.numel;
+      } else if (rows == NULL) {
         count = count_mismatches(g, e, n, rtol, atol, &first);
+        out->checked += info.numel;
+      } else {
+        /* Sampled rows: only those hold reference values. */
+        size_t len = info.dims[0] > 0 ? n / (size_t)info.dims[0] : 0;
+        count = 0;
+        for (size_t q = 0; q < nrows; q++) {
+          size_t at = (size_t)rows[q] * len, f = 0;
+          int64_t c = count_mismatches(g + at, e + at, len, rtol, atol, &f);
+          if (c > 0 && count == 0)
+            first = at + f;
+          count += c;
+        }
+        out->checked += (int64_t)(nrows * len);
+        out->unchecked += info.numel - (int64_t)(nrows * len);
+        if (out->var_unchecked == NULL &&
+            (out->var_unchecked = calloc(nfetch + 1,
+                                         sizeof *out->var_unchecked)) ==
+                NULL) {
+          free(on);
+          ovl_check_release(out);
+          return ovl__err(err, OVL_ENOMEM,
+                          "ovl_check_result: out of memory");
+        }
+        out->var_unchecked[i] = info.numel - (int64_t)(nrows * len);
+      }
       if (count == 0 && g != NULL)
         continue;
 
@@ -180,6 +209,8 @@ void ovl_check_release(ovl_check *check) {
   if (check == NULL)
     return;
   free(check->mismatch);
+  free(check->var_unchecked);
+  check->var_unchecked = NULL;
   check->mismatch = NULL;
   check->nmismatch = 0;
 }
