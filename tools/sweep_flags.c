@@ -23,9 +23,11 @@ static void usage(FILE *f) {
       "shape, in three\n"
       "placements: on the calc stream, on a comm stream, and on a comm "
       "stream with a\n"
-      "memory-bound kernel (w = scale(z)) running beside it on the calc "
-      "stream; print\n"
-      "how much the kernel and the collective slow each other down. Every "
+      "kernel running beside it on the calc stream: a memory-bound one (w = "
+      "scale(z)),\n"
+      "or a matrix multiply (w = matmul_v2(a, b), --compute=matmul); print "
+      "how much the\n"
+      "kernel and the collective slow each other down. Every "
       "measurement\n"
       "is a generated schedule, run on every rank (one thread per "
       "device).\n"
@@ -60,12 +62,22 @@ static void usage(FILE *f) {
       "size, enough for\n"
       "                         iterations of a few ms; the table's time is "
       "per collective)\n"
+      "      --compute=scale|matmul\n"
+      "                         the kernel beside the collectives: scale "
+      "(default; w =\n"
+      "                         scale(z), memory-bound) or matmul (w = "
+      "matmul_v2(a, b),\n"
+      "                         square, of the collective's datatype: it "
+      "competes for\n"
+      "                         the SMs; cuda: cuBLAS)\n"
       "      --compute-bytes=SIZE\n"
-      "                         size of the kernel's buffers z and w "
+      "                         size of scale's buffers z and w "
       "(default: cpu 1M,\n"
       "                         cuda 256M: far beyond the L2 cache, so the "
       "kernel is\n"
       "                         memory-bound)\n"
+      "      --matmul-size=N    matmul's a, b and w are N x N (default: cpu "
+      "64, cuda 8192)\n"
       "      --root=R           broadcast's and reduce's root rank (default "
       "0)\n"
       "      --timing=device|host\n"
@@ -89,6 +101,8 @@ static void usage(FILE *f) {
       "1e-6)\n"
       "      --comm-priority=high|default\n"
       "                         cuda: stream priority of the comm streams\n"
+      "      --tf32=on|off      cuda: a float32 matmul on TF32 tensor cores "
+      "(default off)\n"
       "      --nccl-min-ctas=N, --nccl-max-ctas=N\n"
       "                         cuda: NCCL's CTA limits (ncclConfig_t); 0 = "
       "NCCL's choice\n"
@@ -158,7 +172,10 @@ int sweep_parse_flags(int argc, char **argv, options *o) {
     OPT_ATOL,
     OPT_COMM_PRIORITY,
     OPT_MIN_CTAS,
-    OPT_MAX_CTAS
+    OPT_MAX_CTAS,
+    OPT_COMPUTE,
+    OPT_MATMUL_SIZE,
+    OPT_TF32
   };
   static const struct option longopts[] = {
       {"collective", required_argument, NULL, 'c'},
@@ -172,6 +189,9 @@ int sweep_parse_flags(int argc, char **argv, options *o) {
       {"sizes", required_argument, NULL, OPT_SIZES},
       {"reps", required_argument, NULL, OPT_REPS},
       {"compute-bytes", required_argument, NULL, OPT_COMPUTE_BYTES},
+      {"compute", required_argument, NULL, OPT_COMPUTE},
+      {"matmul-size", required_argument, NULL, OPT_MATMUL_SIZE},
+      {"tf32", required_argument, NULL, OPT_TF32},
       {"root", required_argument, NULL, OPT_ROOT},
       {"timing", required_argument, NULL, OPT_TIMING},
       {"csv", no_argument, NULL, OPT_CSV},
@@ -291,6 +311,30 @@ int sweep_parse_flags(int argc, char **argv, options *o) {
         return usage_error("--compute-bytes: '%s' is not a size (bytes >= "
                            "4, with K, M, G suffixes)",
                            optarg);
+      o->compute_bytes_given = true;
+      break;
+    case OPT_COMPUTE:
+      if (strcmp(optarg, "scale") == 0)
+        o->compute = K_SCALE;
+      else if (strcmp(optarg, "matmul") == 0)
+        o->compute = K_MATMUL;
+      else
+        return usage_error("--compute: '%s' is not scale or matmul",
+                           optarg);
+      break;
+    case OPT_MATMUL_SIZE: {
+      int n;
+      if (!parse_int(optarg, 1, 65536, &n))
+        return usage_error("--matmul-size: '%s' is not a number from 1 to "
+                           "65536",
+                           optarg);
+      o->matmul_n = (uint64_t)n;
+      o->matmul_n_given = true;
+      break;
+    }
+    case OPT_TF32:
+      if ((rc = parse_tuning_flag("--tf32", optarg, &o->tf32)) != 0)
+        return rc;
       break;
     case OPT_ROOT:
       if (!parse_int(optarg, 0, 63, &o->root))
@@ -384,6 +428,12 @@ int sweep_parse_flags(int argc, char **argv, options *o) {
     return usage_error("--minbytes (%llu) is larger than --maxbytes (%llu)",
                        (unsigned long long)o->minb,
                        (unsigned long long)o->maxb);
+  if (o->compute_bytes_given && o->compute == K_MATMUL)
+    return usage_error("--compute-bytes sizes scale's buffers: with "
+                       "--compute=matmul, --matmul-size=N sizes the "
+                       "matrices");
+  if (o->matmul_n_given && o->compute != K_MATMUL)
+    return usage_error("--matmul-size needs --compute=matmul");
   if (o->nccl_min_ctas > 0 && o->nccl_max_ctas > 0 &&
       o->nccl_min_ctas > o->nccl_max_ctas)
     return usage_error("--nccl-min-ctas (%d) is larger than --nccl-max-ctas "
