@@ -674,6 +674,123 @@ START_TEST(test_elementwise_data_discriminates) {
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* Matrix multiply                                                     */
+/* ------------------------------------------------------------------ */
+
+/* An input of the matmul tests: ordinary values of either sign, and NaN,
+ * infinities and zeros at a few places. */
+static double mm_in(int which, int i) {
+  if (i % 97 == 13)
+    return which ? INFINITY : 0.0;
+  if (i % 89 == 7)
+    return NAN;
+  return ((double)((i * 37 + which * 11) % 101) - 50.0) / 16.0;
+}
+
+/* out = op(x) @ op(y) on the backend against the same sum in order, in
+ * float (double for float64), for every transpose; M, N, K that the
+ * kernel's tiles do not divide. */
+#define DEFINE_MM_EXPECT(T, SUFFIX)                                           \
+  static void mm_expect_##SUFFIX(T *out, const T *x, const T *y, size_t m,    \
+                                 size_t n, size_t k, bool tx, bool ty) {      \
+    for (size_t i = 0; i < m; i++)                                            \
+      for (size_t j = 0; j < n; j++) {                                        \
+        T s = 0;                                                              \
+        for (size_t t = 0; t < k; t++)                                        \
+          s += (tx ? x[t * m + i] : x[i * k + t]) *                           \
+               (ty ? y[j * k + t] : y[t * n + j]);                            \
+        out[i * n + j] = s;                                                   \
+      }                                                                       \
+  }
+DEFINE_MM_EXPECT(float, f32)
+DEFINE_MM_EXPECT(double, f64)
+
+START_TEST(test_matmul) {
+  const size_t m = 21, n = 70, k = 300;
+  env v;
+  env_open(&v, 1, 0);
+  for (int d = 0; d < 2; d++)
+    for (int tr = 0; tr < 4; tr++) {
+      ovl_dtype dt = d ? OVL_DTYPE_FLOAT64 : OVL_DTYPE_FLOAT32;
+      bool tx = tr & 1, ty = tr & 2;
+      size_t es = ovl_dtype_size(dt);
+      char *hx = malloc(m * k * es), *hy = malloc(k * n * es);
+      char *want = malloc(m * n * es), *got = malloc(m * n * es);
+      void *x, *y, *out;
+      int nan = 0;
+      for (size_t i = 0; i < m * k; i++) {
+        if (d)
+          ((double *)hx)[i] = mm_in(0, (int)i);
+        else
+          ((float *)hx)[i] = (float)mm_in(0, (int)i);
+      }
+      for (size_t i = 0; i < k * n; i++) {
+        if (d)
+          ((double *)hy)[i] = mm_in(1, (int)i);
+        else
+          ((float *)hy)[i] = (float)mm_in(1, (int)i);
+      }
+      CK_OK(B->mem_alloc(v.br, m * k * es, &x, E));
+      CK_OK(B->mem_alloc(v.br, k * n * es, &y, E));
+      CK_OK(B->mem_alloc(v.br, m * n * es, &out, E));
+      CK_OK(B->mem_upload(v.br, x, hx, m * k * es, E));
+      CK_OK(B->mem_upload(v.br, y, hy, k * n * es, E));
+      CK_OK(B->matmul(v.br, COMM0, dt, out, x, y, m, n, k, tx, ty, E));
+      CK_OK(B->stream_sync(v.br, COMM0, E));
+      CK_OK(B->mem_download(v.br, got, out, m * n * es, E));
+      if (d)
+        mm_expect_f64((double *)want, (const double *)hx,
+                      (const double *)hy, m, n, k, tx, ty);
+      else
+        mm_expect_f32((float *)want, (const float *)hx, (const float *)hy,
+                      m, n, k, tx, ty);
+      for (size_t i = 0; i < m * n; i++) {
+        double g = d ? ((double *)got)[i] : ((float *)got)[i];
+        double w = d ? ((double *)want)[i] : ((float *)want)[i];
+        nan += isnan(w) != 0;
+        ck_assert_msg(g == w || (isnan(g) && isnan(w)),
+                      "%s tx %d ty %d [%zu]: got %g, want %g",
+                      ovl_dtype_name(dt), tx, ty, i, g, w);
+      }
+      ck_assert_int_gt(nan, 0); /* the specials reached the output */
+      B->mem_free(v.br, x);
+      B->mem_free(v.br, y);
+      B->mem_free(v.br, out);
+      free(hx);
+      free(hy);
+      free(want);
+      free(got);
+    }
+  env_close(&v);
+}
+END_TEST
+
+/* Bad arguments are refused when enqueued, naming the stream. */
+START_TEST(test_matmul_bad_args) {
+  env v;
+  ovl_error err;
+  void *a, *b;
+  env_open(&v, 1, 0);
+  CK_OK(B->mem_alloc(v.br, 64, &a, E));
+  CK_OK(B->mem_alloc(v.br, 64, &b, E));
+  ck_assert_int_eq(B->matmul(v.br, CALC, OVL_DTYPE_FLOAT32, a, a, b, 2, 2, 2,
+                             false, false, &err),
+                   OVL_EINVAL);
+  ck_assert_str_eq(err.msg,
+                   "rank 0: calc stream: invalid matmul arguments");
+  ck_assert_int_eq(B->matmul(v.br, CALC, OVL_DTYPE_FLOAT32, a, b, b, 2, 0, 2,
+                             false, false, &err),
+                   OVL_EINVAL);
+  ck_assert_int_eq(B->matmul(v.br, 9, OVL_DTYPE_FLOAT32, a, b, b, 2, 2, 2,
+                             false, false, &err),
+                   OVL_EINVAL);
+  B->mem_free(v.br, a);
+  B->mem_free(v.br, b);
+  env_close(&v);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 /* Collectives                                                         */
 /* ------------------------------------------------------------------ */
 
@@ -1945,6 +2062,8 @@ static Suite *backend_cpu_suite(void) {
   tcase_set_timeout(tc, 30);
   tcase_add_test(tc, test_elementwise);
   tcase_add_test(tc, test_elementwise_data_discriminates);
+  tcase_add_test(tc, test_matmul);
+  tcase_add_test(tc, test_matmul_bad_args);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("collectives");

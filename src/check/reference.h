@@ -16,4 +16,16 @@ bool ovl__ref_matmul(double *out, const double *x, const double *y,
                      size_t m, size_t n, size_t k, bool tx, bool ty,
                      const int64_t *rows, size_t nrows);
 
+/* Threads for `work` units (multiply-adds, elements) on this machine: one
+ * per online CPU, fewer for small work (about 4 M units a thread), 1 at
+ * least. */
+size_t ovl__ref_threads(double work);
+
+/* fn(ctx, lo, hi) over [0, n) cut into `nthreads` contiguous ranges, one
+ * a thread (this thread takes the first); returns when all are done. fn
+ * must be safe to run on disjoint ranges at once. */
+void ovl__ref_parallel(size_t n, size_t nthreads,
+                       void (*fn)(void *ctx, size_t lo, size_t hi),
+                       void *ctx);
+
 #endif /* OVL_CHECK_REFERENCE_H */
