@@ -140,14 +140,39 @@ ovl_status ovl_schedule_bind(const ovl_schedule *s, const ovl_bind_opts *opts,
 /* Programs: bound schedules.                                          */
 /* ------------------------------------------------------------------ */
 
+/* Element types. float16 is IEEE 754 binary16, bfloat16 the top half of
+ * a float32 (8 exponent bits, 7 fraction bits). Every op on a 16-bit
+ * dtype computes in float and rounds its result once, to nearest even
+ * (core/elemfn.h); the reference computes in float64 and rounds to the
+ * variable's dtype after every op. */
 typedef enum {
   OVL_DTYPE_FLOAT32 = 0,
-  OVL_DTYPE_FLOAT64 = 1
+  OVL_DTYPE_FLOAT64 = 1,
+  OVL_DTYPE_FLOAT16 = 2,
+  OVL_DTYPE_BFLOAT16 = 3
 } ovl_dtype;
+#define OVL_DTYPE_COUNT 4
 
-/* Byte size of one element, and the schedule spelling ("float32"). */
+/* Byte size of one element, and the schedule spelling ("float32",
+ * "float64", "float16", "bfloat16"). */
 size_t ovl_dtype_size(ovl_dtype dtype);
 const char *ovl_dtype_name(ovl_dtype dtype);
+/* The dtype of a schedule spelling; 0 (and *out untouched) for another
+ * name. */
+int ovl_dtype_from_name(const char *name, ovl_dtype *out);
+
+/* Default tolerances of the numeric check for values of `dtype`
+ * (|got - ref| <= atol + rtol * |ref|): float32 and float64 rtol 1e-5,
+ * atol 1e-6; float16 rtol 2e-3, atol 1e-5; bfloat16 rtol 1.6e-2, atol
+ * 1e-5. The 16-bit ones are about 4 units of roundoff (2^-11, 2^-8): a
+ * device sums a reduction's ranks rounding at every step, in its own
+ * order, where the reference rounds once, and on 8 ranks that differs by
+ * more than the 2 units PyTorch's float16 default (1e-3) allows. Pass
+ * OVL_TOL_DTYPE as a tolerance to ovl_check_result or the pipeline to get
+ * these, per fetched variable. */
+#define OVL_TOL_DTYPE (-1.0)
+double ovl_dtype_rtol(ovl_dtype dtype);
+double ovl_dtype_atol(ovl_dtype dtype);
 
 typedef struct ovl_parse_opts_s {
   /* NAME=VALUE strings that override `param` defaults (-D). */
@@ -490,10 +515,11 @@ typedef struct ovl_mismatch_s {
   int64_t numel;
   int64_t first_index; /* first element out of tolerance */
   double got, expected;
+  double rtol, atol;    /* the tolerance it was checked with */
 } ovl_mismatch;
 
 typedef struct ovl_check_s {
-  double rtol, atol;
+  double rtol, atol;    /* as given (OVL_TOL_DTYPE: per dtype) */
   int64_t checked;      /* elements compared, all ranks and variables */
   /* Elements not compared: rows the reference did not compute (sampled
    * rows of a matmul's results, ovl_reference_compute_rows). */
@@ -508,11 +534,16 @@ typedef struct ovl_check_s {
 
 /* Compare every fetched variable of every rank:
  * |got - ref| <= atol + rtol * |ref|. NaN never matches unless both are NaN.
- * Fills `out` (free with ovl_check_release). */
+ * rtol and atol are >= 0, or OVL_TOL_DTYPE: the default of each
+ * variable's dtype. Fills `out` (free with ovl_check_release). */
 ovl_status ovl_check_result(const ovl_program *prog, const ovl_result *res,
                             const ovl_reference *ref, double rtol,
                             double atol, ovl_check *out, ovl_error *err);
 void ovl_check_release(ovl_check *check);
+/* The tolerance values of `dtype` that (rtol, atol) give: each as it is,
+ * or the dtype's default where it is OVL_TOL_DTYPE. */
+void ovl_tolerance(double rtol, double atol, ovl_dtype dtype,
+                   double *rtol_out, double *atol_out);
 
 /* ------------------------------------------------------------------ */
 /* Race check: happens-before over the ops as they are enqueued.       */
@@ -945,7 +976,8 @@ typedef struct ovl_pipeline_opts_s {
    * world may be NULL; nothing is run, no reference computed). */
   int run;
   ovl_run_opts run_opts;
-  /* Tolerances of the comparison: |got - ref| <= atol + rtol * |ref|. */
+  /* Tolerances of the comparison: |got - ref| <= atol + rtol * |ref|;
+   * OVL_TOL_DTYPE: each fetched variable's dtype default. */
   double rtol, atol;
   /* Rows the reference computes of what a matmul_v2 gives (max_rows of
    * ovl_reference_compute_rows): 0 OVL_REFERENCE_ROWS_DEFAULT, < 0 every
@@ -1196,7 +1228,7 @@ typedef struct ovl_report_json_opts_s {
   const char *tool;            /* "overlap_sim" */
   const char *mode;            /* as asked: "both", "all", "sync", ... */
   int iters, warmup;           /* iterations in all, the untimed ones */
-  double rtol, atol;
+  double rtol, atol;           /* OVL_TOL_DTYPE: null (per dtype) */
   double timeout_s;
   int races;                   /* the race check ran */
   int op_times;                /* also writes each mode's "op_times" */

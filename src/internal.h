@@ -45,6 +45,15 @@ void ovl__sb_json_str(ovl__sbuf *b, const char *s);
  * (a sign, blanks, anything after the digits). */
 bool ovl__parse_uint(const char *s, unsigned long max, unsigned long *out);
 
+/* dtypes (base/util.c; the 16-bit conversions are in base/half.h).
+ * ovl__dtype_round: v rounded to `dtype` (to nearest, ties to even, in one
+ * step from the double; float64: v itself). ovl__dtype_load: element i of
+ * an array of `dtype`, as a double (exact). ovl__dtype_store: v rounded to
+ * `dtype` into element i. */
+double ovl__dtype_round(ovl_dtype dtype, double v);
+double ovl__dtype_load(ovl_dtype dtype, const void *base, size_t i);
+void ovl__dtype_store(ovl_dtype dtype, void *base, size_t i, double v);
+
 /* Allocation helpers that never return NULL silently: they return NULL only
  * for failure, and callers map that to OVL_ENOMEM. */
 char *ovl__strdup(const char *s);

@@ -116,8 +116,8 @@ OPTION_KEYS = ("mode", "iters", "warmup", "timed", "rtol", "atol",
 MODE_KEYS = ("total_s", "median_s", "min_s", "max_s", "iter_s", "check",
              "races")
 CHECK_KEYS = ("status", "checked", "unchecked", "mismatched", "vars")
-VAR_KEYS = ("rank", "var", "checked", "mismatched", "fetched", "first_index",
-            "first_at", "got", "expected")
+VAR_KEYS = ("rank", "var", "dtype", "rtol", "atol", "checked", "mismatched",
+            "fetched", "first_index", "first_at", "got", "expected")
 
 
 def has_keys(obj, keys, where):

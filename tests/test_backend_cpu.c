@@ -688,65 +688,63 @@ static double mm_in(int which, int i) {
 }
 
 /* out = op(x) @ op(y) on the backend against the same sum in order, in
- * float (double for float64), for every transpose; M, N, K that the
- * kernel's tiles do not divide. */
-#define DEFINE_MM_EXPECT(T, SUFFIX)                                           \
-  static void mm_expect_##SUFFIX(T *out, const T *x, const T *y, size_t m,    \
-                                 size_t n, size_t k, bool tx, bool ty) {      \
-    for (size_t i = 0; i < m; i++)                                            \
-      for (size_t j = 0; j < n; j++) {                                        \
-        T s = 0;                                                              \
-        for (size_t t = 0; t < k; t++)                                        \
-          s += (tx ? x[t * m + i] : x[i * k + t]) *                           \
-               (ty ? y[j * k + t] : y[t * n + j]);                            \
-        out[i * n + j] = s;                                                   \
-      }                                                                       \
-  }
-DEFINE_MM_EXPECT(float, f32)
-DEFINE_MM_EXPECT(double, f64)
+ * float (double for float64) and rounded once to the dtype, for every
+ * transpose and dtype; M, N, K that the kernel's tiles do not divide. */
+static void mm_expect(ovl_dtype dt, double *out, const double *x,
+                      const double *y, size_t m, size_t n, size_t k, bool tx,
+                      bool ty) {
+  for (size_t i = 0; i < m; i++)
+    for (size_t j = 0; j < n; j++) {
+      float sf = 0;
+      double sd = 0;
+      for (size_t t = 0; t < k; t++) {
+        double a = tx ? x[t * m + i] : x[i * k + t];
+        double b = ty ? y[j * k + t] : y[t * n + j];
+        sf += (float)a * (float)b;
+        sd += a * b;
+      }
+      out[i * n + j] =
+          dt == OVL_DTYPE_FLOAT64 ? sd : ovl__dtype_round(dt, (double)sf);
+    }
+}
 
 START_TEST(test_matmul) {
+  static const ovl_dtype dts[4] = {OVL_DTYPE_FLOAT32, OVL_DTYPE_FLOAT64,
+                                   OVL_DTYPE_FLOAT16, OVL_DTYPE_BFLOAT16};
   const size_t m = 21, n = 70, k = 300;
   env v;
   env_open(&v, 1, 0);
-  for (int d = 0; d < 2; d++)
+  for (int d = 0; d < 4; d++)
     for (int tr = 0; tr < 4; tr++) {
-      ovl_dtype dt = d ? OVL_DTYPE_FLOAT64 : OVL_DTYPE_FLOAT32;
+      ovl_dtype dt = dts[d];
       bool tx = tr & 1, ty = tr & 2;
       size_t es = ovl_dtype_size(dt);
-      char *hx = malloc(m * k * es), *hy = malloc(k * n * es);
-      char *want = malloc(m * n * es), *got = malloc(m * n * es);
+      double *hx = malloc(m * k * sizeof *hx), *hy = malloc(k * n * sizeof *hy);
+      double *want = malloc(m * n * sizeof *want);
+      char *bx = malloc(m * k * es), *by = malloc(k * n * es);
+      char *got = malloc(m * n * es);
       void *x, *y, *out;
       int nan = 0;
+      /* The inputs as the dtype holds them (16-bit: rounded). */
       for (size_t i = 0; i < m * k; i++) {
-        if (d)
-          ((double *)hx)[i] = mm_in(0, (int)i);
-        else
-          ((float *)hx)[i] = (float)mm_in(0, (int)i);
+        ovl__dtype_store(dt, bx, i, mm_in(0, (int)i));
+        hx[i] = ovl__dtype_load(dt, bx, i);
       }
       for (size_t i = 0; i < k * n; i++) {
-        if (d)
-          ((double *)hy)[i] = mm_in(1, (int)i);
-        else
-          ((float *)hy)[i] = (float)mm_in(1, (int)i);
+        ovl__dtype_store(dt, by, i, mm_in(1, (int)i));
+        hy[i] = ovl__dtype_load(dt, by, i);
       }
       CK_OK(B->mem_alloc(v.br, m * k * es, &x, E));
       CK_OK(B->mem_alloc(v.br, k * n * es, &y, E));
       CK_OK(B->mem_alloc(v.br, m * n * es, &out, E));
-      CK_OK(B->mem_upload(v.br, x, hx, m * k * es, E));
-      CK_OK(B->mem_upload(v.br, y, hy, k * n * es, E));
+      CK_OK(B->mem_upload(v.br, x, bx, m * k * es, E));
+      CK_OK(B->mem_upload(v.br, y, by, k * n * es, E));
       CK_OK(B->matmul(v.br, COMM0, dt, out, x, y, m, n, k, tx, ty, E));
       CK_OK(B->stream_sync(v.br, COMM0, E));
       CK_OK(B->mem_download(v.br, got, out, m * n * es, E));
-      if (d)
-        mm_expect_f64((double *)want, (const double *)hx,
-                      (const double *)hy, m, n, k, tx, ty);
-      else
-        mm_expect_f32((float *)want, (const float *)hx, (const float *)hy,
-                      m, n, k, tx, ty);
+      mm_expect(dt, want, hx, hy, m, n, k, tx, ty);
       for (size_t i = 0; i < m * n; i++) {
-        double g = d ? ((double *)got)[i] : ((float *)got)[i];
-        double w = d ? ((double *)want)[i] : ((float *)want)[i];
+        double g = ovl__dtype_load(dt, got, i), w = want[i];
         nan += isnan(w) != 0;
         ck_assert_msg(g == w || (isnan(g) && isnan(w)),
                       "%s tx %d ty %d [%zu]: got %g, want %g",
@@ -759,6 +757,8 @@ START_TEST(test_matmul) {
       free(hx);
       free(hy);
       free(want);
+      free(bx);
+      free(by);
       free(got);
     }
   env_close(&v);

@@ -4,7 +4,8 @@
  *
  * For each backend (cpu; cuda when it is compiled in and a GPU is visible),
  * each rank count (1..4 on cpu, 1..min(4, GPUs) on cuda), each dtype
- * (float32, float64) and each mode where the modes differ (async as
+ * (float32, float64, float16, bfloat16) and each mode where the modes
+ * differ (async as
  * written, and sync), the suite generates schedule text, parses it with
  * ovl_program_parse, runs 2 iterations on a world of that backend and rank
  * count, and checks every fetched value with ovl_check_result against
@@ -14,6 +15,12 @@
  *
  * The cases come from the table, so a row added later is covered without
  * touching this file where the suite knows its kind:
+ *   - matrix multiply rows (matmul_v2): every transpose, non-square, on
+ *     special inputs and on a longer sum of ordinary ones (put_matmul_case);
+ *     an element that differs from the reference by more than the dtype's
+ *     tolerance passes only within the error bound of a float sum in any
+ *     order (matmul_explains), and one whose partial sums may overflow in
+ *     some order is counted with the order-dependent reductions;
  *   - compute rows (OVL_ROLE_COMPUTE): out = OP(inputs) three times over
  *     the two inputs in different orders (and x with itself), with scale
  *     and bias where the row takes them;
@@ -36,8 +43,13 @@
  * and the suite fails when a row has no case on a backend it ran on.
  *
  * Exact where the math is exact: a case is checked with tolerance 0 when
- * every op in it is exact on that backend (op_exact), else with rtol 1e-5,
- * atol 1e-6 (float32) or rtol 1e-12, atol 1e-300 (float64). The check
+ * every op in it is exact on that backend (op_exact), else with rtol 1e-12,
+ * atol 1e-300 (float64) or the dtype's default tolerance (float32 rtol
+ * 1e-5, atol 1e-6; float16 2e-3, 1e-5; bfloat16 1.6e-2, 1e-5). The
+ * 16-bit dtypes compute every op in float and round once, which gives
+ * the reference's value (its double rounded once) for every compute op
+ * and for a reduction of 2 ranks (one rounding of a + b), on cpu and on
+ * NCCL alike. The check
  * itself lets a NaN match only a NaN and an infinity only the same
  * infinity, whatever the tolerance. It cannot tell -0 from +0, so an exact
  * case must also give the reference's zeros, sign included, where IEEE 754
@@ -51,7 +63,10 @@
  * Such an element (order_dependent: the folds in every order of the ranks,
  * rounded in the dtype at each step, do not all agree) does not fail a
  * case when it differs from the reference; the suite counts these and
- * prints the count. Every other element must match.
+ * prints the count. In the 16-bit dtypes sums of ordinary values round
+ * too: there an element also passes when every order folds to one value
+ * that the backend gave, other than the reference's single rounding.
+ * Every other element must match.
  *
  * The cuda part runs in this process, after the cpu part; CUDA is never
  * initialised here before that: the GPUs are counted in a forked child.
@@ -59,6 +74,7 @@
  * reach the summary line.
  */
 #include <check.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -174,6 +190,26 @@ static unsigned name_seed(const char *name) {
   return h % 1000000u;
 }
 
+/* A recipe's body. The recipes test ordering, not rounding: in the 16-bit
+ * dtypes their collective is c_allreduce_max instead of the sum, since a
+ * sum of 3 ranks or more of the products before it rounds at each step
+ * of an order the backend picks (the reference rounds once), and where
+ * the products cancel that differs beyond any tolerance relative to the
+ * result. (The sums themselves are checked in the collective rows' cases,
+ * on the inputs, where the folds can be reproduced.) */
+static void put_recipe(text *t, const char *body, ovl_dtype dtype) {
+  const char *sum = "c_allreduce_sum", *p;
+  if (dtype != OVL_DTYPE_FLOAT16 && dtype != OVL_DTYPE_BFLOAT16) {
+    tput(t, "%s", body);
+    return;
+  }
+  while ((p = strstr(body, sum)) != NULL) {
+    tput(t, "%.*sc_allreduce_max", (int)(p - body), body);
+    body = p + strlen(sum);
+  }
+  tput(t, "%s", body);
+}
+
 /* The two inputs every schedule starts from. */
 static void put_inputs(text *t, ovl_dtype dtype, unsigned seed) {
   for (int k = 0; k < 2; k++)
@@ -204,6 +240,33 @@ static void put_compute_case(text *t, const ovl__opdef *def) {
     tput(t, ")\n");
   }
   tput(t, "fetch(o0, o1, o2)\n");
+}
+
+/* Matrix multiply rows (ovl__opdef.kernel OVL_KERNEL_MATMUL): every
+ * transpose on non-square special inputs (K = 5 and 12: some results
+ * finite, some NaN or infinite), on calc and on a user stream, and a
+ * longer sum (K = 40) of ordinary values. */
+static void put_matmul_case(text *t, const ovl__opdef *def, ovl_dtype dtype,
+                            unsigned seed) {
+  const char *dt = ovl_dtype_name(dtype);
+  tput(t, "a = data(shape=[%d, 5], dtype=%s, init=special, seed=%u, "
+          "per_rank=true)\n", DIM0, dt, seed);
+  tput(t, "b = data(shape=[5, 9], dtype=%s, init=special, seed=%u, "
+          "per_rank=true)\n", dt, seed + 1);
+  tput(t, "c = data(shape=[9, 5], dtype=%s, init=special, seed=%u, "
+          "per_rank=true)\n", dt, seed + 2);
+  tput(t, "u = data(shape=[%d, 40], dtype=%s, init=uniform, seed=%u, "
+          "per_rank=true)\n", DIM0, dt, seed + 3);
+  tput(t, "w = data(shape=[9, 40], dtype=%s, init=uniform, seed=%u, "
+          "per_rank=true)\n", dt, seed + 4);
+  tput(t, "o0 = %s(a, b)\n", def->name);
+  tput(t, "o1 = %s(b, a, trans_x=true, trans_y=true)\n", def->name);
+  tput(t, "o2 = %s(a, c, trans_y=true, stream=side)\n", def->name);
+  tput(t, "event_record(o2, event=mm, stream=side)\n");
+  tput(t, "stream_wait_event(o2, event=mm, stream=calc)\n");
+  tput(t, "o3 = %s(a, a, trans_x=true)\n", def->name);
+  tput(t, "o4 = %s(u, w, trans_y=true)\n", def->name);
+  tput(t, "fetch(o0, o1, o2, o3, o4)\n");
 }
 
 /* Collective rows: out of place from x, in place on y where the output
@@ -310,6 +373,10 @@ static bool ew_exact(ovl__ew fn) {
   }
 }
 
+static bool is_16bit(ovl_dtype dt) {
+  return dt == OVL_DTYPE_FLOAT16 || dt == OVL_DTYPE_BFLOAT16;
+}
+
 /* Whether op `def` on `dtype` values of `nranks` ranks gives exactly the
  * reference's value on backend `be`. Collectives that only move data are
  * exact, and so are max and min (fmax/fmin, in any order). Sums, products
@@ -322,6 +389,8 @@ static bool ew_exact(ovl__ew fn) {
  * summing. */
 static bool op_exact(const char *be, const ovl__opdef *def, ovl_dtype dtype,
                      int nranks) {
+  if (def->kernel == OVL_KERNEL_MATMUL)
+    return false; /* sums in float, in the backend's order */
   if (def->roles & OVL_ROLE_COMPUTE)
     return ew_exact(def->ew);
   if (!(def->ring_use & OVL_RING_COLLECTIVE) || def->p2p != OVL_P2P_NONE)
@@ -333,7 +402,11 @@ static bool op_exact(const char *be, const ovl__opdef *def, ovl_dtype dtype,
     return dtype == OVL_DTYPE_FLOAT64 ||
            (nranks == 2 &&
             (def->redop == OVL_RED_SUM || def->redop == OVL_RED_PROD));
-  return false;
+  /* NCCL on 2 ranks: one step, a + b (b + a is the same), rounded once;
+   * checked so for the 16-bit dtypes, whose sums round (issue 17: a
+   * bfloat16 allreduce of two GPUs is the reference's bit for bit). */
+  return nranks == 2 && is_16bit(dtype) &&
+         (def->redop == OVL_RED_SUM || def->redop == OVL_RED_PROD);
 }
 
 static bool program_exact(const char *be, const ovl_program *prog,
@@ -512,16 +585,15 @@ static const ovl__op *writer(const ovl_program *prog, int var) {
 }
 
 /* The fold of v[perm[0..n)] as the backend folds (core/elemfn.h): in the
- * dtype, rounded at each step; avg premultiplies every input. */
+ * dtype, rounded at each step (16-bit: each step computed in float, which
+ * rounds to the same value: 24 >= 2 * 11 + 2); avg premultiplies every
+ * input. */
 static double fold(ovl__redop op, ovl_dtype dt, const double *v,
                    const int *perm, int n) {
-  double m = op == OVL_RED_AVG ? 1.0 / n : 1.0, acc = 0;
-  if (dt == OVL_DTYPE_FLOAT32)
-    m = (float)m;
+  double m = ovl__dtype_round(dt, op == OVL_RED_AVG ? 1.0 / n : 1.0),
+         acc = 0;
   for (int k = 0; k < n; k++) {
-    double b = v[perm[k]] * m;
-    if (dt == OVL_DTYPE_FLOAT32)
-      b = (float)b;
+    double b = ovl__dtype_round(dt, v[perm[k]] * m);
     if (k == 0)
       acc = b;
     else if (op == OVL_RED_MAX)
@@ -532,8 +604,7 @@ static double fold(ovl__redop op, ovl_dtype dt, const double *v,
       acc = acc * b;
     else
       acc = acc + b;
-    if (dt == OVL_DTYPE_FLOAT32)
-      acc = (float)acc;
+    acc = ovl__dtype_round(dt, acc);
   }
   return acc;
 }
@@ -562,11 +633,15 @@ static bool next_perm(int *perm, int n) {
   return true;
 }
 
-/* Whether element i of fetched variable `var` on `rank` is the result of a
- * reduction whose value depends on the order of the ranks (see the file
- * comment). */
+/* Whether element i of fetched variable `var` on `rank`, `got` where the
+ * reference says something else, is the result of a reduction whose value
+ * depends on how the backend folds (see the file comment): the folds in
+ * every order of the ranks, rounded at each step, disagree; or, in the
+ * 16-bit dtypes (whose sums of ordinary values round), they all agree on
+ * a value other than the reference's single rounding, and `got` is that
+ * value. */
 static bool order_dependent(const ovl_program *prog, int var, int rank,
-                            int64_t i) {
+                            int64_t i, double got) {
   const ovl__op *op = writer(prog, var);
   double v[MAX_RANKS];
   int perm[MAX_RANKS], n = prog->nranks, src_rank;
@@ -583,7 +658,92 @@ static bool order_dependent(const ovl_program *prog, int var, int rank,
     if (!same_value(fold(op->def->redop, prog->vars[var].dtype, v, perm, n),
                     first))
       return true;
-  return false;
+  return is_16bit(prog->vars[var].dtype) && same_value(got, first);
+}
+
+/* The matmul that last wrote `var`, or NULL. */
+static const ovl__op *matmul_writer(const ovl_program *prog, int var) {
+  for (size_t k = prog->nops; k-- > 0;)
+    if (prog->ops[k].def->writes && prog->ops[k].out == var)
+      return prog->ops[k].def->kernel == OVL_KERNEL_MATMUL ? &prog->ops[k]
+                                                           : NULL;
+  return NULL;
+}
+
+/* What a matmul's element that differs from the reference is. A backend
+ * sums the K products in float (float64: double), in an order of its own
+ * (cuBLAS: tiles, maybe split K), and rounds once to the dtype; the
+ * reference sums in double, in order, and rounds once. Where no partial
+ * sum can overflow, the two differ by at most the accumulation's error,
+ * (K + 1) u |p|_1 (u the accumulation's unit roundoff, |p|_1 the sum of
+ * the products' magnitudes; a product of float32 inputs may round once
+ * more), plus K times the smallest normal (products that are subnormal or
+ * flushed), plus one rounding of the dtype on each side: within that it
+ * is ACCEPTED. Where the finite products' magnitudes add up past the
+ * accumulation type's largest value, or the sum lies within that error of
+ * the dtype's overflow threshold, the result depends on the order
+ * (an infinity or not): ORDER, counted with the reductions'. Anything
+ * else is a mismatch (NaN and infinities from NaN, inf * 0 or infinite
+ * products are the same in every order, so they must match). */
+enum { MM_MISMATCH, MM_ACCEPTED, MM_ORDER };
+static int matmul_explains(const ovl_program *prog, int var, int rank,
+                           int64_t idx, double got, double exp) {
+  const ovl__op *op = matmul_writer(prog, var);
+  const ovl__var *o, *x, *y;
+  ovl_dtype dt;
+  int64_t m, n, k, i, j;
+  double abs_sum = 0, u_acc, acc_max, tiny, u_dt, thr, err;
+  if (op == NULL)
+    return MM_MISMATCH;
+  o = &prog->vars[var];
+  x = &prog->vars[op->in[0]];
+  y = &prog->vars[op->in[1]];
+  dt = o->dtype;
+  m = o->dims[0];
+  n = o->dims[1];
+  k = x->dims[op->trans_x ? 0 : 1];
+  i = idx / n;
+  j = idx % n;
+  (void)m;
+  for (int64_t t = 0; t < k; t++) {
+    double a = ovl__var_init_value(
+        x, rank, op->trans_x ? t * x->dims[1] + i : i * k + t);
+    double b = ovl__var_init_value(
+        y, rank, op->trans_y ? j * k + t : t * n + j);
+    double p = a * b;
+    if (isfinite(p))
+      abs_sum += fabs(p);
+  }
+  if (dt == OVL_DTYPE_FLOAT64) {
+    u_acc = 0x1p-53;
+    acc_max = DBL_MAX;
+    tiny = DBL_MIN;
+    u_dt = 0;
+    thr = INFINITY;
+  } else {
+    u_acc = 0x1p-24;
+    acc_max = FLT_MAX;
+    tiny = FLT_MIN;
+    u_dt = dt == OVL_DTYPE_FLOAT32   ? 0x1p-24
+           : dt == OVL_DTYPE_FLOAT16 ? 0x1p-11
+                                     : 0x1p-8;
+    /* The largest finite plus half an ulp: at and beyond, an infinity. */
+    thr = dt == OVL_DTYPE_FLOAT32   ? 0x1.ffffffp127
+          : dt == OVL_DTYPE_FLOAT16 ? 65520.0
+                                    : 0x1.ffp127;
+  }
+  if (!(abs_sum <= acc_max))
+    return MM_ORDER;
+  err = (double)(k + 1) * u_acc * abs_sum + (double)k * tiny;
+  if (isfinite(exp) && fabs(fabs(exp) - thr) <= 2 * err + u_dt * thr)
+    return MM_ORDER;
+  if (isnan(got) || isnan(exp) || isinf(got) || isinf(exp))
+    return MM_MISMATCH;
+  if (fabs(got - exp) <=
+      err + u_dt * (fabs(exp) + fabs(got)) + 2 * err * u_dt +
+          ovl_dtype_atol(dt))
+    return MM_ACCEPTED;
+  return MM_MISMATCH;
 }
 
 /* The check's mismatches, less the elements whose value depends on the
@@ -601,9 +761,15 @@ static void drop_order_dependent(backend_state *bs, const ovl_program *prog,
     const double *exp = ovl_reference_fetched(ref, mm->rank, mm->fetch_index);
     int64_t count = 0, first = -1;
     for (int64_t i = 0; got != NULL && i < mm->numel; i++) {
+      int why;
       if (ovl__element_matches(got[i], exp[i], chk->rtol, chk->atol))
         continue;
-      if (order_dependent(prog, var, mm->rank, i)) {
+      why = got != NULL ? matmul_explains(prog, var, mm->rank, i, got[i],
+                                          exp[i])
+                        : MM_MISMATCH;
+      if (why == MM_ACCEPTED)
+        continue;
+      if (why == MM_ORDER || order_dependent(prog, var, mm->rank, i, got[i])) {
         bs->order_skipped++;
         continue;
       }
@@ -649,8 +815,12 @@ static void run_text(backend_state *bs, ovl_world *world, const char *what,
     return;
   }
   bool exact = program_exact(bs->name, prog, dtype, nranks);
-  double rtol = exact ? 0 : dtype == OVL_DTYPE_FLOAT32 ? 1e-5 : 1e-12;
-  double atol = exact ? 0 : dtype == OVL_DTYPE_FLOAT32 ? 1e-6 : 1e-300;
+  double rtol = exact                          ? 0
+                : dtype == OVL_DTYPE_FLOAT64 ? 1e-12
+                                             : ovl_dtype_rtol(dtype);
+  double atol = exact                          ? 0
+                : dtype == OVL_DTYPE_FLOAT64 ? 1e-300
+                                             : ovl_dtype_atol(dtype);
   ovl_mode modes[2] = {OVL_MODE_ASYNC, OVL_MODE_SYNC};
   int nmodes = modes_differ(prog) ? 2 : 1;
 
@@ -737,8 +907,8 @@ static void run_backend(backend_state *bs) {
     ck_assert_msg(ovl_world_create(&wo, &world, &err) == OVL_OK,
                   "%s world of %d ranks: %s", bs->name, nranks, err.msg);
 
-    for (int d = 0; d < 2; d++) {
-      ovl_dtype dtype = d == 0 ? OVL_DTYPE_FLOAT32 : OVL_DTYPE_FLOAT64;
+    for (int d = 0; d < OVL_DTYPE_COUNT; d++) {
+      ovl_dtype dtype = (ovl_dtype)d;
       for (const ovl__opdef *def = ovl__optable; def->name != NULL; def++) {
         text t = {.len = 0};
         if (def->p2p == OVL_P2P_SEND) {
@@ -753,7 +923,9 @@ static void run_backend(backend_state *bs) {
         }
         if (def->p2p == OVL_P2P_RECV)
           continue; /* in send_v2's cases */
-        if (def->roles & OVL_ROLE_COMPUTE) {
+        if (def->kernel == OVL_KERNEL_MATMUL) {
+          put_matmul_case(&t, def, dtype, name_seed(def->name));
+        } else if (def->roles & OVL_ROLE_COMPUTE) {
           put_inputs(&t, dtype, name_seed(def->name));
           put_compute_case(&t, def);
         } else if ((def->ring_use & OVL_RING_COLLECTIVE) &&
@@ -771,7 +943,7 @@ static void run_backend(backend_state *bs) {
       for (size_t k = 0; k < NRECIPES; k++) {
         text t = {.len = 0};
         put_inputs(&t, dtype, name_seed(ordering_recipes[k].name));
-        tput(&t, "%s", ordering_recipes[k].body);
+        put_recipe(&t, ordering_recipes[k].body, dtype);
         run_text(bs, world, ordering_recipes[k].name, &t, nranks, dtype);
       }
     }
@@ -788,9 +960,10 @@ static void run_backend(backend_state *bs) {
            bs->row_cases[r] == 0 ? "  <- NO CASE" : "");
     missing += bs->row_cases[r] == 0;
   }
-  printf("conformance %s: %lld cases (1..%d ranks, float32 and float64), "
-         "%lld failed, %lld differing elements not counted (their value "
-         "depends on the reduction order), %.2f s\n",
+  printf("conformance %s: %lld cases (1..%d ranks, float32, float64, "
+         "float16 and bfloat16), %lld failed, %lld differing elements not "
+         "counted (their value depends on how the reduction is folded: the "
+         "order, or the rounding at each step), %.2f s\n",
          bs->name, (long long)bs->cases, bs->maxranks,
          (long long)bs->failed, (long long)bs->order_skipped, bs->seconds);
   fflush(stdout);

@@ -1216,8 +1216,8 @@ START_TEST(test_err_data_shape) {
 END_TEST
 
 START_TEST(test_err_data_attributes) {
-  EXPECT_ERR("a = data(shape=[1], dtype=float16)\n", "<string>:1:27: ",
-             "bad dtype 'float16' (float32 or float64)");
+  EXPECT_ERR("a = data(shape=[1], dtype=half)\n", "<string>:1:27: ",
+             "bad dtype 'half' (float32, float64, float16 or bfloat16)");
   EXPECT_ERR("a = data(shape=[1], init=zeros)\n", "<string>:1:26: ",
              "bad init 'zeros' (uniform, fill or special)");
   EXPECT_ERR("a = data(shape=[1], value=2)\n", "<string>:1:21: ",
@@ -2685,7 +2685,8 @@ START_TEST(test_err_send_recv) {
                    "<string>:2:1: dtype mismatch: 'a' is [10] float32 but "
                    "recv_v2 gives [10] float64");
   EXPECT_RANKS_ERR(A10 "y = recv_v2(peer=1, out_shape=[8], dtype=int8)\n", 4,
-                   "<string>:2:42: bad dtype 'int8' (float32 or float64)");
+                   "<string>:2:42: bad dtype 'int8' (float32, float64, float16 or "
+                   "bfloat16)");
   EXPECT_RANKS_ERR(A10 "y = recv_v2(a, peer=1, out_shape=[8])\n", 4,
                    "<string>:2:5: recv_v2 takes 0 inputs, got 1");
   EXPECT_RANKS_ERR(A10 "y = recv_v2(peer=1, out_shape=8)\n", 4,
@@ -2941,8 +2942,8 @@ START_TEST(test_err_from_define) {
        "<string>:3:20: stream=host: the host is not a stream (it runs fetch "
        "and the syncs) (from -D s=host)"},
       {"param d = float32\na = data(shape=[1], dtype=d)\n", "d=half",
-       "<string>:2:27: bad dtype 'half' (float32 or float64) (from -D "
-       "d=half)"},
+       "<string>:2:27: bad dtype 'half' (float32, float64, float16 or "
+       "bfloat16) (from -D d=half)"},
       {"param i = uniform\na = data(shape=[1], init=i)\n", "i=zeros",
        "<string>:2:26: bad init 'zeros' (uniform, fill or special) (from -D "
        "i=zeros)"},

@@ -1817,17 +1817,20 @@ static void naive_matmul(ovl_dtype dt, const double *x, const double *y,
       double s = 0;
       for (int64_t t = 0; t < k; t++)
         s += op_at(x, tx ? m : k, tx, i, t) * op_at(y, ty ? k : n, ty, t, j);
-      out[i * n + j] = stored(dt, s);
+      out[i * n + j] = ovl__dtype_round(dt, s);
     }
 }
 
-/* Every transpose (_i: bit 0 trans_x, bit 1 trans_y) in both dtypes
- * (bit 2): the reference's matmul is the plain sum in order, exactly.
+/* Every transpose (_i: bit 0 trans_x, bit 1 trans_y) in every dtype
+ * (bits 2-3): the reference's matmul is the plain sum in order in double,
+ * rounded once to the dtype, exactly.
  * N = 45 is not a multiple of the kernel's panels, K = 1030 spans two of
  * its K blocks. */
 START_TEST(test_matmul_values) {
+  static const ovl_dtype dts[4] = {OVL_DTYPE_FLOAT32, OVL_DTYPE_FLOAT64,
+                                   OVL_DTYPE_FLOAT16, OVL_DTYPE_BFLOAT16};
   const bool tx = _i & 1, ty = (_i >> 1) & 1;
-  const ovl_dtype dt = (_i >> 2) & 1 ? OVL_DTYPE_FLOAT64 : OVL_DTYPE_FLOAT32;
+  const ovl_dtype dt = dts[(_i >> 2) & 3];
   const int64_t m = 37, n = 45, k = 1030;
   sched_text t = {.n = 0};
   put(&t, "x = data(shape=[%lld, %lld], dtype=%s, init=uniform, seed=5, "
@@ -2128,7 +2131,7 @@ static Suite *reference_suite(void) {
   tc = tcase_create("matmul");
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_set_timeout(tc, 60);
-  tcase_add_loop_test(tc, test_matmul_values, 0, 8);
+  tcase_add_loop_test(tc, test_matmul_values, 0, 16);
   tcase_add_test(tc, test_matmul_threads);
   tcase_add_test(tc, test_matmul_special);
   tcase_add_test(tc, test_matmul_sampled_rows);

@@ -414,11 +414,11 @@ static int finish_run(const sim_options *o, const outfile outs[N_OUTPUTS],
   rc = write_run_outputs(o, outs, report, status);
   if (rc >= 0)
     return rc;
-  if (sum.mismatched > 0)
-    printf("result: FAIL: numeric mismatch (tolerance |got-ref| <= %g + %g "
-           "* |ref|)%s\n",
-           o->atol, o->rtol, sum.races > 0 ? ", and races" : "");
-  else if (found) {
+  if (sum.mismatched > 0) {
+    printf("result: FAIL: numeric mismatch (");
+    sim_print_tolerance(report);
+    printf(")%s\n", sum.races > 0 ? ", and races" : "");
+  } else if (found) {
     printf("result: FAIL: ");
     sim_print_check_summary(report, stdout);
     if (ovl_report_not_run(report) != NULL)

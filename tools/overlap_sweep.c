@@ -156,8 +156,18 @@ static void format_time(double us, char *buf, size_t len) {
     snprintf(buf, len, "%7.2f", us);
 }
 
+/* nccl-tests' names. */
 static const char *type_name(ovl_dtype d) {
-  return d == OVL_DTYPE_FLOAT32 ? "float" : "double";
+  switch (d) {
+  case OVL_DTYPE_FLOAT64:
+    return "double";
+  case OVL_DTYPE_FLOAT16:
+    return "half";
+  case OVL_DTYPE_BFLOAT16:
+    return "bfloat16";
+  default:
+    return "float";
+  }
 }
 
 static const char *redop_name(const options *o) {
@@ -165,14 +175,14 @@ static const char *redop_name(const options *o) {
 }
 
 static void print_table_header(void) {
-  printf("#%49s%-33s%-33s%-33s%s\n", "", "on the calc stream",
+  printf("#%51s%-33s%-33s%-33s%s\n", "", "on the calc stream",
          "on a comm stream", "comm stream, compute beside", "  slowdown");
-  printf("# %10s  %12s  %6s  %6s  %4s", "size", "count", "type", "redop",
+  printf("# %10s  %12s  %8s  %6s  %4s", "size", "count", "type", "redop",
          "root");
   for (int p = 0; p < P__COUNT; p++)
     printf("  %7s  %6s  %6s  %6s", "time", "algbw", "busbw", "#wrong");
   printf("  %6s  %6s\n", "kernel", "coll");
-  printf("# %10s  %12s  %6s  %6s  %4s", "(B)", "(elements)", "", "", "");
+  printf("# %10s  %12s  %8s  %6s  %4s", "(B)", "(elements)", "", "", "");
   for (int p = 0; p < P__COUNT; p++)
     printf("  %7s  %6s  %6s  %6s", "(us)", "(GB/s)", "(GB/s)", "");
   printf("  %6s  %6s\n", "(x)", "(x)");
@@ -197,7 +207,8 @@ static void print_csv_header(void) {
 static int overlap_sweep(int argc, char **argv) {
   options o = {.coll = C_ALLREDUCE, .redop = "sum",
                .dtype = OVL_DTYPE_FLOAT32, .factor = 2, .iters = 8,
-               .warmup = 2, .backend = "auto", .rtol = 1e-5, .atol = 1e-6};
+               .warmup = 2, .backend = "auto", .rtol = OVL_TOL_DTYPE,
+               .atol = OVL_TOL_DTYPE};
   ovl_world_opts wopts = {0};
   ovl_world *world = NULL;
   ovl_error err = {0};
@@ -563,7 +574,7 @@ static int overlap_sweep(int argc, char **argv) {
         printf(",%.6g,%.6g,%.6g,%.6g\n", kern_alone * 1e6,
                m[P_BOTH].kern_dev * 1e6, kslow, cslow);
       } else {
-        printf("  %10llu  %12llu  %6s  %6s  %4d",
+        printf("  %10llu  %12llu  %8s  %6s  %4d",
                (unsigned long long)rs.size, (unsigned long long)rs.count,
                type_name(o.dtype), redop_name(&o), root);
         for (int p = 0; p < P__COUNT; p++) {

@@ -21,8 +21,8 @@ void sim_options_init(sim_options *o) {
   o->mode = "both";
   o->iters = 10;
   o->warmup = 2;
-  o->rtol = 1e-5;
-  o->atol = 1e-6;
+  o->rtol = OVL_TOL_DTYPE;
+  o->atol = OVL_TOL_DTYPE;
   o->show = -1;
 }
 
@@ -49,8 +49,13 @@ void sim_usage(FILE *f) {
           "                       seed's method, 10 runs and the last 8 "
           "timed)\n"
           "  -D NAME=VALUE        override a schedule param (repeatable)\n"
-          "      --rtol=X         relative tolerance (default 1e-5)\n"
-          "      --atol=X         absolute tolerance (default 1e-6)\n"
+          "      --rtol=X         relative tolerance (default by the "
+          "variable's dtype:\n"
+          "                       float32, float64 1e-5; float16 2e-3; "
+          "bfloat16 1.6e-2)\n"
+          "      --atol=X         absolute tolerance (default by dtype: "
+          "float32, float64\n"
+          "                       1e-6; float16, bfloat16 1e-5)\n"
           "      --show=N         after the run print, per rank and fetched "
           "variable,\n"
           "                       'rank R NAME [d0,d1]: ' and its first N "

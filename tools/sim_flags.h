@@ -42,7 +42,7 @@ typedef struct {
 } sim_options;
 
 /* The defaults: backend auto, mode both, 10 iterations of which 2 warmup,
- * rtol 1e-5, atol 1e-6, no --show. */
+ * rtol and atol OVL_TOL_DTYPE (each dtype's default), no --show. */
 void sim_options_init(sim_options *o);
 
 /* Parse the flags into `o` (getopt_long: reset optind to rescan). Returns

@@ -178,6 +178,46 @@ void sim_print_mismatches(const ovl_report *r) {
   }
 }
 
+void sim_print_tolerance(const ovl_report *r) {
+  const ovl_program *prog = ovl_report_program(r);
+  /* The distinct tolerances of the variables that differ, with their
+   * dtypes (a dtype has one tolerance in a run). */
+  double rt[OVL_DTYPE_COUNT], at[OVL_DTYPE_COUNT];
+  bool seen[OVL_DTYPE_COUNT] = {false};
+  int n = 0, first = -1;
+  bool same = true;
+  for (size_t i = 0; i < ovl_report_mode_count(r); i++) {
+    ovl_report_mode m;
+    ovl_report_mode_get(r, i, &m);
+    for (size_t k = 0; m.check != NULL && k < m.check->nmismatch; k++) {
+      const ovl_mismatch *mm = &m.check->mismatch[k];
+      ovl_var_info v;
+      ovl_program_fetch_info(prog, mm->fetch_index, &v);
+      if ((unsigned)v.dtype >= OVL_DTYPE_COUNT || seen[v.dtype])
+        continue;
+      seen[v.dtype] = true;
+      rt[v.dtype] = mm->rtol;
+      at[v.dtype] = mm->atol;
+      if (first < 0)
+        first = v.dtype;
+      else if (mm->rtol != rt[first] || mm->atol != at[first])
+        same = false;
+      n++;
+    }
+  }
+  if (n == 0)
+    return;
+  if (same) {
+    printf("tolerance |got-ref| <= %g + %g * |ref|", at[first], rt[first]);
+    return;
+  }
+  printf("tolerance |got-ref| <= atol + rtol * |ref|:");
+  for (int d = 0, k = 0; d < OVL_DTYPE_COUNT; d++)
+    if (seen[d])
+      printf("%s %s %g + %g", k++ ? "," : "", ovl_dtype_name((ovl_dtype)d),
+             at[d], rt[d]);
+}
+
 /* Races listed and counted of one form; deadlocks alike. */
 static uint64_t races_of(const ovl_report_mode *m) {
   return m->races != NULL

@@ -37,6 +37,10 @@ void sim_print_summary(const ovl_report *r);
 
 /* One line per (mode, rank, variable) that differs from the reference. */
 void sim_print_mismatches(const ovl_report *r);
+/* "tolerance |got-ref| <= 1e-06 + 1e-05 * |ref|": the tolerance the
+ * variables that differ were checked with (one per dtype; when they
+ * differ, each dtype's). */
+void sim_print_tolerance(const ovl_report *r);
 
 /* The check reports as text, on `f`: per mode, headed "== MODE ==", its
  * races and its deadlocks, then the mismatches of the program (headed "==

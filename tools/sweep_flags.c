@@ -42,8 +42,9 @@ static void usage(FILE *f) {
       "reduce);\n"
       "                         reducescatter has sum only; the others do "
       "not reduce\n"
-      "  -d, --datatype=TYPE    float32 (float, default) or float64 "
-      "(double)\n"
+      "  -d, --datatype=TYPE    float32 (float, default), float64 "
+      "(double), float16\n"
+      "                         (half) or bfloat16\n"
       "  -b, --minbytes=SIZE    smallest size (default: cpu 1K, cuda 1M)\n"
       "  -e, --maxbytes=SIZE    largest size (default: cpu 1M, cuda 1G)\n"
       "  -f, --stepfactor=N     multiply the size by N each row (default "
@@ -97,8 +98,11 @@ static void usage(FILE *f) {
       "      --timeout=SEC      a collective or stream stuck this long is an "
       "error\n"
       "                         (default 60)\n"
-      "      --rtol=X, --atol=X tolerances of the check (default 1e-5, "
-      "1e-6)\n"
+      "      --rtol=X, --atol=X tolerances of the check (default by "
+      "dtype: float32,\n"
+      "                         float64 1e-5, 1e-6; float16 2e-3, 1e-5; "
+      "bfloat16 1.6e-2,\n"
+      "                         1e-5)\n"
       "      --comm-priority=high|default\n"
       "                         cuda: stream priority of the comm streams\n"
       "      --tf32=on|off      cuda: a float32 matmul on TF32 tensor cores "
@@ -237,14 +241,16 @@ int sweep_parse_flags(int argc, char **argv, options *o) {
       o->redop_given = true;
       break;
     case 'd':
-      if (strcmp(optarg, "float32") == 0 || strcmp(optarg, "float") == 0)
+      /* The schedule's names, and nccl-tests' (float, double, half). */
+      if (strcmp(optarg, "float") == 0)
         o->dtype = OVL_DTYPE_FLOAT32;
-      else if (strcmp(optarg, "float64") == 0 ||
-               strcmp(optarg, "double") == 0)
+      else if (strcmp(optarg, "double") == 0)
         o->dtype = OVL_DTYPE_FLOAT64;
-      else
+      else if (strcmp(optarg, "half") == 0)
+        o->dtype = OVL_DTYPE_FLOAT16;
+      else if (!ovl_dtype_from_name(optarg, &o->dtype))
         return usage_error("--datatype: unknown type '%s' (float32, "
-                           "float64)",
+                           "float64, float16, bfloat16)",
                            optarg);
       break;
     case 'b':

@@ -402,7 +402,7 @@ static ovl_status cpu_mem_download(ovl__brank *br, void *dst,
 /* ------------------------------------------------------------------ */
 
 static bool dtype_ok(ovl_dtype dtype) {
-  return dtype == OVL_DTYPE_FLOAT32 || dtype == OVL_DTYPE_FLOAT64;
+  return (unsigned)dtype < OVL_DTYPE_COUNT;
 }
 
 static ovl_status cpu_elementwise(ovl__brank *br, int stream_idx, ovl__ew fn,

@@ -526,6 +526,12 @@ static ovl_status cuda_elementwise(ovl__brank *br, int stream, ovl__ew fn,
   case OVL_DTYPE_FLOAT64:
     kdtype = OVL__KERNEL_FLOAT64;
     break;
+  case OVL_DTYPE_FLOAT16:
+    kdtype = OVL__KERNEL_FLOAT16;
+    break;
+  case OVL_DTYPE_BFLOAT16:
+    kdtype = OVL__KERNEL_BFLOAT16;
+    break;
   default:
     return ovl__err(err, OVL_EINVAL, "rank %d: unknown dtype %d", br->rank,
                     (int)dtype);
@@ -594,6 +600,15 @@ static ovl_status cuda_matmul(ovl__brank *br, int stream, ovl_dtype dtype,
     alpha = &one_d;
     beta = &zero_d;
     break;
+  case OVL_DTYPE_FLOAT16:
+    /* Tensor cores, products summed in float32, one rounding at the end. */
+    type = CUDA_R_16F;
+    compute = CUBLAS_COMPUTE_32F;
+    break;
+  case OVL_DTYPE_BFLOAT16:
+    type = CUDA_R_16BF;
+    compute = CUBLAS_COMPUTE_32F;
+    break;
   default:
     return ovl__err(err, OVL_EINVAL, "rank %d: matmul: unknown dtype %d",
                     br->rank, (int)dtype);
@@ -623,6 +638,16 @@ static ovl_status nccl_dtype(const ovl__brank *br, ovl_dtype dtype,
     return OVL_OK;
   case OVL_DTYPE_FLOAT64:
     *out = ncclFloat64;
+    return OVL_OK;
+  /* NCCL reduces 16-bit elements pairwise, each step one rounding to the
+   * element type (its FuncSum on half and bfloat16, __hadd), in the order
+   * of its algorithm (ring or tree); on 2 ranks that is one rounding of
+   * a + b, as the reference and the cpu backend give. */
+  case OVL_DTYPE_FLOAT16:
+    *out = ncclFloat16;
+    return OVL_OK;
+  case OVL_DTYPE_BFLOAT16:
+    *out = ncclBfloat16;
     return OVL_OK;
   }
   return ovl__err(err, OVL_EINVAL, "rank %d: unknown dtype %d", br->rank,
@@ -878,8 +903,8 @@ static ovl_status cuda_p2p(ovl__brank *br, int stream, int ring,
   }
   for (int k = 0; r == ncclSuccess && k < n; k++) {
     const ovl__p2p_item *it = &items[k];
-    ncclDataType_t dt = it->dtype == OVL_DTYPE_FLOAT64 ? ncclFloat64
-                                                       : ncclFloat32;
+    ncclDataType_t dt = ncclFloat32;
+    (void)nccl_dtype(br, it->dtype, &dt, NULL); /* checked above */
     if (it->send) {
       call = "ncclSend";
       r = ncclSend(it->buf, it->count, dt, it->peer, comm, s);

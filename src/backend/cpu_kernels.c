@@ -4,11 +4,18 @@
  * every op's element math (core/elemfn.h), which the reference and the
  * CUDA kernels expand too. <tgmath.h> makes fma and fmax there resolve to
  * fmaf and fmaxf for float operands.
+ *
+ * float16 and bfloat16 (base/half.h) compute as the CUDA kernels and
+ * NCCL's reductions do: each operand widened to float, the expression in
+ * float, the result rounded once to the dtype, to nearest even. So a
+ * reduction rounds at every pairwise step (rank order here; NCCL's order
+ * is its ring's or tree's): on 2 ranks, one rounding of a + b.
  */
 #include <string.h>
 #include <tgmath.h>
 
 #include "backend/cpu.h"
+#include "base/half.h"
 
 /* On x86-64, fma and fmaf are library calls unless the compiler may use
  * the FMA instructions, which the baseline ISA lacks: the kernels are
@@ -67,13 +74,64 @@
 DEFINE_ELEMENTWISE(float, f32)
 DEFINE_ELEMENTWISE(double, f64)
 
+/* 16-bit elements (uint16_t bit patterns): widened with WIDEN, computed in
+ * float, narrowed with NARROW (once per element); the two are defined
+ * around each use. The scale and bias are converted to the dtype first
+ * (from the double in one step), then widened. */
+#define DEFINE_ELEMENTWISE_16(SUFFIX, DTYPE)                                  \
+  KERNEL_CLONES                                                               \
+  static void elementwise_##SUFFIX(ovl__ew fn, uint16_t *out,                 \
+                                   const uint16_t *xs, const uint16_t *ys,    \
+                                   double scale, double bias, size_t n) {     \
+    const float s = (float)ovl__dtype_round(DTYPE, scale);                    \
+    const float b = (float)ovl__dtype_round(DTYPE, bias);                     \
+    (void)s;                                                                  \
+    (void)b;                                                                  \
+    if (ys == NULL)                                                           \
+      ys = xs;                                                                \
+    switch (fn) {                                                             \
+      OVL_EW_LIST(EW16_CASE)                                                  \
+    default:                                                                  \
+      break;                                                                  \
+    }                                                                         \
+  }
+#define EW16_CASE(name, arity, expr)                                          \
+  case OVL_EW_##name:                                                         \
+    for (size_t i = 0; i < n; i++) {                                          \
+      const float x = WIDEN(xs[i]), y = WIDEN(ys[i]);                         \
+      (void)y;                                                                \
+      out[i] = NARROW(expr);                                                  \
+    }                                                                         \
+    break;
+
+#define WIDEN ovl__f16_to_f32
+#define NARROW ovl__f32_to_f16
+DEFINE_ELEMENTWISE_16(f16, OVL_DTYPE_FLOAT16)
+#undef WIDEN
+#undef NARROW
+#define WIDEN ovl__bf16_to_f32
+#define NARROW ovl__f32_to_bf16
+DEFINE_ELEMENTWISE_16(bf16, OVL_DTYPE_BFLOAT16)
+#undef WIDEN
+#undef NARROW
+
 void ovl__cpu_elementwise(ovl__ew fn, ovl_dtype dtype, void *out,
                           const void *x, const void *y, double scale,
                           double bias, size_t n) {
-  if (dtype == OVL_DTYPE_FLOAT64)
+  switch (dtype) {
+  case OVL_DTYPE_FLOAT64:
     elementwise_f64(fn, out, x, y, scale, bias, n);
-  else
+    break;
+  case OVL_DTYPE_FLOAT16:
+    elementwise_f16(fn, out, x, y, scale, bias, n);
+    break;
+  case OVL_DTYPE_BFLOAT16:
+    elementwise_bf16(fn, out, x, y, scale, bias, n);
+    break;
+  default:
     elementwise_f32(fn, out, x, y, scale, bias, n);
+    break;
+  }
 }
 
 /* acc = op(acc, v) for a block (core/elemfn.h, OVL_RED_LIST): max and min
@@ -97,12 +155,51 @@ void ovl__cpu_elementwise(ovl__ew fn, ovl_dtype dtype, void *out,
 DEFINE_REDUCE(float, f32)
 DEFINE_REDUCE(double, f64)
 
+/* The same on 16-bit elements: each step widened, in float, rounded. */
+#define DEFINE_REDUCE_16(SUFFIX)                                              \
+  static void reduce_##SUFFIX(ovl__redop op, uint16_t *acc,                   \
+                              const uint16_t *v, size_t n) {                  \
+    switch (op) {                                                             \
+      OVL_RED_LIST(RED16_CASE)                                                \
+    default:                                                                  \
+      break;                                                                  \
+    }                                                                         \
+  }
+#define RED16_CASE(name, expr, premul)                                        \
+  case OVL_RED_##name:                                                        \
+    for (size_t i = 0; i < n; i++) {                                          \
+      const float a = WIDEN(acc[i]), b = WIDEN(v[i]);                         \
+      acc[i] = NARROW(expr);                                                  \
+    }                                                                         \
+    break;
+
+#define WIDEN ovl__f16_to_f32
+#define NARROW ovl__f32_to_f16
+DEFINE_REDUCE_16(f16)
+#undef WIDEN
+#undef NARROW
+#define WIDEN ovl__bf16_to_f32
+#define NARROW ovl__f32_to_bf16
+DEFINE_REDUCE_16(bf16)
+#undef WIDEN
+#undef NARROW
+
 static void reduce_block(ovl_dtype dtype, ovl__redop op, void *acc,
                          const void *v, size_t n) {
-  if (dtype == OVL_DTYPE_FLOAT64)
+  switch (dtype) {
+  case OVL_DTYPE_FLOAT64:
     reduce_f64(op, acc, v, n);
-  else
+    break;
+  case OVL_DTYPE_FLOAT16:
+    reduce_f16(op, acc, v, n);
+    break;
+  case OVL_DTYPE_BFLOAT16:
+    reduce_bf16(op, acc, v, n);
+    break;
+  default:
     reduce_f32(op, acc, v, n);
+    break;
+  }
 }
 
 /* Whether the reduction multiplies every input by 1/nranks first
@@ -125,6 +222,18 @@ static void premul_block(ovl_dtype dtype, void *dst, const void *src,
     double *d = dst;
     for (size_t i = 0; i < n; i++)
       d[i] = x[i] * s;
+  } else if (dtype == OVL_DTYPE_FLOAT16) {
+    const float s = (float)ovl__dtype_round(dtype, 1.0 / nranks);
+    const uint16_t *x = src;
+    uint16_t *d = dst;
+    for (size_t i = 0; i < n; i++)
+      d[i] = ovl__f32_to_f16(ovl__f16_to_f32(x[i]) * s);
+  } else if (dtype == OVL_DTYPE_BFLOAT16) {
+    const float s = (float)ovl__dtype_round(dtype, 1.0 / nranks);
+    const uint16_t *x = src;
+    uint16_t *d = dst;
+    for (size_t i = 0; i < n; i++)
+      d[i] = ovl__f32_to_bf16(ovl__bf16_to_f32(x[i]) * s);
   } else {
     const float s = (float)(1.0 / nranks), *x = src;
     float *d = dst;

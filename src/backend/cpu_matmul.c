@@ -4,7 +4,8 @@
  *
  * Correct, not fast: the emulated device runs small schedules. Tiles of
  * op(x) and op(y) are copied into contiguous blocks in the accumulation
- * type (float for float32, double for float64), so that the inner loop
+ * type (float for float32, float16 and bfloat16, as cuBLAS accumulates
+ * them; double for float64), so that the inner loop
  * runs over contiguous memory whatever the transposes; each output
  * element is the sum of its K products in order (t = 0, 1, ..., K - 1),
  * accumulated in that type and converted to the dtype once, at the end.
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "backend/cpu.h"
+#include "base/half.h"
 
 /* Tile sizes: an output tile of TM x TN accumulators, fed by TM x TK of
  * op(x) and TK x TN of op(y); 88 KB of doubles, on the worker's stack. */
@@ -21,8 +23,9 @@
 #define TN 64
 #define TK 128
 
-/* One dtype: S the stored type, A the accumulation type. */
-#define DEFINE_MATMUL(S, A, SUFFIX)                                           \
+/* One dtype: S the stored type, A the accumulation type, LOAD(s) an
+ * element as A (exact), STORE(a) the sum rounded to S. */
+#define DEFINE_MATMUL(S, A, SUFFIX, LOAD, STORE)                              \
   static void matmul_##SUFFIX(S *out, const S *x, const S *y, size_t m,      \
                               size_t n, size_t k, bool tx, bool ty) {         \
     A a[TM][TK], b[TK][TN], c[TM][TN];                                        \
@@ -38,13 +41,13 @@
           /* op(x)[i, t] is x[t, i] transposed, else x[i, t]. */              \
           for (size_t i = 0; i < mb; i++)                                     \
             for (size_t t = 0; t < kb; t++)                                   \
-              a[i][t] = (A)(tx ? x[(t0 + t) * m + i0 + i]                     \
-                               : x[(i0 + i) * k + t0 + t]);                   \
+              a[i][t] = LOAD(tx ? x[(t0 + t) * m + i0 + i]                    \
+                                : x[(i0 + i) * k + t0 + t]);                  \
           /* op(y)[t, j] is y[j, t] transposed, else y[t, j]. */              \
           for (size_t t = 0; t < kb; t++)                                     \
             for (size_t j = 0; j < nb; j++)                                   \
-              b[t][j] = (A)(ty ? y[(j0 + j) * k + t0 + t]                     \
-                               : y[(t0 + t) * n + j0 + j]);                   \
+              b[t][j] = LOAD(ty ? y[(j0 + j) * k + t0 + t]                    \
+                                : y[(t0 + t) * n + j0 + j]);                  \
           for (size_t i = 0; i < mb; i++)                                     \
             for (size_t t = 0; t < kb; t++) {                                 \
               const A av = a[i][t];                                           \
@@ -54,19 +57,32 @@
         }                                                                     \
         for (size_t i = 0; i < mb; i++)                                       \
           for (size_t j = 0; j < nb; j++)                                     \
-            out[(i0 + i) * n + j0 + j] = (S)c[i][j];                          \
+            out[(i0 + i) * n + j0 + j] = STORE(c[i][j]);                     \
       }                                                                       \
     }                                                                         \
   }
 
-DEFINE_MATMUL(float, float, f32)
-DEFINE_MATMUL(double, double, f64)
+#define SAME(v) (v)
+DEFINE_MATMUL(float, float, f32, SAME, SAME)
+DEFINE_MATMUL(double, double, f64, SAME, SAME)
+DEFINE_MATMUL(uint16_t, float, f16, ovl__f16_to_f32, ovl__f32_to_f16)
+DEFINE_MATMUL(uint16_t, float, bf16, ovl__bf16_to_f32, ovl__f32_to_bf16)
 
 void ovl__cpu_matmul(ovl_dtype dtype, void *out, const void *x,
                      const void *y, size_t m, size_t n, size_t k, bool tx,
                      bool ty) {
-  if (dtype == OVL_DTYPE_FLOAT64)
+  switch (dtype) {
+  case OVL_DTYPE_FLOAT64:
     matmul_f64(out, x, y, m, n, k, tx, ty);
-  else
+    break;
+  case OVL_DTYPE_FLOAT16:
+    matmul_f16(out, x, y, m, n, k, tx, ty);
+    break;
+  case OVL_DTYPE_BFLOAT16:
+    matmul_bf16(out, x, y, m, n, k, tx, ty);
+    break;
+  default:
     matmul_f32(out, x, y, m, n, k, tx, ty);
+    break;
+  }
 }

@@ -26,11 +26,16 @@
  * equally misaligned buffers 78-94%, mismatched ones (scalar path) 80-96%.
  * At the seed's 10^7 floats, which partly stay in the 60 MB L2, every op
  * runs at or above the copy's rate.
+ *
+ * float16 and bfloat16 elements move the same way (16-byte vectors of 8)
+ * and compute in float, each result rounded once (Elem below).
  */
 #include <stdint.h>
 
 #include <atomic>
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include "kernels.h"
@@ -57,13 +62,52 @@ template <int FN> struct HasY {
 OVL_EW_LIST(OVL__HAS_Y)
 #undef OVL__HAS_Y
 
-/* One element: the expression of OVL_EW_LIST (core/elemfn.h). fma, fmax
- * resolve to the float or double overloads of CUDA's math library, which
- * round correctly (fma is one fused rounding); nothing else is fused: the
- * build passes no fast-math flag, and one operation leaves the compiler
- * nothing to contract. */
-template <int FN, typename T>
-__device__ __forceinline__ T apply(T x, T y, T s, T b) {
+/* An element type T and the type C its ops compute in: float and double
+ * compute in themselves; float16 and bfloat16 in float, each result
+ * rounded once to the element type, to nearest even (__float2half_rn,
+ * __float2bfloat16_rn: an overflow is an infinity, a NaN stays a NaN), as
+ * the cpu backend does (base/half.h). `param` is a scale or bias as the
+ * kernel uses it: converted to T (to nearest even, from the double in one
+ * step), held as a C. */
+template <typename T> struct Elem; /* only the four below */
+template <typename T> struct ElemSelf {
+  typedef T C;
+  static __device__ __forceinline__ C load(T v) { return v; }
+  static __device__ __forceinline__ T store(C v) { return v; }
+  static C param(double v) { return (T)v; }
+};
+template <> struct Elem<float> : ElemSelf<float> {};
+template <> struct Elem<double> : ElemSelf<double> {};
+template <> struct Elem<__half> {
+  typedef float C;
+  static __device__ __forceinline__ float load(__half v) {
+    return __half2float(v);
+  }
+  static __device__ __forceinline__ __half store(float v) {
+    return __float2half_rn(v);
+  }
+  static float param(double v) { return __half2float(__double2half(v)); }
+};
+template <> struct Elem<__nv_bfloat16> {
+  typedef float C;
+  static __device__ __forceinline__ float load(__nv_bfloat16 v) {
+    return __bfloat162float(v);
+  }
+  static __device__ __forceinline__ __nv_bfloat16 store(float v) {
+    return __float2bfloat16_rn(v);
+  }
+  static float param(double v) {
+    return __bfloat162float(__double2bfloat16(v));
+  }
+};
+
+/* One element: the expression of OVL_EW_LIST (core/elemfn.h), in C. fma,
+ * fmax resolve to the float or double overloads of CUDA's math library,
+ * which round correctly (fma is one fused rounding); nothing else is
+ * fused: the build passes no fast-math flag, and one operation leaves the
+ * compiler nothing to contract. */
+template <int FN, typename C>
+__device__ __forceinline__ C apply_c(C x, C y, C s, C b) {
   switch (FN) {
 #define OVL__EW_APPLY(name, arity, expr)                                      \
   case OVL_EW_##name:                                                         \
@@ -74,6 +118,19 @@ __device__ __forceinline__ T apply(T x, T y, T s, T b) {
     return x;
   }
 }
+
+/* One element of type T: widened, computed, rounded once. */
+template <int FN, typename T>
+__device__ __forceinline__ T apply(T x, T y, typename Elem<T>::C s,
+                                   typename Elem<T>::C b) {
+  return Elem<T>::store(
+      apply_c<FN>(Elem<T>::load(x), Elem<T>::load(y), s, b));
+}
+
+/* 16 bytes of 16-bit elements. */
+template <typename T> struct __align__(16) Vec8 {
+  T v[8];
+};
 
 /* A 16-byte vector, lane by lane. */
 template <int FN>
@@ -87,12 +144,22 @@ __device__ __forceinline__ double2 apply(double2 x, double2 y, double s,
                                          double b) {
   return make_double2(apply<FN>(x.x, y.x, s, b), apply<FN>(x.y, y.y, s, b));
 }
+template <int FN, typename T>
+__device__ __forceinline__ Vec8<T> apply(Vec8<T> x, Vec8<T> y, float s,
+                                         float b) {
+  Vec8<T> r;
+#pragma unroll
+  for (int k = 0; k < 8; k++)
+    r.v[k] = apply<FN>(x.v[k], y.v[k], s, b);
+  return r;
+}
 
 /* The grid-stride loop over n items of type E (elements, E == T, or
- * 16-byte vectors of them), U items per thread and trip. */
-template <int FN, int U, typename E, typename T>
-__device__ __forceinline__ void ew_loop(E *out, const E *x, const E *y, T s,
-                                        T b, size_t n) {
+ * 16-byte vectors of them), U items per thread and trip; C is the type
+ * the elements compute in. */
+template <int FN, int U, typename E, typename C>
+__device__ __forceinline__ void ew_loop(E *out, const E *x, const E *y, C s,
+                                        C b, size_t n) {
   const size_t stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += stride * U) {
@@ -123,6 +190,14 @@ template <> struct Vec16<double> {
   typedef double2 type;
   static const int width = 2;
 };
+template <> struct Vec16<__half> {
+  typedef Vec8<__half> type;
+  static const int width = 8;
+};
+template <> struct Vec16<__nv_bfloat16> {
+  typedef Vec8<__nv_bfloat16> type;
+  static const int width = 8;
+};
 
 /* Elements [head, head + nvec * width) are 16-byte aligned in all three
  * arrays and move as vectors; the `head` elements before them and the
@@ -130,11 +205,12 @@ template <> struct Vec16<double> {
  * the grid. */
 template <int FN, typename T>
 __global__ void __launch_bounds__(THREADS)
-    ew_vec_kernel(T *out, const T *x, const T *y, T s, T b, size_t head,
-                  size_t nvec, size_t n) {
+    ew_vec_kernel(T *out, const T *x, const T *y, typename Elem<T>::C s,
+                  typename Elem<T>::C b, size_t head, size_t nvec,
+                  size_t n) {
   typedef typename Vec16<T>::type V;
   const int W = Vec16<T>::width;
-  ew_loop<FN, UNROLL, V, T>(reinterpret_cast<V *>(out + head),
+  ew_loop<FN, UNROLL, V>(reinterpret_cast<V *>(out + head),
                             reinterpret_cast<const V *>(x + head),
                             reinterpret_cast<const V *>(y + head), s, b,
                             nvec);
@@ -149,8 +225,9 @@ __global__ void __launch_bounds__(THREADS)
 /* Pointers that disagree modulo 16 bytes: one element per access. */
 template <int FN, typename T>
 __global__ void __launch_bounds__(THREADS)
-    ew_scalar_kernel(T *out, const T *x, const T *y, T s, T b, size_t n) {
-  ew_loop<FN, ScalarUnroll<T>::value, T, T>(out, x, y, s, b, n);
+    ew_scalar_kernel(T *out, const T *x, const T *y, typename Elem<T>::C s,
+                     typename Elem<T>::C b, size_t n) {
+  ew_loop<FN, ScalarUnroll<T>::value, T>(out, x, y, s, b, n);
 }
 
 unsigned misalign16(const void *p) { return (unsigned)((uintptr_t)p & 15u); }
@@ -195,7 +272,8 @@ cudaError_t ew_launch(cudaStream_t stream, int sm_count, void *out,
   const T *xp = static_cast<const T *>(x);
   /* Unused by ASSIGN and SCALE, which may pass NULL: give them x. */
   const T *yp = HasY<FN>::value ? static_cast<const T *>(y) : xp;
-  const T s = (T)scale, b = (T)bias;
+  const typename Elem<T>::C s = Elem<T>::param(scale),
+                            b = Elem<T>::param(bias);
   const size_t W = Vec16<T>::width;
   static std::atomic<int> vec_per_sm(0), scalar_per_sm(0);
   const unsigned mis = misalign16(o);
@@ -281,6 +359,12 @@ ovl__kernel_elementwise_launch(cudaStream_t stream, int sm_count, int fn,
   case OVL__KERNEL_FLOAT64:
     return ew_dispatch<double>(stream, sm_count, fn, out, x, y, scale, bias,
                                n);
+  case OVL__KERNEL_FLOAT16:
+    return ew_dispatch<__half>(stream, sm_count, fn, out, x, y, scale, bias,
+                               n);
+  case OVL__KERNEL_BFLOAT16:
+    return ew_dispatch<__nv_bfloat16>(stream, sm_count, fn, out, x, y, scale,
+                                      bias, n);
   default:
     return cudaErrorInvalidValue;
   }

@@ -24,7 +24,12 @@ extern "C" {
 #include "core/elemfn.h"
 
 /* Element types. */
-enum { OVL__KERNEL_FLOAT32 = 0, OVL__KERNEL_FLOAT64 = 1 };
+enum {
+  OVL__KERNEL_FLOAT32 = 0,
+  OVL__KERNEL_FLOAT64 = 1,
+  OVL__KERNEL_FLOAT16 = 2,
+  OVL__KERNEL_BFLOAT16 = 3
+};
 
 /*
  * Queue out[i] = fn(x[i], y[i]) for i in [0, n) on `stream`.
@@ -34,12 +39,16 @@ enum { OVL__KERNEL_FLOAT32 = 0, OVL__KERNEL_FLOAT64 = 1 };
  * out may be the same buffer as x or y: every element is read and written
  * by one thread, reads first. scale and bias are converted to the element
  * type first; SCALE computes fma(scale, x, bias) with one rounding, so a
- * host check can reproduce it bit for bit with fmaf()/fma().
+ * host check can reproduce it bit for bit with fmaf()/fma(). float16 and
+ * bfloat16 elements compute in float (scale and bias: converted to the
+ * element type, then widened), and each result is rounded once to the
+ * element type, to nearest even.
  *
  * When out, x and y sit at the same offset from a 16-byte boundary (all
  * cudaMalloc'd buffers do: offset 0), the kernel moves 16 bytes per access
- * (float4 / double2) and does the few elements before the first and after
- * the last boundary one by one; otherwise it runs a scalar loop, which is
+ * (float4 / double2 / 8 16-bit elements) and does the few elements before
+ * the first and after the last boundary one by one; otherwise it runs a
+ * scalar loop, which is
  * slower (about half the bandwidth for float32). sm_count is the device's
  * multiprocessor count: the grid is sized from it (see kernels.cu). n == 0
  * queues nothing.

@@ -2,8 +2,10 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
+#include "base/half.h"
 #include "internal.h"
 
 bool ovl__parse_uint(const char *s, unsigned long max, unsigned long *out) {
@@ -20,11 +22,135 @@ bool ovl__parse_uint(const char *s, unsigned long max, unsigned long *out) {
 }
 
 size_t ovl_dtype_size(ovl_dtype dtype) {
-  return dtype == OVL_DTYPE_FLOAT64 ? 8 : 4;
+  switch (dtype) {
+  case OVL_DTYPE_FLOAT64:
+    return 8;
+  case OVL_DTYPE_FLOAT16:
+  case OVL_DTYPE_BFLOAT16:
+    return 2;
+  case OVL_DTYPE_FLOAT32:
+  default:
+    return 4;
+  }
 }
 
+static const char *const dtype_names[OVL_DTYPE_COUNT] = {
+    "float32", "float64", "float16", "bfloat16"};
+
 const char *ovl_dtype_name(ovl_dtype dtype) {
-  return dtype == OVL_DTYPE_FLOAT64 ? "float64" : "float32";
+  return (unsigned)dtype < OVL_DTYPE_COUNT ? dtype_names[dtype] : "?";
+}
+
+int ovl_dtype_from_name(const char *name, ovl_dtype *out) {
+  for (int k = 0; name != NULL && k < OVL_DTYPE_COUNT; k++)
+    if (strcmp(name, dtype_names[k]) == 0) {
+      *out = (ovl_dtype)k;
+      return 1;
+    }
+  return 0;
+}
+
+double ovl_dtype_rtol(ovl_dtype dtype) {
+  switch (dtype) {
+  case OVL_DTYPE_FLOAT16:
+    return 2e-3;
+  case OVL_DTYPE_BFLOAT16:
+    return 1.6e-2;
+  default:
+    return 1e-5;
+  }
+}
+
+double ovl_dtype_atol(ovl_dtype dtype) {
+  switch (dtype) {
+  case OVL_DTYPE_FLOAT16:
+  case OVL_DTYPE_BFLOAT16:
+    return 1e-5;
+  default:
+    return 1e-6;
+  }
+}
+
+/* v rounded to a binary format of `frac` fraction bits whose smallest
+ * normal is 2^emin and largest finite value is `max`: to nearest, ties to
+ * even, in one step from the double (never through float, which would
+ * round twice). The significand with its leading bit, m, times 2^(e - 52)
+ * is v; the bits below the format's ulp (2^(e - frac), or 2^(emin -
+ * frac) below the normal range) are rounded away in integers. */
+static double round_format(double v, int frac, int emin, double max) {
+  uint64_t u, m, r, rem, half;
+  int e, shift;
+  double scale;
+  memcpy(&u, &v, sizeof u);
+  e = (int)((u >> 52) & 0x7ff);
+  if (e == 0x7ff) /* inf, NaN */
+    return v;
+  if (e == 0) /* zero, or a double subnormal: far below the format */
+    return copysign(0.0, v);
+  e -= 1023;
+  m = (u & 0xfffffffffffffull) | (1ull << 52);
+  shift = 52 - frac + (e < emin ? emin - e : 0);
+  if (shift > 53) /* below half the smallest subnormal */
+    return copysign(0.0, v);
+  r = m >> shift;
+  rem = m & ((1ull << shift) - 1);
+  half = 1ull << (shift - 1);
+  if (rem > half || (rem == half && (r & 1)))
+    r++;
+  /* 2^(e - 52 + shift): a normal double for both 16-bit formats. */
+  u = (uint64_t)(e - 52 + shift + 1023) << 52;
+  memcpy(&scale, &u, sizeof scale);
+  v = copysign((double)r * scale, v);
+  return fabs(v) > max ? copysign(INFINITY, v) : v;
+}
+
+double ovl__dtype_round(ovl_dtype dtype, double v) {
+  switch (dtype) {
+  case OVL_DTYPE_FLOAT32:
+    return (double)(float)v;
+  case OVL_DTYPE_FLOAT16:
+    return round_format(v, 10, -14, 65504.0);
+  case OVL_DTYPE_BFLOAT16:
+    return round_format(v, 7, -126, 0x1.fep127);
+  case OVL_DTYPE_FLOAT64:
+  default:
+    return v;
+  }
+}
+
+double ovl__dtype_load(ovl_dtype dtype, const void *base, size_t i) {
+  switch (dtype) {
+  case OVL_DTYPE_FLOAT32:
+    return ((const float *)base)[i];
+  case OVL_DTYPE_FLOAT16:
+    return ovl__f16_to_f32(((const uint16_t *)base)[i]);
+  case OVL_DTYPE_BFLOAT16:
+    return ovl__bf16_to_f32(((const uint16_t *)base)[i]);
+  case OVL_DTYPE_FLOAT64:
+  default:
+    return ((const double *)base)[i];
+  }
+}
+
+void ovl__dtype_store(ovl_dtype dtype, void *base, size_t i, double v) {
+  /* A 16-bit value, once rounded, is a float exactly. */
+  switch (dtype) {
+  case OVL_DTYPE_FLOAT32:
+    ((float *)base)[i] = (float)v;
+    break;
+  case OVL_DTYPE_FLOAT16:
+    ((uint16_t *)base)[i] =
+        ovl__f32_to_f16((float)ovl__dtype_round(dtype, v));
+    break;
+  case OVL_DTYPE_BFLOAT16:
+    ((uint16_t *)base)[i] =
+        ovl__f32_to_bf16((float)ovl__dtype_round(dtype, v));
+    break;
+  case OVL_DTYPE_FLOAT64:
+  default:
+    ((double *)base)[i] = v;
+    break;
+  }
 }
 
 const char *ovl_mode_name(ovl_mode mode) {
@@ -72,15 +198,36 @@ static double special_value(ovl_dtype dtype, uint64_t k) {
       0x1p-1074, -0x1p-1074,
       0x0.fffffffffffffp-1022, -0x0.fffffffffffffp-1022,
       0x1.fffffffffffffp+1023, -0x1.fffffffffffffp+1023};
+  static const double f16[SPECIAL_COUNT] = {
+      NAN, INFINITY, -INFINITY, 0.0, -0.0,
+      0x1p-24, -0x1p-24,                       /* 0x0001 */
+      0x1.ff8p-15, -0x1.ff8p-15,               /* 0x03ff */
+      65504.0, -65504.0};                      /* 0x7bff */
+  static const double bf16[SPECIAL_COUNT] = {
+      NAN, INFINITY, -INFINITY, 0.0, -0.0,
+      0x1p-133, -0x1p-133,                     /* 0x0001 */
+      0x1.fcp-127, -0x1.fcp-127,               /* 0x007f */
+      0x1.fep127, -0x1.fep127};                /* 0x7f7f */
   k %= SPECIAL_COUNT;
-  return dtype == OVL_DTYPE_FLOAT32 ? f32[k] : f64[k];
+  switch (dtype) {
+  case OVL_DTYPE_FLOAT32:
+    return f32[k];
+  case OVL_DTYPE_FLOAT16:
+    return f16[k];
+  case OVL_DTYPE_BFLOAT16:
+    return bf16[k];
+  default:
+    return f64[k];
+  }
 }
 
 /* An ordinary value of init=special: either sign, 8 significant bits, an
- * exponent from -6 to 6 (magnitudes 2^-6 to 2^7). Sums of up to 4 of them
- * are exact in float32 (22 bits at most), so a result that differs from
- * the reference differs for what the special values did, not for how a
- * backend happened to round an ordinary sum. */
+ * exponent from -6 to 6 (magnitudes 2^-6 to 2^7), exact in every dtype.
+ * Sums of up to 4 of them are exact in float32 (22 bits at most), so a
+ * result that differs from the reference differs for what the special
+ * values did, not for how a backend happened to round an ordinary sum (in
+ * the 16-bit dtypes they round, and the order of a sum of 3 or more
+ * matters). */
 static double ordinary_value(uint64_t h) {
   double mant = (double)(128 + ((h >> 20) & 127)); /* 1.xxxxxxx * 2^7 */
   int exp = (int)((h >> 9) % 13) - 6;
@@ -92,8 +239,7 @@ double ovl__var_init_value(const ovl__var *var, int rank, int64_t index) {
   uint64_t key, h;
   switch (var->init) {
   case OVL_INIT_FILL:
-    return var->dtype == OVL_DTYPE_FLOAT32 ? (double)(float)var->fill
-                                           : var->fill;
+    return ovl__dtype_round(var->dtype, var->fill);
   case OVL_INIT_UNIFORM:
   case OVL_INIT_SPECIAL:
     key = mix64(var->seed ^ (var->per_rank ? mix64((uint64_t)rank + 1) : 0));
@@ -101,10 +247,18 @@ double ovl__var_init_value(const ovl__var *var, int rank, int64_t index) {
     if (var->init == OVL_INIT_SPECIAL)
       return (h & 3) == 0 ? special_value(var->dtype, h >> 2)
                           : ordinary_value(h);
-    /* 24 or 53 random bits: exact in the dtype, uniform in [0, 1). */
-    if (var->dtype == OVL_DTYPE_FLOAT32)
+    /* As many random bits as the dtype's significand holds (24, 53, 11,
+     * 8): exact in the dtype, uniform in [0, 1). */
+    switch (var->dtype) {
+    case OVL_DTYPE_FLOAT32:
       return (double)(h >> 40) * 0x1p-24;
-    return (double)(h >> 11) * 0x1p-53;
+    case OVL_DTYPE_FLOAT16:
+      return (double)(h >> 53) * 0x1p-11;
+    case OVL_DTYPE_BFLOAT16:
+      return (double)(h >> 56) * 0x1p-8;
+    default:
+      return (double)(h >> 11) * 0x1p-53;
+    }
   case OVL_INIT_NONE:
   default:
     return 0.0;

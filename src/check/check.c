@@ -3,7 +3,9 @@
  * reference. An element matches when |got - ref| <= atol + rtol * |ref|;
  * a NaN matches only a NaN, and an infinity only the same infinity (so a
  * tolerance that overflows to infinity never lets a finite value match an
- * infinite one). A rank checks the variables it fetches: a fetch with
+ * infinite one). A tolerance given as OVL_TOL_DTYPE is, per fetched
+ * variable, its dtype's default (ovl_dtype_rtol, ovl_dtype_atol). A rank
+ * checks the variables it fetches: a fetch with
  * ranks=[...] fetches only there, and a rank that fetches nothing of a
  * variable has nothing of it to check. Where the reference sampled the
  * rows of a variable (ovl_reference_rows), those rows are compared and
@@ -85,10 +87,11 @@ ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
   if (nranks < 1 || nranks > OVL_MAX_RANKS)
     return ovl__err(err, OVL_EINVAL, "ovl_check_result: %d ranks", nranks);
   /* Written so that NaN tolerances fail too. */
-  if (!(rtol >= 0) || !(atol >= 0))
+  if (!(rtol >= 0 || rtol == OVL_TOL_DTYPE) ||
+      !(atol >= 0 || atol == OVL_TOL_DTYPE))
     return ovl__err(err, OVL_EINVAL,
-                    "ovl_check_result: tolerances must be >= 0 (rtol %g, "
-                    "atol %g)",
+                    "ovl_check_result: tolerances must be >= 0 or "
+                    "OVL_TOL_DTYPE (rtol %g, atol %g)",
                     rtol, atol);
   out->rtol = rtol;
   out->atol = atol;
@@ -122,8 +125,10 @@ ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
       const int64_t *rows;
       size_t n, first = 0, nrows;
       int64_t count;
+      double vrtol, vatol;
 
       ovl_program_fetch_info(prog, i, &info);
+      ovl_tolerance(rtol, atol, info.dtype, &vrtol, &vatol);
       if (!((on[i] >> r) & 1))
         continue; /* rank r does not fetch it */
       if (e == NULL) {
@@ -140,7 +145,7 @@ ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
         count = info.numel; /* never fetched: all of it is wrong */
         out->checked += info.numel;
       } else if (rows == NULL) {
-        count = count_mismatches(g, e, n, rtol, atol, &first);
+        count = count_mismatches(g, e, n, vrtol, vatol, &first);
         out->checked += info.numel;
       } else {
         /* Sampled rows: only those hold reference values. */
@@ -148,7 +153,7 @@ ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
         count = 0;
         for (size_t q = 0; q < nrows; q++) {
           size_t at = (size_t)rows[q] * len, f = 0;
-          int64_t c = count_mismatches(g + at, e + at, len, rtol, atol, &f);
+          int64_t c = count_mismatches(g + at, e + at, len, vrtol, vatol, &f);
           if (c > 0 && count == 0)
             first = at + f;
           count += c;
@@ -176,6 +181,8 @@ ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
       m->count = count;
       m->numel = info.numel;
       m->first_index = (int64_t)first;
+      m->rtol = vrtol;
+      m->atol = vatol;
       m->got = g != NULL ? g[first] : NAN;
       m->expected = n > 0 ? e[first] : NAN;
       out->mismatched += count;
@@ -187,6 +194,12 @@ ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
     out->mismatch = NULL;
   }
   return OVL_OK;
+}
+
+void ovl_tolerance(double rtol, double atol, ovl_dtype dtype,
+                   double *rtol_out, double *atol_out) {
+  *rtol_out = rtol == OVL_TOL_DTYPE ? ovl_dtype_rtol(dtype) : rtol;
+  *atol_out = atol == OVL_TOL_DTYPE ? ovl_dtype_atol(dtype) : atol;
 }
 
 static const double *result_fetched(const void *ctx, int rank, size_t i) {

@@ -198,12 +198,13 @@ static bool is_dead(const ref_state *s, int rank, size_t i) {
 
 DEFINE_EW_APPLY(ew_apply)
 
-/* The same for float32 variables, whose operands (and scale and bias) are
- * float32 values: their product is exact in double, so fma(s, x, b) and
- * s * x + b are the same double, and the plain expression (inline, where
- * fma is a library call without FMA instructions) is used. */
+/* The same for float32 and 16-bit variables, whose operands (and scale
+ * and bias) are values of their dtype: their product is exact in double,
+ * so fma(s, x, b) and s * x + b are the same double, and the plain
+ * expression (inline, where fma is a library call without FMA
+ * instructions) is used. */
 #define fma(a, b, c) ((a) * (b) + (c))
-DEFINE_EW_APPLY(ew_apply_f32)
+DEFINE_EW_APPLY(ew_apply_narrow)
 #undef fma
 #undef OVL__EW_CASE
 
@@ -231,8 +232,8 @@ DEFINE_EW_APPLY(ew_apply_f32)
 
 /* The factor every input of reduction `op` is first multiplied by: 1, or
  * 1/nranks converted to the dtype (avg: NCCL's PreMulSum). For float32
- * values the product is exact in double; for float64 it rounds, as the
- * device's does. */
+ * and 16-bit values the product is exact in double; for float64 it
+ * rounds, as the device's does. */
 static double red_premul(ovl__redop op, ovl_dtype dtype, int nranks) {
   static const bool premul[] = {
 #define OVL__RED_PREMUL(name, expr, pm) pm,
@@ -241,8 +242,7 @@ static double red_premul(ovl__redop op, ovl_dtype dtype, int nranks) {
   };
   if (!premul[op])
     return 1.0;
-  return dtype == OVL_DTYPE_FLOAT32 ? (double)(float)(1.0 / nranks)
-                                    : 1.0 / nranks;
+  return ovl__dtype_round(dtype, 1.0 / nranks);
 }
 
 /* One more rank folded into the partial result (core/elemfn.h). */
@@ -273,7 +273,7 @@ static void red_first(double *acc, const double *x0, double m, size_t n) {
 
 /* A scale or bias as the device uses it: converted to the dtype. */
 static double in_dtype(ovl_dtype dtype, double v) {
-  return dtype == OVL_DTYPE_FLOAT32 ? (double)(float)v : v;
+  return ovl__dtype_round(dtype, v);
 }
 
 
@@ -804,12 +804,22 @@ static size_t clip(int64_t numel, size_t lo, size_t hi) {
   return (hi < n ? hi : n) - lo;
 }
 
-/* Store n results in `dtype`: float32 variables hold float32 values. */
+/* Store n results in `dtype`: float32 variables hold float32 values, and
+ * 16-bit ones their values (rounded in one step from the double). */
 static void store_round(ovl_dtype dtype, double *p, size_t n) {
-  if (dtype != OVL_DTYPE_FLOAT32)
-    return;
-  for (size_t i = 0; i < n; i++)
-    p[i] = (double)(float)p[i];
+  switch (dtype) {
+  case OVL_DTYPE_FLOAT32:
+    for (size_t i = 0; i < n; i++)
+      p[i] = (double)(float)p[i];
+    break;
+  case OVL_DTYPE_FLOAT16:
+  case OVL_DTYPE_BFLOAT16:
+    for (size_t i = 0; i < n; i++)
+      p[i] = ovl__dtype_round(dtype, p[i]);
+    break;
+  default:
+    break;
+  }
 }
 
 /* A kernel on elements [lo, hi) of ranks [r0, r1). */
@@ -819,7 +829,7 @@ static void run_kernel(ref_state *s, const ovl__op *op, int r0, int r1,
   size_t n = clip(o->numel, lo, hi);
   for (int r = r0; r < r1 && n > 0; r++) {
     const double *x = var_val(s, r, op->in[0]) + lo;
-    (o->dtype == OVL_DTYPE_FLOAT32 ? ew_apply_f32 : ew_apply)(
+    (o->dtype == OVL_DTYPE_FLOAT64 ? ew_apply : ew_apply_narrow)(
              op->def->ew, var_val(s, r, op->out) + lo, x,
              op->nin > 1 ? var_val(s, r, op->in[1]) + lo : x,
              in_dtype(o->dtype, op->scale), in_dtype(o->dtype, op->bias), n);

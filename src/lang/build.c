@@ -874,16 +874,18 @@ static ovl_status shape_attr(binder *B, const kwarg *kw, shape *sh) {
   return OVL_OK;
 }
 
-/* dtype=float32|float64 (data(), recv_v2); 0 or 1. */
+/* dtype=float32|float64|float16|bfloat16 (data(), recv_v2), in the
+ * order of ovl_dtype. */
 static ovl_status dtype_attr(binder *B, const kwarg *kw, ovl_dtype *dtype) {
-  static const char *const dtypes[] = {"float32", "float64", NULL};
+  static const char *const dtypes[] = {"float32", "float64", "float16",
+                                       "bfloat16", NULL};
   char buf[160], fbuf[DEFINE_FROM_SIZE];
   int k = pick(&kw->val.v, dtypes);
   if (k < 0)
     return perr(B, kw->val.v.line, kw->val.v.col,
-                "bad dtype %s (float32 or float64)%s",
+                "bad dtype %s (float32, float64, float16 or bfloat16)%s",
                 value_desc(B, &kw->val.v, buf, sizeof buf), FROM(kw, -1));
-  *dtype = k == 1 ? OVL_DTYPE_FLOAT64 : OVL_DTYPE_FLOAT32;
+  *dtype = (ovl_dtype)k;
   return OVL_OK;
 }
 

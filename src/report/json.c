@@ -166,14 +166,26 @@ static void json_machine(ovl__sbuf *b, const ovl_report_machine *mc) {
   ovl__sb_puts(b, "},\n");
 }
 
+/* A tolerance as given: a number, or null for each dtype's default. */
+static void sb_tol(ovl__sbuf *b, double tol) {
+  if (tol == OVL_TOL_DTYPE)
+    ovl__sb_puts(b, "null");
+  else
+    ovl__sb_printf(b, "%.17g", tol);
+}
+
 static void json_options(ovl__sbuf *b, const ovl_report_json_opts *o) {
   ovl__sb_puts(b, "  \"options\": {\"mode\": ");
   ovl__sb_json_str(b, o->mode != NULL ? o->mode : "both");
   ovl__sb_printf(b, ", \"iters\": %d, \"warmup\": %d, \"timed\": %d, "
-                    "\"rtol\": %.17g, \"atol\": %.17g, \"timeout_s\": %.17g, "
+                    "\"rtol\": ",
+                 o->iters, o->warmup, o->iters - o->warmup);
+  sb_tol(b, o->rtol);
+  ovl__sb_puts(b, ", \"atol\": ");
+  sb_tol(b, o->atol);
+  ovl__sb_printf(b, ", \"timeout_s\": %.17g, "
                     "\"races\": %s, \"op_times\": %s, \"chaos_seed\": %u, "
                     "\"comm_priority\": ",
-                 o->iters, o->warmup, o->iters - o->warmup, o->rtol, o->atol,
                  o->timeout_s, o->races ? "true" : "false",
                  o->op_times ? "true" : "false", o->chaos_seed);
   ovl__sb_json_str(b, o->comm_priority != NULL ? o->comm_priority
@@ -229,6 +241,7 @@ static void json_check(ovl__sbuf *b, const ovl_program *prog,
     for (size_t i = 0; i < ovl_program_fetch_count(prog); i++) {
       const ovl_mismatch *mm = NULL;
       ovl_var_info v;
+      double rtol, atol;
       ovl_program_fetch_info(prog, i, &v);
       for (size_t k = 0; k < c->nmismatch; k++)
         if (c->mismatch[k].rank == r && c->mismatch[k].fetch_index == i)
@@ -236,8 +249,11 @@ static void json_check(ovl__sbuf *b, const ovl_program *prog,
       ovl__sb_printf(b, "%s\n        {\"rank\": %d, \"var\": ",
                      r == 0 && i == 0 ? "" : ",", r);
       ovl__sb_json_str(b, v.name);
-      ovl__sb_printf(b, ", \"checked\": %lld, \"mismatched\": %lld, "
-                        "\"fetched\": %s, ",
+      ovl_tolerance(c->rtol, c->atol, v.dtype, &rtol, &atol);
+      ovl__sb_printf(b, ", \"dtype\": \"%s\", \"rtol\": %.17g, "
+                        "\"atol\": %.17g, \"checked\": %lld, "
+                        "\"mismatched\": %lld, \"fetched\": %s, ",
+                     ovl_dtype_name(v.dtype), rtol, atol,
                      (long long)(v.numel - (c->var_unchecked != NULL
                                                 ? c->var_unchecked[i]
                                                 : 0)),

@@ -604,15 +604,9 @@ static ovl_status rank_setup(rank_t *rk, ovl_error *err) {
       ovl__err_prefix(err, "host copy of input '%s': ", var->name);
       return st;
     }
-    if (var->dtype == OVL_DTYPE_FLOAT32) {
-      float *p = rk->host_in[v];
-      for (int64_t i = 0; i < var->numel; i++)
-        p[i] = (float)ovl__var_init_value(var, rk->rank, i);
-    } else {
-      double *p = rk->host_in[v];
-      for (int64_t i = 0; i < var->numel; i++)
-        p[i] = ovl__var_init_value(var, rk->rank, i);
-    }
+    for (int64_t i = 0; i < var->numel; i++)
+      ovl__dtype_store(var->dtype, rk->host_in[v], (size_t)i,
+                       ovl__var_init_value(var, rk->rank, i));
   }
   if (rk->run->opts.op_times || rk->run->traced >= 0) {
     st = be->timers_reserve(rk->br, MARK_END(prog->nprims), err);
@@ -659,12 +653,15 @@ static ovl_status keep_fetched(rank_t *rk, ovl_error *err) {
     if (d == NULL)
       return ovl__err(err, OVL_ENOMEM, "rank %d: out of host memory",
                       rk->rank);
-    if (var->dtype == OVL_DTYPE_FLOAT32) {
+    if (var->dtype == OVL_DTYPE_FLOAT64) {
+      memcpy(d, rk->host_out[i], (size_t)var->numel * sizeof *d);
+    } else if (var->dtype == OVL_DTYPE_FLOAT32) {
       const float *s = rk->host_out[i];
       for (int64_t k = 0; k < var->numel; k++)
         d[k] = s[k];
     } else {
-      memcpy(d, rk->host_out[i], (size_t)var->numel * sizeof *d);
+      for (int64_t k = 0; k < var->numel; k++)
+        d[k] = ovl__dtype_load(var->dtype, rk->host_out[i], (size_t)k);
     }
     res->fetched[(size_t)rk->rank * prog->nfetch + i] = d;
   }
