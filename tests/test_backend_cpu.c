@@ -559,6 +559,10 @@ START_TEST(test_tune_refuses_cuda_knobs) {
   ck_assert_str_eq(err.msg, "backend 'cpu' has no comm stream priority or "
                             "NCCL CTA limits (the cuda backend has)");
   ck_assert_int_eq(B->world_set(bw, "nccl_max_ctas", "0", &err), OVL_EINVAL);
+  ck_assert_int_eq(B->world_set(bw, "tf32", "on", &err), OVL_EINVAL);
+  ck_assert_str_eq(err.msg, "backend 'cpu' has no TF32 matrix multiply "
+                            "(tf32=on: the cuda backend has, for float32 on "
+                            "cuBLAS)");
   ck_assert_int_eq(B->world_set(bw, "chaos_seed", "-3", &err), OVL_EINVAL);
   ck_assert_int_eq(B->world_set(bw, "chaos_seed", "3x", &err), OVL_EINVAL);
   CK_OK(B->world_set(bw, "chaos_seed", "3", E));
