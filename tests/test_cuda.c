@@ -1603,6 +1603,11 @@ static Suite *cuda_suite(void) {
   tcase_add_test(tc, test_invalid);
   tcase_add_test(tc, test_trace_spans);
   tcase_add_test(tc, test_replay_bad_schedules);
+  suite_add_tcase(s, tc);
+
+  /* CK_RUN_CASE=matmul runs these alone (.gpu scripts). */
+  tc = tcase_create("matmul");
+  tcase_set_timeout(tc, 180);
   tcase_add_test(tc, test_matmul_cublas);
   tcase_add_test(tc, test_matmul_tf32);
   tcase_add_test(tc, test_tf32_key);
