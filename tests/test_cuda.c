@@ -2,10 +2,13 @@
  * Tests of the cuda backend on real GPUs: elementwise kernels against the
  * host, every collective on one GPU and on all of them, the wait-op event
  * semantics (a missing wait really reads stale data), NaN poison, the delay
- * kernel, the sync timeout that turns a stuck collective into an error, the
- * race replay (--replay) of every schedule in schedules/bad/, and
- * matmul_v2 on cuBLAS against the float64 reference (every dtype and
- * transpose, on calc, comm and user streams, and the TF32 policy).
+ * kernel, the sync timeout that turns a stuck collective into an error,
+ * the race replay (--replay) of every schedule in schedules/bad/, a
+ * float16 and bfloat16 allreduce of two GPUs bit for bit against the
+ * reference, and matmul_v2 on cuBLAS against the float64 reference (every
+ * dtype and transpose, on calc, comm and user streams, and the TF32
+ * policy). Kernels and collectives run in every dtype (float32, float64,
+ * float16, bfloat16).
  *
  * Skips (exit 77) where no GPU is visible. CUDA is never initialised in this
  * process: main() counts devices in a forked child, and Check forks every
@@ -34,6 +37,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "base/half.h"
 #include "internal.h"
 
 static const ovl__backend_ops *const B = &ovl__backend_cuda;
@@ -245,19 +249,16 @@ static void run_world(int nranks, int comm_rings, int stream_rings,
 
 static size_t dsize(ovl_dtype dt) { return ovl_dtype_size(dt); }
 
-/* Upload n doubles as dtype `dt` (exactly representable values only). */
+/* Upload n doubles as dtype `dt` (exactly representable values only;
+ * others are rounded to nearest even). */
 static ovl_status upload(ovl__brank *br, void *dev, const double *h,
                          size_t n, ovl_dtype dt, ovl_error *err) {
   void *tmp = malloc(n * dsize(dt) + 1);
   ovl_status st;
   if (tmp == NULL)
     return ovl__err(err, OVL_ENOMEM, "out of memory");
-  for (size_t i = 0; i < n; i++) {
-    if (dt == OVL_DTYPE_FLOAT32)
-      ((float *)tmp)[i] = (float)h[i];
-    else
-      ((double *)tmp)[i] = h[i];
-  }
+  for (size_t i = 0; i < n; i++)
+    ovl__dtype_store(dt, tmp, i, h[i]);
   st = B->mem_upload(br, dev, tmp, n * dsize(dt), err);
   free(tmp);
   return st;
@@ -271,8 +272,7 @@ static ovl_status download(ovl__brank *br, double *h, const void *dev,
     return ovl__err(err, OVL_ENOMEM, "out of memory");
   st = B->mem_download(br, tmp, dev, n * dsize(dt), err);
   for (size_t i = 0; st == OVL_OK && i < n; i++)
-    h[i] = dt == OVL_DTYPE_FLOAT32 ? (double)((float *)tmp)[i]
-                                   : ((double *)tmp)[i];
+    h[i] = ovl__dtype_load(dt, tmp, i);
   free(tmp);
   return st;
 }
@@ -370,7 +370,7 @@ static void poison_body(world_run *w, int rank, ovl__brank *br) {
   double *h = malloc(n * sizeof *h);
   void *p = NULL;
   RK_CHECK(h != NULL, "out of memory");
-  for (int dt = OVL_DTYPE_FLOAT32; dt <= OVL_DTYPE_FLOAT64; dt++) {
+  for (int dt = 0; dt < OVL_DTYPE_COUNT; dt++) {
     RK_OK(B->mem_alloc(br, n * dsize((ovl_dtype)dt), &p, E));
     RK_CHECK(p != NULL, "mem_alloc gave NULL");
     RK_OK(download(br, h, p, n, (ovl_dtype)dt, E));
@@ -395,8 +395,41 @@ END_TEST
 static const double EW_SCALE = 0.1, EW_BIAS = 1.0 / 3.0;
 
 /* The host's result for one element, rounded as the device rounds: in the
- * element type, SCALE as one fused multiply-add. */
+ * element type, SCALE as one fused multiply-add; float16 and bfloat16 in
+ * float (scale and bias converted to the dtype first), rounded once to the
+ * dtype (base/half.h). */
 static double ew_host(ovl__ew fn, ovl_dtype dt, double x, double y) {
+  if (dt == OVL_DTYPE_FLOAT16 || dt == OVL_DTYPE_BFLOAT16) {
+    float a = (float)x, b = (float)y, r;
+    switch (fn) {
+    case OVL_EW_ASSIGN:
+      r = a;
+      break;
+    case OVL_EW_ADD:
+      r = a + b;
+      break;
+    case OVL_EW_SUB:
+      r = a - b;
+      break;
+    case OVL_EW_MUL:
+      r = a * b;
+      break;
+    case OVL_EW_DIV:
+      r = a / b;
+      break;
+    case OVL_EW_MAX:
+      r = fmaxf(a, b);
+      break;
+    case OVL_EW_SCALE:
+      r = fmaf((float)ovl__dtype_round(dt, EW_SCALE), a,
+               (float)ovl__dtype_round(dt, EW_BIAS));
+      break;
+    default:
+      return NAN;
+    }
+    return dt == OVL_DTYPE_FLOAT16 ? ovl__f16_to_f32(ovl__f32_to_f16(r))
+                                   : ovl__bf16_to_f32(ovl__f32_to_bf16(r));
+  }
   if (dt == OVL_DTYPE_FLOAT32) {
     float a = (float)x, b = (float)y;
     switch (fn) {
@@ -463,7 +496,7 @@ static void ew_body(world_run *w, int rank, ovl__brank *br) {
          *got = malloc(nmax * sizeof *got);
   RK_CHECK(hx && hy && want && got, "out of memory");
 
-  for (int dti = 0; dti < 2; dti++) {
+  for (int dti = 0; dti < OVL_DTYPE_COUNT; dti++) {
     const ovl_dtype dt = (ovl_dtype)dti;
     const size_t es = dsize(dt);
     void *x, *y, *o;
@@ -472,9 +505,10 @@ static void ew_body(world_run *w, int rank, ovl__brank *br) {
     RK_OK(B->mem_alloc(br, nmax * es, &o, E));
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
       const size_t n = sizes[si];
+      /* Values of the dtype (bfloat16 rounds the samples' 11 bits). */
       for (size_t i = 0; i < n + 1; i++) {
-        hx[i] = sample(2 * (uint64_t)rank + 1, i);
-        hy[i] = sample(2 * (uint64_t)rank + 2, i);
+        hx[i] = ovl__dtype_round(dt, sample(2 * (uint64_t)rank + 1, i));
+        hy[i] = ovl__dtype_round(dt, sample(2 * (uint64_t)rank + 2, i));
       }
       for (int fn = 0; fn < OVL__EW_COUNT; fn++) {
         const bool binary = ovl__ew_arity((ovl__ew)fn) == 2;
@@ -532,8 +566,9 @@ END_TEST
 /* Collectives                                                         */
 /* ------------------------------------------------------------------ */
 
-/* Inputs whose reductions are exact in float32 in any order: small
- * integers for sums, max and min; powers of two for products. */
+/* Inputs whose reductions are exact in every dtype (bfloat16 included:
+ * integers up to 256) in any order: small integers for sums, max and
+ * min; powers of two for products. */
 static double coll_value(ovl__redop op, int rank, size_t i) {
   static const double pow2[] = {1.0, 2.0, 0.5, -1.0, -2.0, 0.25};
   switch (op) {
@@ -572,7 +607,7 @@ static void coll_body(world_run *w, int rank, ovl__brank *br) {
          *got = malloc(nmax * sizeof *got);
   RK_CHECK(h && want && got, "out of memory");
 
-  for (int dti = 0; dti < 2; dti++) {
+  for (int dti = 0; dti < OVL_DTYPE_COUNT; dti++) {
     const ovl_dtype dt = (ovl_dtype)dti;
     void *s, *d;
     RK_OK(B->mem_alloc(br, nmax * dsize(dt), &s, E));
@@ -686,7 +721,7 @@ static void coll_body(world_run *w, int rank, ovl__brank *br) {
   free(got);
 }
 
-/* Issue 13's collectives and point-to-point, float32 and float64: reduce
+/* Issue 13's collectives and point-to-point, in every dtype: reduce
  * to the last rank (non-roots' outputs untouched), alltoall, barrier, a
  * ring exchange in a group (send to rank+1, receive from rank-1), and a
  * lone send/receive pair between ranks 0 and 1; ring_progress names the
@@ -698,7 +733,7 @@ static void p2p_body(world_run *w, int rank, ovl__brank *br) {
          *got = malloc(n * R * sizeof *got);
   uint64_t tag = 0;
   RK_CHECK(h && want && got, "out of memory");
-  for (int dti = 0; dti < 2; dti++) {
+  for (int dti = 0; dti < OVL_DTYPE_COUNT; dti++) {
     const ovl_dtype dt = (ovl_dtype)dti;
     void *s, *d;
     char what[128];
@@ -1581,6 +1616,124 @@ START_TEST(test_replay_bad_schedules) {
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* float16 and bfloat16 allreduce of two GPUs, bit for bit             */
+/* ------------------------------------------------------------------ */
+
+/* Issue 17: a 16-bit allreduce of 2 ranks is one step of NCCL's FuncSum
+ * (__hadd: a + b rounded once to nearest even), which is what the
+ * reference predicts (its double a + b rounded once to the dtype) and the
+ * cpu backend computes. Checked through the public API (the schedule
+ * language, the executor, NCCL, the reference), bit for bit (zeros with
+ * their sign), on a large buffer (NCCL's Simple protocol), a small one
+ * (LL) in place on calc, and a product; against the reference and against
+ * a + b (a * b) rounded here. The inputs round: the test counts the sums
+ * that are not exact in the dtype and the ties among them, and needs both.
+ * Differences are printed with their inputs, in hex, for the GPU log. */
+static void half_allreduce_case(ovl_world *world, ovl_dtype dt) {
+  const char *dn = ovl_dtype_name(dt);
+  char text[1024];
+  ovl_parse_opts po = {.nranks = 2};
+  ovl_run_opts ro = {.iters = 2, .warmup = 0};
+  ovl_program *prog = NULL;
+  ovl_reference *ref = NULL;
+  ovl_result *res = NULL;
+  ovl_error err = {0};
+  int64_t checked = 0, differ = 0, ref_differ = 0, rounded = 0, ties = 0;
+  int printed = 0;
+
+  snprintf(text, sizeof text,
+           "x = data(shape=[4194304], dtype=%s, init=uniform, seed=11, "
+           "per_rank=true)\n"
+           "s = data(shape=[4099], dtype=%s, init=special, seed=12, "
+           "per_rank=true)\n"
+           "t = data(shape=[4099], dtype=%s, init=special, seed=13, "
+           "per_rank=true)\n"
+           "y = c_allreduce_sum(x, ring_id=0)\n"
+           "c_allreduce_sum(s, ring_id=0, use_calc_stream=true)\n"
+           "p = c_allreduce_prod(t, ring_id=0)\n"
+           "c_wait_comm(y, p, ring_id=0)\n"
+           "fetch(y, s, p)\n",
+           dn, dn, dn);
+  ck_assert_msg(ovl_program_parse(text, strlen(text), "half_allreduce.sched",
+                                  &po, &prog, &err) == OVL_OK,
+                "%s", err.msg);
+  ck_assert_msg(ovl_reference_compute(prog, 2, &ref, &err) == OVL_OK, "%s",
+                err.msg);
+  ck_assert_msg(ovl_world_run(world, prog, &ro, &res, &err) == OVL_OK, "%s",
+                err.msg);
+  for (size_t f = 0; f < prog->nfetch; f++) {
+    const ovl__var *out = &prog->vars[prog->fetch[f]];
+    /* y = sum(x); s = sum(s) in place; p = prod(t). */
+    const char *in_name = f == 0 ? "x" : f == 1 ? "s" : "t";
+    const bool prod = f == 2;
+    const ovl__var *in = NULL;
+    for (size_t v = 0; v < prog->nvars; v++)
+      if (strcmp(prog->vars[v].name, in_name) == 0)
+        in = &prog->vars[v];
+    ck_assert_ptr_nonnull(in);
+    for (int r = 0; r < 2; r++) {
+      const double *got = ovl_result_fetched(res, r, f);
+      const double *exp = ovl_reference_fetched(ref, r, f);
+      ck_assert(got != NULL && exp != NULL);
+      for (int64_t i = 0; i < out->numel; i++) {
+        double a = ovl__var_init_value(in, 0, i);
+        double b = ovl__var_init_value(in, 1, i);
+        double exact = prod ? a * b : a + b; /* exact in double */
+        double want = ovl__dtype_round(dt, exact);
+        bool same = (isnan(got[i]) && isnan(want)) ||
+                    (got[i] == want && signbit(got[i]) == signbit(want));
+        bool ref_same = (isnan(exp[i]) && isnan(want)) ||
+                        (exp[i] == want && signbit(exp[i]) == signbit(want));
+        checked++;
+        if (r == 0 && !isnan(want) && want != exact && !isinf(want)) {
+          rounded++;
+          /* A tie: exactly halfway between want and its neighbour. */
+          double other = ovl__dtype_round(dt, exact + (exact - want));
+          ties += other != want && exact - want == (other - want) / 2;
+        }
+        ref_differ += !ref_same;
+        if (same)
+          continue;
+        differ++;
+        if (printed++ < 10)
+          printf("%s %s rank %d %s[%lld]: got %a, want %a (%s of %a and %a; "
+                 "reference %a)\n",
+                 dn, prod ? "prod" : "sum", r, out->name, (long long)i,
+                 got[i], want, prod ? "product" : "sum", a, b, exp[i]);
+      }
+    }
+  }
+  printf("%s allreduce on 2 GPUs: %lld elements checked bit for bit, %lld "
+         "differ from a %s b rounded once (%lld results rounded, %lld of "
+         "them ties); the reference differs at %lld\n",
+         dn, (long long)checked, (long long)differ, "+", (long long)rounded,
+         (long long)ties, (long long)ref_differ);
+  ck_assert_msg(differ == 0, "%s: %lld of %lld elements differ", dn,
+                (long long)differ, (long long)checked);
+  ck_assert_msg(ref_differ == 0, "%s: the reference differs at %lld", dn,
+                (long long)ref_differ);
+  ck_assert_int_gt(rounded, 1000);
+  ck_assert_int_gt(ties, 100);
+  ovl_result_free(res);
+  ovl_reference_free(ref);
+  ovl_program_free(prog);
+}
+
+START_TEST(test_half_allreduce_two_gpus) {
+  ovl_world_opts wo = {.backend = "cuda", .nranks = 2, .timeout_s = 30};
+  ovl_world *world = NULL;
+  ovl_error err = {0};
+  if (ngpus < 2)
+    return;
+  ck_assert_msg(ovl_world_create(&wo, &world, &err) == OVL_OK, "%s",
+                err.msg);
+  half_allreduce_case(world, OVL_DTYPE_BFLOAT16);
+  half_allreduce_case(world, OVL_DTYPE_FLOAT16);
+  ovl_world_free(world);
+}
+END_TEST
+
 static Suite *cuda_suite(void) {
   Suite *s = suite_create("cuda");
   TCase *tc = tcase_create("cuda");
@@ -1603,6 +1756,7 @@ static Suite *cuda_suite(void) {
   tcase_add_test(tc, test_invalid);
   tcase_add_test(tc, test_trace_spans);
   tcase_add_test(tc, test_replay_bad_schedules);
+  tcase_add_test(tc, test_half_allreduce_two_gpus);
   suite_add_tcase(s, tc);
 
   /* CK_RUN_CASE=matmul runs these alone (.gpu scripts). */

@@ -362,6 +362,54 @@ START_TEST(init_values_in_dtype) {
 }
 END_TEST
 
+/* How often scale's fma, computed in float and then rounded to the dtype
+ * (the cpu backend and the CUDA kernels), differs from the exact fma
+ * rounded once (the reference, core/elemfn.h): rarely, by one ulp, where
+ * the float is a midpoint of the dtype. 10^6 triples of random finite
+ * bit patterns each (measured on 10^8: 1 in 26,000 for float16, 1 in
+ * 1,500 for bfloat16). */
+START_TEST(scale_midpoints_are_rare) {
+  const ovl_dtype dt = _i == 0 ? OVL_DTYPE_FLOAT16 : OVL_DTYPE_BFLOAT16;
+  uint64_t st = 88172645463325252ull;
+  long n = 0, differ = 0, far = 0;
+  while (n < 1000000) {
+    st ^= st << 13;
+    st ^= st >> 7;
+    st ^= st << 17;
+    uint16_t bits[3] = {(uint16_t)st, (uint16_t)(st >> 16),
+                        (uint16_t)(st >> 32)};
+    float v[3];
+    for (int k = 0; k < 3; k++)
+      v[k] = dt == OVL_DTYPE_FLOAT16 ? ovl__f16_to_f32(bits[k])
+                                     : ovl__bf16_to_f32(bits[k]);
+    if (!isfinite(v[0]) || !isfinite(v[1]) || !isfinite(v[2]))
+      continue;
+    n++;
+    float f = fmaf(v[0], v[1], v[2]);
+    double dev = dt == OVL_DTYPE_FLOAT16
+                     ? ovl__f16_to_f32(ovl__f32_to_f16(f))
+                     : ovl__bf16_to_f32(ovl__f32_to_bf16(f));
+    /* s * x is exact in double; the sum rounds there at most where b is
+     * far below s * x, as the reference's does. */
+    double ref = ovl__dtype_round(dt, (double)v[0] * v[1] + v[2]);
+    if (dev == ref || (isnan(dev) && isnan(ref)))
+      continue;
+    differ++;
+    /* Neighbours: one ulp apart, or an infinity next to the largest
+     * finite value. */
+    double nb = dt == OVL_DTYPE_FLOAT16 ? 65504.0 : 0x1.fep127;
+    double lo = fmin(fabs(dev), fabs(ref)), hi = fmax(fabs(dev), fabs(ref));
+    if (isinf(hi) ? lo != nb
+                  : ovl__dtype_round(dt, lo + (hi - lo) / 2) == lo + (hi - lo) / 2)
+      far++;
+  }
+  ck_assert_msg(differ > 0 && differ < n / 200, "%s: %ld of %ld differ",
+                ovl_dtype_name(dt), differ, n);
+  ck_assert_msg(far == 0, "%s: %ld differ by more than one ulp",
+                ovl_dtype_name(dt), far);
+}
+END_TEST
+
 static Suite *half_suite(void) {
   Suite *s = suite_create("half");
   TCase *tc = tcase_create("dtypes");
@@ -376,6 +424,7 @@ static Suite *half_suite(void) {
   tcase_add_loop_test(tc, narrow_paths_agree, 0, 2);
   tcase_add_test(tc, load_store);
   tcase_add_test(tc, init_values_in_dtype);
+  tcase_add_loop_test(tc, scale_midpoints_are_rare, 0, 2);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -421,6 +421,115 @@ START_TEST(test_float32_reduce_rounds_once) {
 }
 END_TEST
 
+/* float16 (_i = 0) and bfloat16 (_i = 1) variables hold values of their
+ * dtype: each result is rounded once to it, to nearest even, in one step
+ * from the double: 1/3 (a scale converted to the dtype first) and its
+ * residual; ties (1 + ulp/2 to 1, 1 + 3 ulp/2 to 1 + 2 ulp); a product
+ * rounded; overflow to inf. */
+START_TEST(test_half_stored) {
+  const ovl_dtype dt = _i == 0 ? OVL_DTYPE_FLOAT16 : OVL_DTYPE_BFLOAT16;
+  const char *dn = ovl_dtype_name(dt);
+  const double ulp = _i == 0 ? 0x1p-10 : 0x1p-7; /* at 1 */
+  sched_text t = {0};
+
+  put(&t, "x = data(shape=[7], dtype=%s, init=fill, value=1.0)\n", dn);
+  put(&t, "third = scale(x, scale=%.17g)\n", 1.0 / 3.0);
+  put(&t, "res = scale(third, scale=3.0, bias=-1.0)\n");
+  put(&t, "h = data(shape=[7], dtype=%s, init=fill, value=%.17g)\n", dn,
+      ulp / 2);
+  put(&t, "tie = elementwise_add(x, h)\n");
+  put(&t, "h3 = scale(h, scale=3.0)\n");
+  put(&t, "tie3 = elementwise_add(x, h3)\n");
+  put(&t, "y = data(shape=[7], dtype=%s, init=fill, value=%.17g)\n", dn,
+      1.0 + ulp);
+  put(&t, "sq = elementwise_mul(y, y)\n"); /* 1 + 2 ulp + ulp^2 */
+  put(&t, "huge = scale(x, scale=1e300)\n");
+  put(&t, "fetch(third, res, tie, tie3, sq, huge)\n");
+  load(t.s, 1);
+  run_ref(1);
+  const double third = ovl__dtype_round(dt, 1.0 / 3.0);
+  ck_assert_double_ne(third, 1.0 / 3.0);
+  ck_assert_double_eq(ovl__dtype_round(dt, third), third);
+  for (int64_t i = 0; i < 7; i++) {
+    ck_assert_double_eq(got_var(0, "third")[i], third);
+    ck_assert_double_eq(got_var(0, "res")[i],
+                        ovl__dtype_round(dt, 3.0 * third - 1.0));
+    ck_assert_double_ne(got_var(0, "res")[i], 0.0);
+    ck_assert_double_eq(got_var(0, "tie")[i], 1.0);
+    ck_assert_double_eq(got_var(0, "tie3")[i], 1.0 + 2 * ulp);
+    ck_assert_double_eq(got_var(0, "sq")[i], 1.0 + 2 * ulp);
+    ck_assert_double_eq(got_var(0, "huge")[i], INFINITY);
+  }
+}
+END_TEST
+
+/* The one place where the reference and the devices part: scale on a
+ * 16-bit dtype whose fused s * x + b, rounded to float on the device (the
+ * cpu backend and CUDA compute in float), lands exactly on a midpoint of
+ * the dtype that the exact value is not on. Here (float16) s = -(1 + u)
+ * u/2, x = 1 - u, b = 1 + u, u = 2^-10: s * x + b = 1 + u/2 + u^3/2,
+ * above the midpoint 1 + u/2 by 2^-31, which float cannot hold: the float
+ * is the midpoint, which ties to even, 1; the reference's double holds
+ * it and rounds up, to 1 + u. (tests/test_backend_cpu checks the cpu
+ * backend's 1; README, "Numbers", says so.) */
+START_TEST(test_half_scale_midpoint) {
+  const double u = 0x1p-10, sc = -(1 + u) * u / 2;
+  sched_text t = {0};
+  put(&t, "x = data(shape=[3], dtype=float16, init=fill, value=%.17g)\n",
+      1 - u);
+  put(&t, "o = scale(x, scale=%.17g, bias=%.17g)\n", sc, 1 + u);
+  put(&t, "fetch(o)\n");
+  load(t.s, 1);
+  run_ref(1);
+  ck_assert_double_eq(ovl__dtype_round(OVL_DTYPE_FLOAT16, sc), sc);
+  for (int64_t i = 0; i < 3; i++)
+    ck_assert_double_eq(got_var(0, "o")[i], 1 + u);
+}
+END_TEST
+
+/* A 16-bit reduction is rounded once: on 2 ranks that is a + b rounded
+ * (what NCCL's __hadd gives), on 4 the whole sum rounded, which here
+ * differs from a rounding after each partial sum (what devices do; the
+ * check's tolerance covers it). */
+START_TEST(test_half_reduce_rounds_once) {
+  const ovl_dtype dt = _i == 0 ? OVL_DTYPE_FLOAT16 : OVL_DTYPE_BFLOAT16;
+  const int64_t n = 4096;
+  for (int nranks = 2; nranks <= 4; nranks += 2) {
+    int64_t differ = 0, rounded = 0;
+    sched_text t = {0};
+    put(&t, "x = data(shape=[4096], dtype=%s, init=uniform, seed=17, "
+            "per_rank=true)\n"
+            "o = c_allreduce_sum(x)\n"
+            "fetch(o)\n",
+        ovl_dtype_name(dt));
+    load(t.s, nranks);
+    run_ref(nranks);
+    for (int64_t i = 0; i < n; i++) {
+      double once = 0, each = 0;
+      for (int q = 0; q < nranks; q++) {
+        double xq = uniform(dt, 17, true, q, i);
+        once += xq;
+        each = q == 0 ? xq : ovl__dtype_round(dt, each + xq);
+      }
+      rounded += ovl__dtype_round(dt, once) != once;
+      once = ovl__dtype_round(dt, once);
+      differ += once != each;
+      for (int r = 0; r < nranks; r++)
+        ck_assert_double_eq(got_var(r, "o")[i], once);
+    }
+    ck_assert_int_gt(rounded, n / 10);
+    if (nranks == 4)
+      ck_assert_int_gt(differ, n / 100);
+    else
+      ck_assert_int_eq(differ, 0);
+    ovl_reference_free(REF);
+    REF = NULL;
+    ovl_program_free(P);
+    P = NULL;
+  }
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Collectives, for 1 to 4 ranks (_i)                                  */
 /* ------------------------------------------------------------------ */
@@ -2077,6 +2186,9 @@ static Suite *reference_suite(void) {
   tcase_add_test(tc, test_float32_stored);
   tcase_add_test(tc, test_float32_overflow);
   tcase_add_test(tc, test_float32_reduce_rounds_once);
+  tcase_add_loop_test(tc, test_half_stored, 0, 2);
+  tcase_add_test(tc, test_half_scale_midpoint);
+  tcase_add_loop_test(tc, test_half_reduce_rounds_once, 0, 2);
   tcase_add_loop_test(tc, test_allreduce, 1, 5);
   tcase_add_loop_test(tc, test_broadcast, 1, 5);
   tcase_add_loop_test(tc, test_allgather, 1, 5);

@@ -13,8 +13,10 @@
  * and bias first converted to the output's dtype (as the device converts
  * them), and each result is stored in its variable's dtype, as a device
  * stores it: a float32 variable keeps float32 range (an overflow is inf on
- * the device and in the reference alike) and precision, while the
- * arithmetic of one op stays exact-ish in double. Reductions (allreduce,
+ * the device and in the reference alike) and precision, and a float16 or
+ * bfloat16 one its own (rounded to nearest even in one step from the
+ * double, ovl__dtype_round), while the arithmetic of one op stays
+ * exact-ish in double. Reductions (allreduce,
  * reduce, reducescatter) fold in rank order and round once, at the end;
  * c_reduce_* writes the root's output only (the other ranks' outputs keep
  * what they held; in place, their input). alltoall sends part j of rank

@@ -7,6 +7,20 @@
  *     variable's dtype afterwards (src/check/reference.c);
  *   - the CUDA kernels, with T = float or double (src/backend/kernels.cu).
  *
+ * float16 and bfloat16 compute in T = float on both backends: operands
+ * widened (exactly), the expression in float, the result rounded once to
+ * the dtype, to nearest even (an overflow is an infinity, a NaN stays a
+ * NaN). For +, -, *, / and max that is the dtype's correctly rounded
+ * result (float's 24 bits >= 2 x 11 + 2: the double rounding is
+ * harmless), so the reference's double rounded to the dtype is the same
+ * value. scale's fma is the exception: rounded to float first, it can
+ * land exactly on a midpoint of the dtype that the exact value is not on
+ * (a product that is itself a midpoint plus a bias below float's
+ * precision of it), and then ties to even where the reference rounds the
+ * other way: one ulp, for about 1 in 26,000 (float16) and 1 in 1,500
+ * (bfloat16) triples of random finite operands (tests/test_half.c
+ * measures it), none of the conformance suite's.
+ *
  * The expressions are written in the operands x, y (elements of the
  * inputs), s and b (the op's scale and bias attributes, converted to T
  * first, as the device converts them) and use only operators and the C99
@@ -28,7 +42,10 @@
  *
  * Reductions (collectives), folded over ranks in rank order by the cpu
  * backend and the reference (NCCL's order differs; results agree within
- * the check's tolerance, exactly for max and min):
+ * the check's tolerance, exactly for max and min). The cpu backend and
+ * NCCL round at every step (in float16 and bfloat16 too: NCCL's __hadd is
+ * a + b rounded once), the reference once at the end, which is the same
+ * value on 2 ranks:
  *
  *   sum      a + b
  *   max      fmax(a, b)              as NCCL: a NaN loses to a number
