@@ -56,8 +56,9 @@ static void rank_release(ovl__brank *br) {
     (void)cudaFree(br->barrier_buf);
   if (br->blas != NULL)
     (void)cublasDestroy(br->blas);
-  if (br->blas_ws != NULL)
-    (void)cudaFree(br->blas_ws);
+  for (int i = 0; i < OVL_MAX_STREAMS; i++)
+    if (br->blas_ws[i] != NULL)
+      (void)cudaFree(br->blas_ws[i]);
   for (size_t i = 0; i < br->ntimers; i++)
     (void)cudaEventDestroy(br->timers[i]);
   free(br->timers);
@@ -73,8 +74,10 @@ static void rank_release(ovl__brank *br) {
   free(br);
 }
 
+static ovl_status blas_workspace(ovl__brank *br, int s, ovl_error *err);
+
 /* User streams [nstreams, upto): non-blocking, the least priority (as
- * calc), named for messages. On the rank's thread, its device current. */
+ * calc), named for messages, each with its cuBLAS workspace. On the rank's thread, its device current. */
 static ovl_status cuda_streams_reserve(ovl__brank *br, int upto,
                                        const char *const *names,
                                        ovl_error *err) {
@@ -98,6 +101,11 @@ static ovl_status cuda_streams_reserve(ovl__brank *br, int upto,
                    cudaStreamCreateWithPriority,
                    (&br->streams[s], cudaStreamNonBlocking, least));
     br->nstreams++;
+    if (br->blas != NULL) {
+      ovl_status st = blas_workspace(br, s, err);
+      if (st != OVL_OK)
+        return st;
+    }
   }
   return OVL_OK;
 }
@@ -137,16 +145,31 @@ static ovl_status cuda_events_reserve(ovl__brank *br, int nevents,
   return OVL_OK;
 }
 
-/* The rank's cuBLAS handle and its workspace, made before anything runs
- * (no cudaMalloc while NCCL kernels may be in flight). Products of
- * bfloat16 and float16 are summed in float32 throughout: cuBLAS may not
- * reduce the partial sums of a split K in the input's precision. */
+/* The cuBLAS workspace of stream s (made with the stream, before anything
+ * runs: no cudaMalloc while NCCL kernels may be in flight). */
+static ovl_status blas_workspace(ovl__brank *br, int s, ovl_error *err) {
+  char where[96];
+  size_t bytes = s == OVL_STREAM_CALC ? BLAS_WORKSPACE_BYTES
+                                      : BLAS_SIDE_WORKSPACE_BYTES;
+  ovl__cuda_stream_name(br, where, sizeof where, s);
+  OVL__CUDACHECK(err, br->rank, where, cudaMalloc,
+                 (&br->blas_ws[s], bytes));
+  br->blas_ws_bytes[s] = bytes;
+  return OVL_OK;
+}
+
+/* The rank's cuBLAS handle. Products of bfloat16 and float16 are summed
+ * in float32 throughout: cuBLAS may not reduce the partial sums of a
+ * split K in the input's precision. */
 static ovl_status blas_init(ovl__brank *br, ovl_error *err) {
   OVL__BLASCHECK(err, br->rank, NULL, cublasCreate, (&br->blas));
   OVL__BLASCHECK(err, br->rank, NULL, cublasSetMathMode,
                  (br->blas, CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
-  OVL__CUDACHECK(err, br->rank, "cuBLAS workspace", cudaMalloc,
-                 (&br->blas_ws, BLAS_WORKSPACE_BYTES));
+  for (int s = 0; s < br->nstreams; s++) {
+    ovl_status st = blas_workspace(br, s, err);
+    if (st != OVL_OK)
+      return st;
+  }
   return OVL_OK;
 }
 
@@ -558,11 +581,9 @@ static ovl_status cuda_elementwise(ovl__brank *br, int stream, ovl__ew fn,
  * with trans_y (ld K; op T); x likewise with M.
  *
  * The handle takes the op's stream for each call; cublasSetStream puts
- * the handle back on cuBLAS's own workspace pool, so the rank's
- * workspace is set again after it, for the calc stream only: matmuls
- * of two streams may run at the same time, and one workspace must not
- * serve both. Elsewhere cuBLAS gets none (NULL, 0), and picks an
- * algorithm that needs none.
+ * the handle back on cuBLAS's own workspace pool, so the stream's own
+ * workspace is set after it: matmuls of two streams may run at the same
+ * time, and one workspace must not serve both.
  */
 static ovl_status cuda_matmul(ovl__brank *br, int stream, ovl_dtype dtype,
                               void *out, const void *x, const void *y,
@@ -615,12 +636,8 @@ static ovl_status cuda_matmul(ovl__brank *br, int stream, ovl_dtype dtype,
   }
   OVL__BLASCHECK(err, br->rank, where, cublasSetStream,
                  (br->blas, br->streams[stream]));
-  if (stream == OVL_STREAM_CALC)
-    OVL__BLASCHECK(err, br->rank, where, cublasSetWorkspace,
-                   (br->blas, br->blas_ws, BLAS_WORKSPACE_BYTES));
-  else
-    OVL__BLASCHECK(err, br->rank, where, cublasSetWorkspace,
-                   (br->blas, NULL, 0));
+  OVL__BLASCHECK(err, br->rank, where, cublasSetWorkspace,
+                 (br->blas, br->blas_ws[stream], br->blas_ws_bytes[stream]));
   OVL__BLASCHECK(err, br->rank, where, cublasGemmEx,
                  (br->blas, trans_y ? CUBLAS_OP_T : CUBLAS_OP_N,
                   trans_x ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m,

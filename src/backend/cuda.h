@@ -48,9 +48,12 @@
  * call of a ring, per rank, reused round robin. The last completed call
  * is found among the last PROGRESS_EVENTS enqueued. */
 #define PROGRESS_EVENTS 256
-/* cuBLAS's workspace of a rank (matmul_v2 on the calc stream): NVIDIA's
- * recommendation for Hopper, and what PyTorch gives cuBLAS there. */
+/* cuBLAS's workspace for matmul_v2, one per stream (two streams' GEMMs may
+ * run at once, and must not share one): on calc NVIDIA's recommendation for
+ * Hopper, and what PyTorch gives cuBLAS there; on the other streams what
+ * PyTorch gives older GPUs (cuBLAS needs 16 KiB not to fail). */
 #define BLAS_WORKSPACE_BYTES (32u << 20)
+#define BLAS_SIDE_WORKSPACE_BYTES (4u << 20)
 /* rank_quiesce gives a stream this long to empty after an abort. */
 #define QUIESCE_GRACE_S 30.0
 
@@ -123,10 +126,12 @@ struct ovl__brank {
   uint64_t frozen_done[OVL_MAX_RINGS];
   /* barrier's one-element buffer. */
   float *barrier_buf;
-  /* matmul_v2: the rank's cuBLAS handle, used only from its thread, and
-   * its workspace (BLAS_WORKSPACE_BYTES), both made by rank_init. */
+  /* matmul_v2: the rank's cuBLAS handle, used only from its thread (made
+   * by rank_init), and a workspace per stream (made with the stream, by
+   * rank_init or streams_reserve), blas_ws_bytes[s] bytes. */
   cublasHandle_t blas;
-  void *blas_ws;
+  void *blas_ws[OVL_MAX_STREAMS];
+  size_t blas_ws_bytes[OVL_MAX_STREAMS];
 };
 
 /* The tag of the last completed call of `ring` on `br` among those still
