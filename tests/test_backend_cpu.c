@@ -2173,12 +2173,9 @@ static Suite *backend_cpu_suite(void) {
   tcase_set_timeout(tc, 30);
   tcase_add_test(tc, test_elementwise);
   tcase_add_test(tc, test_elementwise_data_discriminates);
-<<<<<<< HEAD
+  tcase_add_test(tc, test_elementwise_half_bits);
   tcase_add_test(tc, test_matmul);
   tcase_add_test(tc, test_matmul_bad_args);
-=======
-  tcase_add_test(tc, test_elementwise_half_bits);
->>>>>>> dt
   suite_add_tcase(s, tc);
 
   tc = tcase_create("collectives");
