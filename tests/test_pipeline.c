@@ -523,7 +523,8 @@ START_TEST(report_as_json) {
                                      "[\"n=\\ufffd\"]},\n  \"modes\": {\n"
                                      "    \"sync\": {\"total_s\": "));
   ck_assert_ptr_nonnull(strstr(text, "\"status\": \"ok\", \"checked\": 128, "
-                                     "\"mismatched\": 0, \"vars\": [\n"));
+                                     "\"unchecked\": 0, \"mismatched\": 0, "
+                                     "\"vars\": [\n"));
   ck_assert_ptr_nonnull(strstr(text, "\"op\": \"c_allreduce_sum\", "
                                      "\"stream\": \"comm[0]\", \"count\": 1"));
   ck_assert_ptr_nonnull(strstr(text, ",\n  \"ideal_speedup\": null,\n"));
