@@ -36,10 +36,11 @@
  *
  *   - Lock step (prog->rank_dependent false: every rank runs every op, so
  *     the k-th op of every rank is the same statement). Every op except
- *     c_allgather, c_reducescatter and alltoall is index-local (element i
- *     of its output depends only on element i of its inputs, on every
- *     rank), so a run of such ops is evaluated one cache-sized block of
- *     indices at a time: all ops on block 0, then all ops on block 1, ...
+ *     c_allgather, c_reducescatter, alltoall and matmul_v2 is index-local
+ *     (element i of its output depends only on element i of its inputs,
+ *     on every rank), so a run of such ops is evaluated one cache-sized
+ *     block of indices at a time: all ops on block 0, then all ops on
+ *     block 1, ... (a matmul between them is computed whole).
  *     The result is the same, element for element, as evaluating op after
  *     op over whole arrays. The seed program makes ~770 passes over 10M
  *     elements per rank; op by op it would be bound by memory bandwidth.
@@ -71,6 +72,16 @@
  * A kernel whose output is overwritten before anything reads it (the
  * seed's ten `e = 2 * d` in a row) is skipped, per rank in the second
  * case: it cannot change any fetched value.
+ *
+ * Sampled rows. A matmul is the one op whose reference costs more than a
+ * pass over its data: out = op(x) @ op(y) is M * N * K multiply-adds
+ * (check/ref_matmul.c, on every core). In a program with a matmul, a
+ * fetched variable computed from a matmul's result, with more than
+ * max_rows rows (dim 0), is checked on max_rows rows only (rows_sample),
+ * and the reference computes what those rows depend on and nothing more
+ * (plan_rows: a pass backwards from the fetches; README, "Matrix
+ * multiply"). Every value in those rows is computed in full; the check
+ * compares those rows (ovl_reference_rows).
  */
 #include <math.h>
 #include <stdarg.h>
