@@ -528,6 +528,34 @@ if run 2 tf32-cpu --tf32=on -n 1 -w 0 "$src/schedules/matmul.sched" &&
   has out '^result: PASS$' && "$tool" --help | grep -q -- '--tf32=on|off' &&
   "$tool" --help | grep -q -- '--check-rows=N|all'
 then ok "--tf32 on cpu, --help"; else ko "--tf32 on cpu, --help"; fi
+# float16 and bfloat16: the seed passes in each (per-dtype tolerances, in
+# the JSON per variable; options.rtol and atol null for the defaults); a
+# mismatch names its dtype's tolerance, and each dtype's when they differ.
+for dt in float16 bfloat16; do
+  sed "s/dtype=float32/dtype=$dt/" "$src/schedules/seed.sched" >"$tmp/seed_$dt.sched"
+  [ $dt = float16 ] && r=0.002 || r=0.016
+  if run 0 "seed-$dt" -n 2 -w 1 -D cols=10 --json="$tmp/$dt.json" "$tmp/seed_$dt.sched" &&
+    has out '^sync .* ok \(' && has out '^async .* ok \(' && has out '^result: PASS$' &&
+    grep -q "\"dtype\": \"$dt\", \"rtol\": $r, \"atol\": 1.0000000000000001e-05" "$tmp/$dt.json" &&
+    grep -q '"rtol": null, "atol": null' "$tmp/$dt.json" &&
+    json_ok results "$tmp/$dt.json" sync,async
+  then ok "seed in $dt"; else ko "seed in $dt"; fi
+done
+sed 's/dtype=float32/dtype=float16/' "$src/schedules/bad/missing_wait_compute.sched" >"$tmp/mwc16.sched"
+if run_racy 1 mismatch-float16 -n 2 -w 0 --mode=async "$tmp/mwc16.sched" &&
+  has out '^result: FAIL: numeric mismatch \(tolerance \|got-ref\| <= 1e-05 \+ 0\.002 \* \|ref\|\), and races$'
+then ok "a float16 mismatch names float16's tolerance"; else ko "a float16 mismatch names float16's tolerance"; fi
+if run_racy 1 mismatch-float16-given -n 2 -w 0 --mode=async --rtol=0.25 "$tmp/mwc16.sched" &&
+  has out '^result: FAIL: numeric mismatch \(tolerance \|got-ref\| <= 1e-05 \+ 0\.25 \* \|ref\|\), and races$'
+then ok "--rtol given, --atol per dtype"; else ko "--rtol given, --atol per dtype"; fi
+printf '%s\n' 'x = data(shape=[64], dtype=float32, init=uniform, seed=7)' \
+  'y = data(shape=[64], dtype=bfloat16, init=uniform, seed=8)' \
+  'delay(us=20000, stream=calc)' 'c = scale(x, scale=3.0)' 'd = scale(y, scale=3.0)' \
+  'c_allreduce_sum(c, ring_id=0)' 'c_allreduce_sum(d, ring_id=0)' \
+  'c_wait_comm(c, d, ring_id=0)' 'fetch(c, d)' >"$tmp/mixed.sched"
+if run_racy 1 mismatch-mixed -n 2 -w 0 --mode=async "$tmp/mixed.sched" &&
+  has out '^result: FAIL: numeric mismatch \(tolerance \|got-ref\| <= atol \+ rtol \* \|ref\|: float32 1e-06 \+ 1e-05, bfloat16 1e-05 \+ 0\.016\), and races$'
+then ok "mismatches of two dtypes name each tolerance"; else ko "mismatches of two dtypes name each tolerance"; fi
 
 # More ranks on 3 and 4 ranks still pass.
 if run 0 ranks4 --ranks=4 -n 2 -w 1 -D cols=10 && has out '4 ranks' && has out '^result: PASS$'

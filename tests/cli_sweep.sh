@@ -53,7 +53,7 @@ bad "--root: only broadcast and reduce have a root" -c alltoall --root=1
 bad "--op: unknown reduction 'avg'" -o avg
 bad "--op: reducescatter has sum only" -c reducescatter -o max
 bad "--op: broadcast does not reduce" -c broadcast -o sum
-bad "--datatype: unknown type 'int8'" -d int8
+bad "--datatype: unknown type 'int8' \(float32, float64, float16, bfloat16\)" -d int8
 bad "--minbytes: '0' is not a size" -b 0
 bad "--minbytes: '1X' is not a size" -b 1X
 bad "--maxbytes: 'K' is not a size" -e K
@@ -115,6 +115,15 @@ if run 0 -c allreduce -d float64 -o prod --sizes=1K,3000 -n 1 -w 0 &&
   rows | awk 'NR == 1 && ($1 != 1024 || $2 != 128 || $3 != "double" || $4 != "prod") { exit 1 }
               NR == 2 && ($1 != 3000 || $2 != 375) { exit 1 }'
 then ok "--sizes, float64, prod"; else ko "--sizes, float64, prod"; fi
+# The 16-bit dtypes, nccl-tests' type names; a sum of 2 ranks is the
+# reference's bit for bit (--rtol=0 --atol=0), every placement.
+if run 0 -c allreduce -d bfloat16 --sizes=4K -n 1 -w 0 --rtol=0 --atol=0 &&
+  rows | awk '$1 != 4096 || $2 != 2048 || $3 != "bfloat16" || $9 != 0 || $13 != 0 || $17 != 0 { exit 1 }'
+then ok "bfloat16, exact"; else ko "bfloat16, exact"; fi
+if run 0 -c reducescatter -d half --sizes=4K -n 1 -w 0 --rtol=0 --atol=0 &&
+  run 0 -c reducescatter -d float16 --sizes=4K -n 1 -w 0 --rtol=0 --atol=0 &&
+  rows | awk '$1 != 4096 || $2 != 1024 || $3 != "half" || $9 != 0 || $13 != 0 || $17 != 0 { exit 1 }'
+then ok "float16 (half), exact"; else ko "float16 (half), exact"; fi
 if run 0 -c broadcast --root=1 --sizes=2K -n 1 -w 0 && rows | awk '$5 != 1 { exit 1 }'
 then ok "broadcast --root in the root column"; else ko "broadcast --root in the root column"; fi
 # reduce: to --root (only the root's output is checked), max; alltoall on 3

@@ -1709,6 +1709,8 @@ static void half_allreduce_case(ovl_world *world, ovl_dtype dt) {
          "them ties); the reference differs at %lld\n",
          dn, (long long)checked, (long long)differ, "+", (long long)rounded,
          (long long)ties, (long long)ref_differ);
+  fflush(stdout); /* Check's child: the lines reach the log before a
+                   * failure ends it */
   ck_assert_msg(differ == 0, "%s: %lld of %lld elements differ", dn,
                 (long long)differ, (long long)checked);
   ck_assert_msg(ref_differ == 0, "%s: the reference differs at %lld", dn,

@@ -5,8 +5,8 @@
  * bits: float32's top half; largest finite 0x1.fep127, smallest subnormal
  * 2^-133), held as their bit patterns in uint16_t.
  *
- * Widening to float is exact. Narrowing (from float here, from double in
- * base/util.c: ovl__dtype_round) rounds to nearest, ties to even, as
+ * Widening to float is exact. Narrowing (from float or from double, in one
+ * step: ovl__dtype_round) rounds to nearest, ties to even, as
  * CUDA's __float2half_rn and __float2bfloat16_rn do: a value at or beyond
  * the largest finite plus half an ulp becomes an infinity of its sign, a
  * tiny one a subnormal or a zero of its sign, and a NaN stays a NaN
@@ -18,6 +18,7 @@
 #ifndef OVL_HALF_H
 #define OVL_HALF_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -93,6 +94,55 @@ static inline uint16_t ovl__f32_to_bf16(float f) {
     return (uint16_t)((x >> 16) | 0x0040u);
   x += 0x7fffu + ((x >> 16) & 1u);
   return (uint16_t)(x >> 16);
+}
+
+/* v rounded to a binary format of `frac` fraction bits whose smallest
+ * normal is 2^emin and largest finite value is `max`: to nearest, ties to
+ * even, in one step from the double (never through float, which would
+ * round twice). Within the format's normal range the double's fraction is
+ * rounded in place (a carry into the exponent is right); below it, the
+ * significand m (with its leading bit) times 2^(e - 52) is rounded to a
+ * multiple of the format's smallest subnormal in integers. */
+static inline double ovl__f64_round_format(double v, int frac, int emin,
+                                           double max) {
+  uint64_t u, m, r, rem, half;
+  int e, shift;
+  double scale;
+  memcpy(&u, &v, sizeof u);
+  e = (int)((u >> 52) & 0x7ff);
+  if (e == 0x7ff) /* inf, NaN */
+    return v;
+  if (e - 1023 >= emin) {
+    shift = 52 - frac;
+    u += (1ull << (shift - 1)) - 1 + ((u >> shift) & 1);
+    u &= ~((1ull << shift) - 1);
+    memcpy(&v, &u, sizeof v);
+    return v > max ? (double)INFINITY : v < -max ? -(double)INFINITY : v;
+  }
+  if (e == 0) /* zero, or a double subnormal: far below the format */
+    return (u >> 63) ? -0.0 : 0.0;
+  e -= 1023;
+  m = (u & 0xfffffffffffffull) | (1ull << 52);
+  shift = 52 - frac + emin - e;
+  if (shift > 53) /* below half the smallest subnormal */
+    return (u >> 63) ? -0.0 : 0.0;
+  r = m >> shift;
+  rem = m & ((1ull << shift) - 1);
+  half = 1ull << (shift - 1);
+  if (rem > half || (rem == half && (r & 1)))
+    r++;
+  /* 2^(emin - frac): a normal double for both 16-bit formats. */
+  u = (uint64_t)(emin - frac + 1023) << 52;
+  memcpy(&scale, &u, sizeof scale);
+  return (v < 0 ? -1.0 : 1.0) * ((double)r * scale);
+}
+
+static inline double ovl__f64_round_f16(double v) {
+  return ovl__f64_round_format(v, 10, -14, 65504.0);
+}
+
+static inline double ovl__f64_round_bf16(double v) {
+  return ovl__f64_round_format(v, 7, -126, 0x1.fep127);
 }
 
 #endif /* OVL_HALF_H */

@@ -71,47 +71,14 @@ double ovl_dtype_atol(ovl_dtype dtype) {
   }
 }
 
-/* v rounded to a binary format of `frac` fraction bits whose smallest
- * normal is 2^emin and largest finite value is `max`: to nearest, ties to
- * even, in one step from the double (never through float, which would
- * round twice). The significand with its leading bit, m, times 2^(e - 52)
- * is v; the bits below the format's ulp (2^(e - frac), or 2^(emin -
- * frac) below the normal range) are rounded away in integers. */
-static double round_format(double v, int frac, int emin, double max) {
-  uint64_t u, m, r, rem, half;
-  int e, shift;
-  double scale;
-  memcpy(&u, &v, sizeof u);
-  e = (int)((u >> 52) & 0x7ff);
-  if (e == 0x7ff) /* inf, NaN */
-    return v;
-  if (e == 0) /* zero, or a double subnormal: far below the format */
-    return copysign(0.0, v);
-  e -= 1023;
-  m = (u & 0xfffffffffffffull) | (1ull << 52);
-  shift = 52 - frac + (e < emin ? emin - e : 0);
-  if (shift > 53) /* below half the smallest subnormal */
-    return copysign(0.0, v);
-  r = m >> shift;
-  rem = m & ((1ull << shift) - 1);
-  half = 1ull << (shift - 1);
-  if (rem > half || (rem == half && (r & 1)))
-    r++;
-  /* 2^(e - 52 + shift): a normal double for both 16-bit formats. */
-  u = (uint64_t)(e - 52 + shift + 1023) << 52;
-  memcpy(&scale, &u, sizeof scale);
-  v = copysign((double)r * scale, v);
-  return fabs(v) > max ? copysign(INFINITY, v) : v;
-}
-
 double ovl__dtype_round(ovl_dtype dtype, double v) {
   switch (dtype) {
   case OVL_DTYPE_FLOAT32:
     return (double)(float)v;
   case OVL_DTYPE_FLOAT16:
-    return round_format(v, 10, -14, 65504.0);
+    return ovl__f64_round_f16(v);
   case OVL_DTYPE_BFLOAT16:
-    return round_format(v, 7, -126, 0x1.fep127);
+    return ovl__f64_round_bf16(v);
   case OVL_DTYPE_FLOAT64:
   default:
     return v;

@@ -89,6 +89,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/half.h"
 #include "check/reference.h"
 
 /* Elements per block: big enough to amortise the per-op dispatch, small
@@ -826,9 +827,12 @@ static void store_round(ovl_dtype dtype, double *p, size_t n) {
       p[i] = (double)(float)p[i];
     break;
   case OVL_DTYPE_FLOAT16:
+    for (size_t i = 0; i < n; i++)
+      p[i] = ovl__f64_round_f16(p[i]);
+    break;
   case OVL_DTYPE_BFLOAT16:
     for (size_t i = 0; i < n; i++)
-      p[i] = ovl__dtype_round(dtype, p[i]);
+      p[i] = ovl__f64_round_bf16(p[i]);
     break;
   default:
     break;
