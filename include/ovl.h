@@ -345,6 +345,13 @@ void ovl_world_free(ovl_world *world);
  *                    Either one makes the communicators with
  *                    ncclCommInitRankConfig in one group instead of
  *                    ncclCommInitAll. Both set: min <= max.
+ *   "tf32"           "on" | "off"  cuda: float32 matmul_v2 on TF32 tensor
+ *                    cores (cuBLAS CUBLAS_COMPUTE_32F_FAST_TF32: inputs cut
+ *                    to 10 mantissa bits, float32 sums: several times
+ *                    faster, and about 1e-3 off, which float32's default
+ *                    tolerance does not pass). Default off: full float32
+ *                    products (CUBLAS_COMPUTE_32F). bfloat16 and float16
+ *                    use tensor cores either way; float64 is float64.
  *   "chaos_seed"     N >= 0  cpu: 0 = off; otherwise every stream worker
  *                    sleeps a pseudo-random 0..2 ms (mostly short, now and
  *                    then long) before each command it runs, so that
@@ -493,11 +500,33 @@ typedef struct ovl_reference_s ovl_reference;
  * matching or cannot all complete. */
 ovl_status ovl_reference_compute(const ovl_program *prog, int nranks,
                                  ovl_reference **out, ovl_error *err);
+/*
+ * Sampled rows (README, "Checking matrix multiplies"). A fetched variable
+ * computed from a matmul_v2's output is checked on at most `max_rows`
+ * rows of its dim 0, one in each of max_rows equal strata (the first and
+ * the last row among them), on every rank; the reference computes only
+ * what those rows depend on, found backwards from the fetches (row i of
+ * a matmul's output needs row i of op(x) and all of op(y); an elementwise
+ * op or an allreduce needs the same rows; other collectives all rows).
+ * Every value in those rows is computed in full and checked exactly like
+ * any other. Other fetched variables are computed whole. max_rows 0:
+ * every row of everything (a full float64 matmul).
+ * ovl_reference_compute: max_rows OVL_REFERENCE_ROWS_DEFAULT.
+ */
+#define OVL_REFERENCE_ROWS_DEFAULT 64
+ovl_status ovl_reference_compute_rows(const ovl_program *prog, int nranks,
+                                      int64_t max_rows, ovl_reference **out,
+                                      ovl_error *err);
 void ovl_reference_free(ovl_reference *ref);
 /* The value fetched variable `i` must have on `rank` (NULL if that rank
- * never fetches it). */
+ * never fetches it). Where the rows were sampled, only the rows
+ * ovl_reference_rows lists hold values; the others hold anything. */
 const double *ovl_reference_fetched(const ovl_reference *ref, int rank,
                                     size_t i);
+/* The rows (of dim 0) of fetched variable `i` the reference computed,
+ * sorted, *n of them; NULL (and *n 0) when it computed all of them. */
+const int64_t *ovl_reference_rows(const ovl_reference *ref, size_t i,
+                                  size_t *n);
 
 typedef struct ovl_mismatch_s {
   int rank;
@@ -517,10 +546,16 @@ typedef struct ovl_mismatch_s {
 typedef struct ovl_check_s {
   double rtol, atol;    /* as given (OVL_TOL_DTYPE: per dtype) */
   int64_t checked;      /* elements compared, all ranks and variables */
+  /* Elements not compared: rows the reference did not compute (sampled
+   * rows of a matmul's results, ovl_reference_compute_rows). */
+  int64_t unchecked;
   int64_t mismatched;   /* elements that fail: out of tolerance or not finite */
   int64_t nonfinite;    /* of them, elements fetched as NaN or an infinity */
   size_t nmismatch;     /* entries in `mismatch`, one per (rank, var) */
   ovl_mismatch *mismatch;
+  /* Per fetched variable (by fetch index), its elements on one rank that
+   * were not compared (sampled rows); NULL when `unchecked` is 0. */
+  int64_t *var_unchecked;
 } ovl_check;
 
 /* Compare every fetched variable of every rank with the reference. An
@@ -975,6 +1010,10 @@ typedef struct ovl_pipeline_opts_s {
   /* Tolerances of the comparison: |got - ref| <= atol + rtol * |ref|;
    * OVL_TOL_DTYPE: each fetched variable's dtype default. */
   double rtol, atol;
+  /* Rows the reference computes of what a matmul_v2 gives (max_rows of
+   * ovl_reference_compute_rows): 0 OVL_REFERENCE_ROWS_DEFAULT, < 0 every
+   * row. */
+  int64_t check_rows;
   /* A reference the caller computed for a program with the same fetched
    * variables (the same values expected), used instead of computing one;
    * NULL: the pipeline computes one where it is needed. */
@@ -1279,6 +1318,8 @@ typedef struct ovl_report_json_opts_s {
   const char *comm_priority;   /* "high" or "default" */
   int nccl_min_ctas, nccl_max_ctas;
   int trials;                  /* the trials asked; 0: the default (null) */
+  const char *tf32;            /* "on" or "off" (NULL: "off") */
+  int64_t check_rows;          /* as ovl_pipeline_opts.check_rows */
   const char *trace, *svg;     /* the files, or NULL (null) */
   int trace_iter;              /* the timed iteration traced; < 0: null */
   const char *const *defines;  /* -D NAME=VALUE, as given */

@@ -219,6 +219,16 @@ typedef struct ovl__backend_ops {
                             ovl_dtype dtype, void *out, const void *x,
                             const void *y, double scale, double bias,
                             size_t n, ovl_error *err);
+  /* out[M, N] = op(x) @ op(y), row-major, queued on `stream`: x is [M, K]
+   * ([K, M] with trans_x: op(x) is its transpose), y [K, N] ([N, K] with
+   * trans_y), all three of `dtype`; out is another buffer than x and y.
+   * The products are summed in float (float64 for float64) and the sum
+   * rounded to the dtype once (cuda: cuBLAS, fp32 accumulation; float32
+   * in TF32 only with the world's tf32 key). m, n >= 1; k >= 1. */
+  ovl_status (*matmul)(ovl__brank *br, int stream, ovl_dtype dtype,
+                       void *out, const void *x, const void *y, size_t m,
+                       size_t n, size_t k, bool trans_x, bool trans_y,
+                       ovl_error *err);
   /* Collective on `ring`, queued on `stream`. count is the element count of
    * `send` (allreduce, broadcast, allgather, reduce, alltoall: all of it,
    * nranks parts) or of `recv` (reducescatter, as NCCL's recvcount);
@@ -286,7 +296,8 @@ typedef struct ovl__backend_ops {
    * is one of the keys, and that no run has started): apply it, or refuse
    * a key this backend does not have (OVL_EINVAL, the message saying which
    * backend has it) or a bad value. Called before any ring or rank exists;
-   * cuda: comm_priority, nccl_min_ctas, nccl_max_ctas; cpu: chaos_seed. */
+   * cuda: comm_priority, nccl_min_ctas, nccl_max_ctas, tf32; cpu:
+   * chaos_seed. */
   ovl_status (*world_set)(ovl__bworld *bw, const char *key,
                           const char *value, ovl_error *err);
 

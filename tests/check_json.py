@@ -118,12 +118,13 @@ MACHINE_KEYS = ("backend", "ranks", "devices", "device_summary", "hostname",
                 "nccl_version")
 OPTION_KEYS = ("mode", "iters", "warmup", "timed", "rtol", "atol",
                "timeout_s", "races", "op_times", "graph", "chaos_seed",
-               "comm_priority", "nccl_min_ctas", "nccl_max_ctas", "trials",
-               "trace",
+               "comm_priority", "nccl_min_ctas", "nccl_max_ctas", "tf32",
+               "check_rows", "trials", "trace",
                "svg", "trace_iter", "defines")
 MODE_KEYS = ("total_s", "median_s", "min_s", "max_s", "iter_s", "check",
              "races")
-CHECK_KEYS = ("status", "checked", "mismatched", "nonfinite", "vars")
+CHECK_KEYS = ("status", "checked", "unchecked", "mismatched", "nonfinite",
+              "vars")
 VAR_KEYS = ("rank", "var", "dtype", "rtol", "atol", "checked", "mismatched",
             "nonfinite", "fetched", "first_nonfinite", "first_index",
             "first_at", "got", "expected")

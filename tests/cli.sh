@@ -643,6 +643,37 @@ if run 4 side-race-json --races --json "$src/tests/schedules/side_race.sched" &&
   has out '^  write  scale +.*side_race\.sched:5  side$'
 then ok "user streams: --races --json gives \"stream\":\"side\""; else ko "user streams: --races --json gives \"stream\":\"side\""; fi
 
+# matmul_v2 (issue 17): the GEMM schedules on the cpu backend.
+if run 0 gemm-overlap --mode=all -n 2 -w 1 "$src/schedules/gemm_overlap.sched" &&
+  has out 'hidden=64\* dtype=bfloat16' && has out '^comp ' && has out '^comm ' &&
+  has out '^async .*n/a \(nothing fetched\); no races' &&
+  has out '^ideal speedup: [0-9.]+x' && has out '^overlap efficiency: -?[0-9.]+' &&
+  has out '^result: PASS$'
+then ok "gemm_overlap.sched --mode=all"; else ko "gemm_overlap.sched --mode=all"; fi
+# matmul.sched's 96 rows: 64 sampled (96 x 96 a rank: 6144 elements in 64
+# rows, 3072 not checked), and all of them with --check-rows=all.
+if run 0 matmul-sampled -n 2 -w 1 --mode=both "$src/schedules/matmul.sched" &&
+  has out '^sync .* ok \(12288 elements in sampled rows; 6144 not checked\)' &&
+  has out '^async .* ok \(12288 elements in sampled rows; 6144 not checked\)' &&
+  run 0 matmul-all-rows -n 2 -w 1 --mode=async --check-rows=all "$src/schedules/matmul.sched" &&
+  has out '^async .* ok \(18432 elements\)' &&
+  run 0 matmul-8-rows -n 2 -w 1 --mode=async --check-rows=8 -D dtype=float32 "$src/schedules/matmul.sched" &&
+  has out '^async .* ok \(1536 elements in sampled rows; 16896 not checked\)'
+then ok "matmul.sched: sampled rows, --check-rows"; else ko "matmul.sched: sampled rows, --check-rows"; fi
+if run 0 matmul-json -n 2 -w 1 --mode=async --json="$tmp/mm.json" "$src/schedules/matmul.sched" &&
+  grep -q '"tf32": "off", "check_rows": 64' "$tmp/mm.json" &&
+  grep -q '"status": "ok", "checked": 12288, "unchecked": 6144' "$tmp/mm.json" &&
+  grep -q '"var": "out", "dtype": "bfloat16", .*"checked": 6144,' "$tmp/mm.json" &&
+  run 0 matmul-json-all -n 2 -w 1 --mode=async --check-rows=all --json="$tmp/mm2.json" "$src/schedules/matmul.sched" &&
+  grep -q '"check_rows": null' "$tmp/mm2.json" &&
+  json_ok results "$tmp/mm.json" async
+then ok "matmul.sched --json: tf32, check_rows, unchecked"; else ko "matmul.sched --json: tf32, check_rows, unchecked"; fi
+if run 2 tf32-cpu --tf32=on -n 1 -w 0 "$src/schedules/matmul.sched" &&
+  has err "^overlap_sim: backend 'cpu' has no TF32 matrix multiply" &&
+  run 0 tf32-off-cpu --tf32=off -n 1 -w 0 --mode=async "$src/schedules/matmul.sched" &&
+  has out '^result: PASS$' && "$tool" --help | grep -q -- '--tf32=on|off' &&
+  "$tool" --help | grep -q -- '--check-rows=N|all'
+then ok "--tf32 on cpu, --help"; else ko "--tf32 on cpu, --help"; fi
 # float16 and bfloat16: the seed passes in each with 12 steps (64 would
 # overflow float16's range, 65504, and a fetched infinity fails) (per-dtype tolerances, in
 # the JSON per variable; options.rtol and atol null for the defaults); a

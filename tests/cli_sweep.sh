@@ -65,6 +65,11 @@ bad "--iters: '0'" -n 0
 bad "--warmup: '-1'" -w -1
 bad "--reps: 'many'" --reps=many
 bad "--compute-bytes: '2' is not a size" --compute-bytes=2
+bad "--compute: 'gemm' is not scale or matmul" --compute=gemm
+bad "--matmul-size needs --compute=matmul" --matmul-size=64
+bad "--matmul-size: '0' is not a number from 1 to 65536" --compute=matmul --matmul-size=0
+bad "--compute-bytes sizes scale's buffers" --compute=matmul --compute-bytes=1M
+bad "--tf32: 'yes' is not on or off" --tf32=yes
 bad "--timing: 'wall'" --timing=wall
 bad "--root: only broadcast" --root=1
 bad "--root: 2 is not a rank \(0 to 1\)" -c broadcast --root=2 --ranks=2
@@ -110,6 +115,19 @@ if run 0 -b 1K -e 8K -n 1 -w 0 && has out '^# float32 sum, out of place \(y = c_
   awk '!/^#/ { s += $12; n++ } /^# Avg bus bandwidth/ { avg = $NF }
     END { d = s / n - avg; if (d < 0) d = -d; if (n != 3 || d > 0.006) exit 1 }' "$tmp/out"
 then ok "# Avg bus bandwidth: the mean busbw of the out-of-place and in-place groups"; else ko "# Avg bus bandwidth: the mean busbw of the out-of-place and in-place groups"; fi
+
+# --compute=matmul: a GEMM beside the collective, in the header and the
+# table; every row checked; bfloat16 too. The cpu backend has no TF32.
+if run 0 --compute=matmul --matmul-size=48 -b 1K -e 4K -n 2 -w 1 &&
+  has out '^# compute beside: kernels w = matmul_v2\(a, b\) on the calc stream, a, b and w 48 x 48 of float32 \(about [0-9.]+ us a kernel alone, [0-9.e+-]+ TFLOP/s\)' &&
+  [ "$(rows | wc -l)" -eq 3 ] && rows | awk 'NF != 19 || $9 != "0" || $13 != "0" || $17 != "0" { exit 1 }' &&
+  has out '^# result: PASS$' &&
+  run 0 --compute=matmul -d bfloat16 --sizes=2K -n 1 -w 0 --csv &&
+  [ "$(grep -c . "$tmp/out")" -eq 2 ] &&
+  awk -F, 'NR == 2 && ($3 != "bfloat16" || $13 != "0" || $19 != "0" || $25 != "0" || $28 <= 0 || $29 <= 0) { exit 1 }' "$tmp/out" &&
+  run 2 --tf32=on --sizes=1K -n 1 -w 0 && has err "backend 'cpu' has no TF32" &&
+  "$sweep" --help | grep -q -- '--compute=scale|matmul'
+then ok "--compute=matmul (GEMM beside the collective), bfloat16, --csv, --tf32 on cpu"; else ko "--compute=matmul (GEMM beside the collective), bfloat16, --csv, --tf32 on cpu"; fi
 
 # Sizes as nccl-tests counts them: allgather's size is the receive buffer
 # (count = one rank's share, rounded down to 16 bytes), reducescatter's the

@@ -559,6 +559,10 @@ START_TEST(test_tune_refuses_cuda_knobs) {
   ck_assert_str_eq(err.msg, "backend 'cpu' has no comm stream priority or "
                             "NCCL CTA limits (the cuda backend has)");
   ck_assert_int_eq(B->world_set(bw, "nccl_max_ctas", "0", &err), OVL_EINVAL);
+  ck_assert_int_eq(B->world_set(bw, "tf32", "on", &err), OVL_EINVAL);
+  ck_assert_str_eq(err.msg, "backend 'cpu' has no TF32 matrix multiply "
+                            "(tf32=on: the cuda backend has, for float32 on "
+                            "cuBLAS)");
   ck_assert_int_eq(B->world_set(bw, "chaos_seed", "-3", &err), OVL_EINVAL);
   ck_assert_int_eq(B->world_set(bw, "chaos_seed", "3x", &err), OVL_EINVAL);
   CK_OK(B->world_set(bw, "chaos_seed", "3", E));
@@ -746,6 +750,123 @@ START_TEST(test_elementwise_half_bits) {
     B->mem_free(v.br, y);
     B->mem_free(v.br, o);
   }
+  env_close(&v);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Matrix multiply                                                     */
+/* ------------------------------------------------------------------ */
+
+/* An input of the matmul tests: ordinary values of either sign, and NaN,
+ * infinities and zeros at a few places. */
+static double mm_in(int which, int i) {
+  if (i % 97 == 13)
+    return which ? INFINITY : 0.0;
+  if (i % 89 == 7)
+    return NAN;
+  return ((double)((i * 37 + which * 11) % 101) - 50.0) / 16.0;
+}
+
+/* out = op(x) @ op(y) on the backend against the same sum in order, in
+ * float (double for float64) and rounded once to the dtype, for every
+ * transpose and dtype; M, N, K that the kernel's tiles do not divide. */
+static void mm_expect(ovl_dtype dt, double *out, const double *x,
+                      const double *y, size_t m, size_t n, size_t k, bool tx,
+                      bool ty) {
+  for (size_t i = 0; i < m; i++)
+    for (size_t j = 0; j < n; j++) {
+      float sf = 0;
+      double sd = 0;
+      for (size_t t = 0; t < k; t++) {
+        double a = tx ? x[t * m + i] : x[i * k + t];
+        double b = ty ? y[j * k + t] : y[t * n + j];
+        sf += (float)a * (float)b;
+        sd += a * b;
+      }
+      out[i * n + j] =
+          dt == OVL_DTYPE_FLOAT64 ? sd : ovl__dtype_round(dt, (double)sf);
+    }
+}
+
+START_TEST(test_matmul) {
+  static const ovl_dtype dts[4] = {OVL_DTYPE_FLOAT32, OVL_DTYPE_FLOAT64,
+                                   OVL_DTYPE_FLOAT16, OVL_DTYPE_BFLOAT16};
+  const size_t m = 21, n = 70, k = 300;
+  env v;
+  env_open(&v, 1, 0);
+  for (int d = 0; d < 4; d++)
+    for (int tr = 0; tr < 4; tr++) {
+      ovl_dtype dt = dts[d];
+      bool tx = tr & 1, ty = tr & 2;
+      size_t es = ovl_dtype_size(dt);
+      double *hx = malloc(m * k * sizeof *hx), *hy = malloc(k * n * sizeof *hy);
+      double *want = malloc(m * n * sizeof *want);
+      char *bx = malloc(m * k * es), *by = malloc(k * n * es);
+      char *got = malloc(m * n * es);
+      void *x, *y, *out;
+      int nan = 0;
+      /* The inputs as the dtype holds them (16-bit: rounded). */
+      for (size_t i = 0; i < m * k; i++) {
+        ovl__dtype_store(dt, bx, i, mm_in(0, (int)i));
+        hx[i] = ovl__dtype_load(dt, bx, i);
+      }
+      for (size_t i = 0; i < k * n; i++) {
+        ovl__dtype_store(dt, by, i, mm_in(1, (int)i));
+        hy[i] = ovl__dtype_load(dt, by, i);
+      }
+      CK_OK(B->mem_alloc(v.br, m * k * es, &x, E));
+      CK_OK(B->mem_alloc(v.br, k * n * es, &y, E));
+      CK_OK(B->mem_alloc(v.br, m * n * es, &out, E));
+      CK_OK(B->mem_upload(v.br, x, bx, m * k * es, E));
+      CK_OK(B->mem_upload(v.br, y, by, k * n * es, E));
+      CK_OK(B->matmul(v.br, COMM0, dt, out, x, y, m, n, k, tx, ty, E));
+      CK_OK(B->stream_sync(v.br, COMM0, E));
+      CK_OK(B->mem_download(v.br, got, out, m * n * es, E));
+      mm_expect(dt, want, hx, hy, m, n, k, tx, ty);
+      for (size_t i = 0; i < m * n; i++) {
+        double g = ovl__dtype_load(dt, got, i), w = want[i];
+        nan += isnan(w) != 0;
+        ck_assert_msg(g == w || (isnan(g) && isnan(w)),
+                      "%s tx %d ty %d [%zu]: got %g, want %g",
+                      ovl_dtype_name(dt), tx, ty, i, g, w);
+      }
+      ck_assert_int_gt(nan, 0); /* the specials reached the output */
+      B->mem_free(v.br, x);
+      B->mem_free(v.br, y);
+      B->mem_free(v.br, out);
+      free(hx);
+      free(hy);
+      free(want);
+      free(bx);
+      free(by);
+      free(got);
+    }
+  env_close(&v);
+}
+END_TEST
+
+/* Bad arguments are refused when enqueued, naming the stream. */
+START_TEST(test_matmul_bad_args) {
+  env v;
+  ovl_error err;
+  void *a, *b;
+  env_open(&v, 1, 0);
+  CK_OK(B->mem_alloc(v.br, 64, &a, E));
+  CK_OK(B->mem_alloc(v.br, 64, &b, E));
+  ck_assert_int_eq(B->matmul(v.br, CALC, OVL_DTYPE_FLOAT32, a, a, b, 2, 2, 2,
+                             false, false, &err),
+                   OVL_EINVAL);
+  ck_assert_str_eq(err.msg,
+                   "rank 0: calc stream: invalid matmul arguments");
+  ck_assert_int_eq(B->matmul(v.br, CALC, OVL_DTYPE_FLOAT32, a, b, b, 2, 0, 2,
+                             false, false, &err),
+                   OVL_EINVAL);
+  ck_assert_int_eq(B->matmul(v.br, 9, OVL_DTYPE_FLOAT32, a, b, b, 2, 2, 2,
+                             false, false, &err),
+                   OVL_EINVAL);
+  B->mem_free(v.br, a);
+  B->mem_free(v.br, b);
   env_close(&v);
 }
 END_TEST
@@ -2053,6 +2174,8 @@ static Suite *backend_cpu_suite(void) {
   tcase_add_test(tc, test_elementwise);
   tcase_add_test(tc, test_elementwise_data_discriminates);
   tcase_add_test(tc, test_elementwise_half_bits);
+  tcase_add_test(tc, test_matmul);
+  tcase_add_test(tc, test_matmul_bad_args);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("collectives");

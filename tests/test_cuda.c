@@ -5,7 +5,9 @@
  * kernel, the sync timeout that turns a stuck collective into an error,
  * the race replay (--replay) of every schedule in schedules/bad/, a
  * float16 and bfloat16 allreduce of two GPUs bit for bit against the
- * reference, and graphs (--graph: the case "graph", CK_RUN_CASE=graph runs
+ * reference, matmul_v2 on cuBLAS against the float64 reference (every
+ * dtype and transpose, on calc, comm and user streams, and the TF32
+ * policy), and graphs (--graph: the case "graph", CK_RUN_CASE=graph runs
  * it alone). Kernels and collectives run in every dtype (float32, float64,
  * float16, bfloat16).
  *
@@ -1818,6 +1820,151 @@ START_TEST(test_graph_timeout) {
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* matmul_v2 on cuBLAS, through the executor, against the reference     */
+/* ------------------------------------------------------------------ */
+
+/* Run `text` once (one iteration) on a cuda world of `nranks` ranks (tf32
+ * on or off) and compare every row of every fetched variable with the
+ * float64 reference, with tolerances rtol, atol (OVL_TOL_DTYPE: each
+ * dtype's). Returns the mismatched elements; *max_rel gets the largest
+ * relative difference of a finite element. */
+static int64_t matmul_run(const char *text, int nranks, bool tf32,
+                          double rtol, double atol, double *max_rel) {
+  ovl_world_opts wo = {.backend = "cuda", .nranks = nranks, .timeout_s = 60};
+  ovl_parse_opts po = {.nranks = nranks};
+  ovl_run_opts ro = {.iters = 1, .warmup = 0};
+  ovl_world *world = NULL;
+  ovl_program *prog = NULL;
+  ovl_result *res = NULL;
+  ovl_reference *ref = NULL;
+  ovl_check chk;
+  ovl_error err = {0};
+  int64_t bad;
+
+  ck_assert_msg(ovl_world_create(&wo, &world, &err) == OVL_OK, "%s",
+                err.msg);
+  if (tf32)
+    CK_OK(ovl_world_set(world, "tf32", "on", E));
+  ck_assert_msg(ovl_program_parse(text, strlen(text), "mm.sched", &po, &prog,
+                                  &err) == OVL_OK,
+                "%s", err.msg);
+  ck_assert_msg(ovl_world_run(world, prog, &ro, &res, &err) == OVL_OK, "%s",
+                err.msg);
+  /* Every row: the reference computes the products in full. */
+  CK_OK(ovl_reference_compute_rows(prog, nranks, 0, &ref, E));
+  CK_OK(ovl_check_result(prog, res, ref, rtol, atol, &chk, E));
+  ck_assert_int_eq(chk.unchecked, 0);
+  *max_rel = 0;
+  for (int r = 0; r < nranks; r++)
+    for (size_t f = 0; f < ovl_program_fetch_count(prog); f++) {
+      ovl_var_info v;
+      const double *g = ovl_result_fetched(res, r, f);
+      const double *e = ovl_reference_fetched(ref, r, f);
+      ovl_program_fetch_info(prog, f, &v);
+      for (int64_t i = 0; g != NULL && i < v.numel; i++)
+        if (isfinite(e[i]) && e[i] != 0 &&
+            fabs(g[i] - e[i]) / fabs(e[i]) > *max_rel)
+          *max_rel = fabs(g[i] - e[i]) / fabs(e[i]);
+    }
+  for (size_t k = 0; k < chk.nmismatch; k++)
+    printf("  matmul mismatch: rank %d %s: %lld of %lld; first [%lld] got "
+           "%.9g expected %.9g\n",
+           chk.mismatch[k].rank, chk.mismatch[k].var,
+           (long long)chk.mismatch[k].count, (long long)chk.mismatch[k].numel,
+           (long long)chk.mismatch[k].first_index, chk.mismatch[k].got,
+           chk.mismatch[k].expected);
+  bad = chk.mismatched;
+  ovl_check_release(&chk);
+  ovl_reference_free(ref);
+  ovl_result_free(res);
+  ovl_program_free(prog);
+  ovl_world_free(world);
+  return bad;
+}
+
+/* The four transposes of a 300 x 200 x 1030 product of `dt` (per-rank
+ * uniform inputs), on calc, on ring 0's comm stream and on a user stream
+ * (cuBLAS with the rank's workspace, and without one). */
+static void matmul_text(char *buf, size_t size, ovl_dtype dt) {
+  const char *d = ovl_dtype_name(dt);
+  snprintf(buf, size,
+           "a = data(shape=[300, 1030], dtype=%s, init=uniform, seed=1, "
+           "per_rank=true)\n"
+           "at = data(shape=[1030, 300], dtype=%s, init=uniform, seed=2, "
+           "per_rank=true)\n"
+           "b = data(shape=[1030, 200], dtype=%s, init=uniform, seed=3, "
+           "per_rank=true)\n"
+           "bt = data(shape=[200, 1030], dtype=%s, init=uniform, seed=4, "
+           "per_rank=true)\n"
+           "nn = matmul_v2(a, b)\n"
+           "tn = matmul_v2(at, b, trans_x=true, stream=comm, ring_id=0)\n"
+           "nt = matmul_v2(a, bt, trans_y=true, stream=side)\n"
+           "tt = matmul_v2(at, bt, trans_x=true, trans_y=true)\n"
+           "c_sync_comm_stream(tn, ring_id=0)\n"
+           "stream_sync(nt, stream=side)\n"
+           "fetch(nn, tn, nt, tt)\n",
+           d, d, d, d);
+}
+
+/* cuBLAS against the float64 reference in every dtype and transpose, on
+ * one GPU and on all: within each dtype's default tolerance (float32:
+ * rtol 1e-5, TF32 off). */
+START_TEST(test_matmul_cublas) {
+  static const ovl_dtype dts[4] = {OVL_DTYPE_FLOAT32, OVL_DTYPE_FLOAT64,
+                                   OVL_DTYPE_FLOAT16, OVL_DTYPE_BFLOAT16};
+  char text[2048];
+  for (int nr = 1; nr <= all_ranks() && nr <= 2; nr++)
+    for (int d = 0; d < 4; d++) {
+      double rel;
+      matmul_text(text, sizeof text, dts[d]);
+      ck_assert_int_eq(matmul_run(text, nr, false, OVL_TOL_DTYPE,
+                                  OVL_TOL_DTYPE, &rel),
+                       0);
+      printf("matmul_v2 %s on %d GPU(s): largest relative difference from "
+             "the float64 reference %.3g\n",
+             ovl_dtype_name(dts[d]), nr, rel);
+      if (dts[d] == OVL_DTYPE_FLOAT64)
+        ck_assert(rel < 1e-12);
+    }
+}
+END_TEST
+
+/* The TF32 policy. Inputs 1 + 2^-12 (exact in float32, not in TF32's 10
+ * fraction bits) times 1, summed 1030 times: the float32 product with
+ * TF32 off is the reference's value exactly (every partial sum is exact
+ * in float32); with tf32=on cuBLAS may round the inputs to 1, 2.4e-4 off,
+ * and the results stay within TF32's 1e-3. */
+START_TEST(test_matmul_tf32) {
+  static const char text[] =
+      "a = data(shape=[256, 1030], init=fill, value=1.000244140625)\n"
+      "b = data(shape=[1030, 256], init=fill, value=1.0)\n"
+      "c = matmul_v2(a, b)\n"
+      "fetch(c)\n";
+  double rel_off, rel_on;
+  ck_assert_int_eq(matmul_run(text, 1, false, 0, 0, &rel_off), 0);
+  ck_assert(rel_off == 0);
+  ck_assert_int_eq(matmul_run(text, 1, true, 1e-3, 0, &rel_on), 0);
+  printf("matmul_v2 float32: TF32 off exact; tf32=on relative difference "
+         "%.3g (%s)\n",
+         rel_on, rel_on > 0 ? "TF32 used" : "cuBLAS did not use TF32 here");
+}
+END_TEST
+
+/* The tuning key: on or off, anything else refused. */
+START_TEST(test_tf32_key) {
+  ovl_world_opts wo = {.backend = "cuda", .nranks = 1};
+  ovl_world *world = NULL;
+  ovl_error err = {0};
+  ck_assert_msg(ovl_world_create(&wo, &world, &err) == OVL_OK, "%s",
+                err.msg);
+  ck_assert_int_eq(ovl_world_set(world, "tf32", "maybe", &err), OVL_EINVAL);
+  ck_assert_str_eq(err.msg, "tf32: 'maybe' is not on or off");
+  CK_OK(ovl_world_set(world, "tf32", "off", E));
+  ovl_world_free(world);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 /* The race replay (src/run/replay.c) on GPUs: every race of every     */
 /* schedule in schedules/bad/ (as written, and without its own delay    */
 /* lines), and of the seed without its final c_wait_comm, shows as      */
@@ -2088,6 +2235,14 @@ static Suite *cuda_suite(void) {
   tcase_add_test(tc, test_graph_timeout_one_gpu);
   tcase_add_test(tc, test_graph_timeout);
   tcase_add_test(tc, test_graph_deadlock_check);
+  suite_add_tcase(s, tc);
+
+  /* CK_RUN_CASE=matmul runs these alone (.gpu scripts). */
+  tc = tcase_create("matmul");
+  tcase_set_timeout(tc, 180);
+  tcase_add_test(tc, test_matmul_cublas);
+  tcase_add_test(tc, test_matmul_tf32);
+  tcase_add_test(tc, test_tf32_key);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -2722,6 +2722,60 @@ START_TEST(test_err_send_recv) {
 }
 END_TEST
 
+/* matmul_v2: its output's shape for every transpose, its attributes, a
+ * KERNEL primitive on calc or where stream= puts it; the errors are in
+ * tests/bad_input.tsv. */
+START_TEST(test_matmul_v2) {
+  ovl_program *p = PARSE_OK("x = data(shape=[3, 5], dtype=float64)\n"
+                            "y = data(shape=[5, 7])\n"
+                            "yt = data(shape=[7, 5])\n"
+                            "xf = data(shape=[3, 5])\n"
+                            "a = matmul_v2(xf, y)\n"
+                            "b = matmul_v2(xf, xf, trans_x=true)\n"
+                            "c = matmul_v2(xf, yt, trans_y=true)\n"
+                            "d = matmul_v2(y, xf, trans_x=true, "
+                            "trans_y=true, stream=side)\n"
+                            "e = matmul_v2(x, x, trans_y=true, "
+                            "stream=comm, ring_id=2)\n"
+                            "fetch(a, b, c, d, e)\n");
+  static const struct {
+    const char *name;
+    int64_t d0, d1;
+    ovl_dtype dt;
+  } want[] = {{"a", 3, 7, OVL_DTYPE_FLOAT32},
+              {"b", 5, 5, OVL_DTYPE_FLOAT32},
+              {"c", 3, 7, OVL_DTYPE_FLOAT32},
+              {"d", 7, 3, OVL_DTYPE_FLOAT32},
+              {"e", 3, 3, OVL_DTYPE_FLOAT64}};
+  for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+    const ovl__var *v = var(p, want[k].name);
+    ck_assert_int_eq(v->ndim, 2);
+    ck_assert_int_eq(v->dims[0], want[k].d0);
+    ck_assert_int_eq(v->dims[1], want[k].d1);
+    ck_assert_int_eq(v->dtype, want[k].dt);
+  }
+  for (size_t i = 0; i < 5; i++) {
+    size_t n;
+    const ovl__prim *pr = ovl__op_prims(p, i, &n);
+    ck_assert_str_eq(opname(p, i), "matmul_v2");
+    ck_assert_int_eq(p->ops[i].def->kernel, OVL_KERNEL_MATMUL);
+    ck_assert(p->ops[i].def->roles & OVL_ROLE_COMPUTE);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_int_eq(pr[0].kind, OVL_PRIM_KERNEL);
+    ck_assert_int_eq(pr[0].stream, i == 3   ? 1 + p->nrings
+                                   : i == 4 ? OVL_STREAM_COMM(2)
+                                            : OVL_STREAM_CALC);
+  }
+  ck_assert(!p->ops[0].trans_x && !p->ops[0].trans_y);
+  ck_assert(p->ops[1].trans_x && !p->ops[1].trans_y);
+  ck_assert(!p->ops[2].trans_x && p->ops[2].trans_y);
+  ck_assert(p->ops[3].trans_x && p->ops[3].trans_y);
+  /* An elementwise row is the other kind of kernel. */
+  ck_assert_int_eq(ovl__opdef_find("scale")->kernel, OVL_KERNEL_ELEMENTWISE);
+  ovl_program_free(p);
+}
+END_TEST
+
 START_TEST(test_collectives_issue13) {
   ovl_program *p = parse_ranks(
       "x = data(shape=[8, 3])\n"
@@ -3144,6 +3198,7 @@ static Suite *parse_suite(void) {
   tcase_add_test(tc, test_err_peer_root);
   tcase_add_test(tc, test_err_send_recv);
   tcase_add_test(tc, test_collectives_issue13);
+  tcase_add_test(tc, test_matmul_v2);
   tcase_add_test(tc, test_err_groups);
   tcase_add_test(tc, test_err_from_define);
   tcase_add_test(tc, test_insert_keeps_groups);

@@ -625,8 +625,8 @@ START_TEST(report_as_json) {
                                      "[\"n=\\ufffd\"]},\n  \"modes\": {\n"
                                      "    \"sync\": {\"total_s\": "));
   ck_assert_ptr_nonnull(strstr(text, "\"status\": \"ok\", \"checked\": 128, "
-                                     "\"mismatched\": 0, \"nonfinite\": 0, "
-                                     "\"vars\": [\n"));
+                                     "\"unchecked\": 0, \"mismatched\": 0, "
+                                     "\"nonfinite\": 0, \"vars\": [\n"));
   ck_assert_ptr_nonnull(strstr(text, "\"mismatched\": 0, \"nonfinite\": 0, "
                                      "\"fetched\": true, \"first_nonfinite\": "
                                      "null, \"first_index\": null"));

@@ -1952,6 +1952,284 @@ END_TEST
 
 /* ------------------------------------------------------------------ */
 
+/* ------------------------------------------------------------------ */
+/* matmul_v2                                                           */
+/* ------------------------------------------------------------------ */
+
+/* op(a)[i, t] of a row-major a of rows x cols, transposed or not. */
+static double op_at(const double *a, int64_t cols, bool trans, int64_t i,
+                    int64_t t) {
+  return trans ? a[t * cols + i] : a[i * cols + t];
+}
+
+/* The inputs of a fetched variable made by data(): generated here. */
+static double *gen_input(ovl_dtype dt, uint64_t seed, int r, int64_t n) {
+  double *a = xmalloc_doubles((size_t)n);
+  for (int64_t i = 0; i < n; i++)
+    a[i] = uniform(dt, seed, true, r, i);
+  return a;
+}
+
+/* out = op(x) @ op(y) for M x K x N, the products summed in order of t in
+ * double and rounded once to the dtype: what the reference computes. */
+static void naive_matmul(ovl_dtype dt, const double *x, const double *y,
+                         int64_t m, int64_t n, int64_t k, bool tx, bool ty,
+                         double *out) {
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double s = 0;
+      for (int64_t t = 0; t < k; t++)
+        s += op_at(x, tx ? m : k, tx, i, t) * op_at(y, ty ? k : n, ty, t, j);
+      out[i * n + j] = ovl__dtype_round(dt, s);
+    }
+}
+
+/* Every transpose (_i: bit 0 trans_x, bit 1 trans_y) in every dtype
+ * (bits 2-3): the reference's matmul is the plain sum in order in double,
+ * rounded once to the dtype, exactly.
+ * N = 45 is not a multiple of the kernel's panels, K = 1030 spans two of
+ * its K blocks. */
+START_TEST(test_matmul_values) {
+  static const ovl_dtype dts[4] = {OVL_DTYPE_FLOAT32, OVL_DTYPE_FLOAT64,
+                                   OVL_DTYPE_FLOAT16, OVL_DTYPE_BFLOAT16};
+  const bool tx = _i & 1, ty = (_i >> 1) & 1;
+  const ovl_dtype dt = dts[(_i >> 2) & 3];
+  const int64_t m = 37, n = 45, k = 1030;
+  sched_text t = {.n = 0};
+  put(&t, "x = data(shape=[%lld, %lld], dtype=%s, init=uniform, seed=5, "
+          "per_rank=true)\n",
+      (long long)(tx ? k : m), (long long)(tx ? m : k), ovl_dtype_name(dt));
+  put(&t, "y = data(shape=[%lld, %lld], dtype=%s, init=uniform, seed=6, "
+          "per_rank=true)\n",
+      (long long)(ty ? n : k), (long long)(ty ? k : n), ovl_dtype_name(dt));
+  put(&t, "o = matmul_v2(x, y, trans_x=%s, trans_y=%s)\nfetch(o)\n",
+      tx ? "true" : "false", ty ? "true" : "false");
+  load(t.s, 2);
+  run_ref(2);
+  ck_assert_ptr_null(ovl_reference_rows(REF, 0, NULL));
+  for (int r = 0; r < 2; r++) {
+    double *x = gen_input(dt, 5, r, m * k), *y = gen_input(dt, 6, r, k * n);
+    double *want = xmalloc_doubles((size_t)(m * n));
+    naive_matmul(dt, x, y, m, n, k, tx, ty, want);
+    assert_same(got_var(r, "o"), want, (size_t)(m * n), "o", r);
+    free(x);
+    free(y);
+    free(want);
+  }
+}
+END_TEST
+
+/* A product large enough to be cut among threads (on a machine with more
+ * than one CPU) is still the plain sum in order. */
+START_TEST(test_matmul_threads) {
+  const int64_t m = 256, n = 200, k = 160;
+  double *x = gen_input(OVL_DTYPE_FLOAT64, 1, 0, m * k);
+  double *y = gen_input(OVL_DTYPE_FLOAT64, 2, 0, k * n);
+  double *want = xmalloc_doubles((size_t)(m * n));
+  ovl_error err = {0};
+  load("x = data(shape=[256, 160], dtype=float64, init=uniform, seed=1, "
+       "per_rank=true)\n"
+       "y = data(shape=[160, 200], dtype=float64, init=uniform, seed=2, "
+       "per_rank=true)\n"
+       "o = matmul_v2(x, y)\nfetch(o)\n",
+       1);
+  /* Every row: 0 (256 rows is more than the default sample). */
+  ck_assert_int_eq(ovl_reference_compute_rows(P, 1, 0, &REF, &err), OVL_OK);
+  naive_matmul(OVL_DTYPE_FLOAT64, x, y, m, n, k, false, false, want);
+  assert_same(got_var(0, "o"), want, (size_t)(m * n), "o", 0);
+  free(x);
+  free(y);
+  free(want);
+}
+END_TEST
+
+/* NaN and infinities follow IEEE arithmetic in double: inf * 0 is NaN,
+ * inf + -inf is NaN, an overflow of the float32 result is inf. */
+START_TEST(test_matmul_special) {
+  load("x = data(shape=[10, 4], dtype=float32, init=special, seed=3, "
+       "per_rank=true)\n"
+       "y = data(shape=[4, 10], dtype=float32, init=special, seed=4, "
+       "per_rank=true)\n"
+       "o = matmul_v2(x, y)\nfetch(o)\n",
+       2);
+  run_ref(2);
+  for (int r = 0; r < 2; r++) {
+    ovl__var vx = {0}, vy = {0};
+    double x[40], y[40], want[100];
+    int nan = 0, inf = 0;
+    vx.dtype = vy.dtype = OVL_DTYPE_FLOAT32;
+    vx.init = vy.init = OVL_INIT_SPECIAL;
+    vx.seed = 3;
+    vy.seed = 4;
+    vx.per_rank = vy.per_rank = true;
+    for (int i = 0; i < 40; i++) {
+      x[i] = ovl__var_init_value(&vx, r, i);
+      y[i] = ovl__var_init_value(&vy, r, i);
+    }
+    naive_matmul(OVL_DTYPE_FLOAT32, x, y, 10, 10, 4, false, false, want);
+    assert_same(got_var(r, "o"), want, 100, "o", r);
+    for (int i = 0; i < 100; i++) {
+      nan += isnan(want[i]) != 0;
+      inf += isinf(want[i]) != 0;
+    }
+    /* The inputs make both show up: the test tests something. */
+    ck_assert_int_gt(nan, 0);
+    ck_assert_int_gt(inf + nan, 1);
+  }
+}
+END_TEST
+
+/* A fetched variable computed from a matmul, with more rows than the
+ * sample: the reference computes 64 rows (one a stratum, the first and the
+ * last), the same values as the full product there, and the check
+ * compares those rows only. */
+START_TEST(test_matmul_sampled_rows) {
+  const int64_t m = 300, n = 20;
+  ovl_reference *full = NULL;
+  ovl_error err = {0};
+  const int64_t *rows;
+  size_t nrows;
+  got_table t = {0};
+  double *bad;
+  ovl_check c;
+
+  load("x = data(shape=[300, 40], dtype=float32, init=uniform, seed=1, "
+       "per_rank=true)\n"
+       "y = data(shape=[40, 20], dtype=float32, init=uniform, seed=2)\n"
+       "o = matmul_v2(x, y)\nfetch(o)\n",
+       2);
+  run_ref(2);
+  ck_assert_int_eq(ovl_reference_compute_rows(P, 2, 0, &full, &err), OVL_OK);
+  rows = ovl_reference_rows(REF, 0, &nrows);
+  ck_assert_ptr_nonnull(rows);
+  ck_assert_uint_eq(nrows, OVL_REFERENCE_ROWS_DEFAULT);
+  ck_assert_int_eq(rows[0], 0);
+  ck_assert_int_eq(rows[nrows - 1], m - 1);
+  for (size_t q = 1; q < nrows; q++) {
+    /* Sorted, one in each stratum of 300 / 64 rows. */
+    ck_assert_int_gt(rows[q], rows[q - 1]);
+    ck_assert_int_ge(rows[q], (int64_t)q * (m / 64) + ((int64_t)q < m % 64 ? (int64_t)q : m % 64));
+  }
+  ck_assert_ptr_null(ovl_reference_rows(full, 0, &nrows));
+  ck_assert_uint_eq(nrows, 0);
+  for (int r = 0; r < 2; r++)
+    for (size_t q = 0; q < OVL_REFERENCE_ROWS_DEFAULT; q++)
+      assert_same(got_var(r, "o") + rows[q] * n,
+                  ovl_reference_fetched(full, r, 0) + rows[q] * n,
+                  (size_t)n, "o (sampled row)", r);
+
+  /* The check: the full values pass and count the sampled rows only; a
+   * wrong value in a sampled row fails, one elsewhere is not seen. */
+  t.got[0][0] = ovl_reference_fetched(full, 0, 0);
+  t.got[1][0] = ovl_reference_fetched(full, 1, 0);
+  check(&t, 2, 0, 0, &c);
+  ck_assert_int_eq(c.mismatched, 0);
+  ck_assert_int_eq(c.checked, 2 * 64 * n);
+  ck_assert_int_eq(c.unchecked, 2 * (m - 64) * n);
+  ck_assert_ptr_nonnull(c.var_unchecked);
+  ck_assert_int_eq(c.var_unchecked[0], (m - 64) * n);
+  ovl_check_release(&c);
+  bad = xmalloc_doubles((size_t)(m * n));
+  memcpy(bad, t.got[1][0], (size_t)(m * n) * sizeof *bad);
+  bad[rows[5] * n + 3] += 1.0;
+  t.got[1][0] = bad;
+  check(&t, 2, 1e-6, 0, &c);
+  ck_assert_int_eq(c.mismatched, 1);
+  ck_assert_int_eq(c.mismatch[0].rank, 1);
+  ck_assert_int_eq(c.mismatch[0].first_index, rows[5] * n + 3);
+  ovl_check_release(&c);
+  bad[rows[5] * n + 3] -= 1.0;
+  bad[(rows[5] + 1) * n] += 1.0; /* rows[5] + 1 is not sampled */
+  ck_assert_int_ne(rows[6], rows[5] + 1);
+  check(&t, 2, 1e-6, 0, &c);
+  ck_assert_int_eq(c.mismatched, 0);
+  ovl_check_release(&c);
+  free(bad);
+  ovl_reference_free(full);
+}
+END_TEST
+
+/* What a sampled fetch depends on is computed in full, through
+ * elementwise ops, an allreduce, matmuls on either side (a transposed x,
+ * and y, need all the rows of what they read), a variable overwritten in
+ * a loop, and in a program whose ranks differ (_i = 1): every fetched
+ * value in the sampled rows equals the full reference's. Variables not
+ * computed from a matmul are computed and compared whole. */
+START_TEST(test_matmul_sampled_dependencies) {
+  ovl_reference *full = NULL;
+  ovl_error err = {0};
+  sched_text t = {.n = 0};
+  put(&t,
+      "x = data(shape=[200, 30], dtype=float64, init=uniform, seed=1, "
+      "per_rank=true)\n"
+      "y = data(shape=[30, 50], dtype=float64, init=uniform, seed=2)\n"
+      "w = data(shape=[50, 70], dtype=float64, init=uniform, seed=3)\n"
+      "v = data(shape=[200, 40], dtype=float64, init=uniform, seed=4, "
+      "per_rank=true)\n"
+      "z = data(shape=[200, 50], dtype=float64, init=uniform, seed=5, "
+      "per_rank=true)\n"
+      "o = matmul_v2(x, y)\n"
+      "p = elementwise_add(o, z)\n"
+      "repeat 2 {\n"
+      "  p = scale(p, scale=0.5, bias=1.0)\n"
+      "}\n"
+      "c_wait_compute(p, ring_id=0)\n"
+      "c_allreduce_sum(p, ring_id=0)\n"
+      "c_wait_comm(p, ring_id=0)\n"
+      "q = matmul_v2(p, w)\n"
+      "r = matmul_v2(v, p, trans_x=true)\n"
+      "s = matmul_v2(q, p, trans_x=true)\n"
+      "w2 = data(shape=[60, 50], dtype=float64, init=uniform, seed=6)\n"
+      "s2 = matmul_v2(p, w2, trans_y=true)\n"
+      "u = elementwise_mul(z, z)\n"
+      "%s"
+      "fetch(q, r, s, o, u, s2)\n",
+      _i ? "u = scale(u, scale=3.0, ranks=[1])\n" : "");
+  load(t.s, 2);
+  run_ref(2);
+  ck_assert_int_eq(ovl_reference_compute_rows(P, 2, 0, &full, &err), OVL_OK);
+  for (size_t f = 0; f < ovl_program_fetch_count(P); f++) {
+    ovl_var_info vi;
+    size_t nrows;
+    const int64_t *rows = ovl_reference_rows(REF, f, &nrows);
+    int64_t len;
+    ovl_program_fetch_info(P, f, &vi);
+    len = vi.numel / vi.dims[0];
+    /* q [200, 70], o [200, 50], s [70, 50] and s2 [200, 60]: sampled;
+     * r [40, 50] has fewer rows than the sample; u is not from a
+     * matmul. */
+    if (strcmp(vi.name, "r") != 0 && strcmp(vi.name, "u") != 0)
+      ck_assert_uint_eq(nrows, 64);
+    else
+      ck_assert_ptr_null(rows);
+    for (int rk = 0; rk < 2; rk++) {
+      const double *a = ovl_reference_fetched(REF, rk, f);
+      const double *b = ovl_reference_fetched(full, rk, f);
+      if (rows == NULL)
+        assert_same(a, b, (size_t)vi.numel, vi.name, rk);
+      for (size_t q = 0; rows != NULL && q < nrows; q++)
+        assert_same(a + rows[q] * len, b + rows[q] * len, (size_t)len,
+                    vi.name, rk);
+    }
+  }
+  ovl_reference_free(full);
+}
+END_TEST
+
+/* A program without a matmul samples nothing, whatever its sizes. */
+START_TEST(test_matmul_no_sampling_without) {
+  size_t n = 7;
+  load("a = data(shape=[1000, 3], dtype=float32, init=uniform, seed=1)\n"
+       "b = scale(a, scale=2.0)\nfetch(b)\n",
+       2);
+  run_ref(2);
+  ck_assert_ptr_null(ovl_reference_rows(REF, 0, &n));
+  ck_assert_uint_eq(n, 0);
+  ck_assert_ptr_null(ovl_reference_rows(REF, 1, &n));
+  ck_assert_ptr_null(ovl_reference_rows(NULL, 0, &n));
+}
+END_TEST
+
 static Suite *reference_suite(void) {
   Suite *s = suite_create("reference");
   TCase *tc = tcase_create("reference");
@@ -2015,6 +2293,17 @@ static Suite *reference_suite(void) {
   tcase_add_test(tc, test_check_never_fetched);
   tcase_add_test(tc, test_check_counts_ranks);
   tcase_add_test(tc, test_check_bad_args);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("matmul");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_set_timeout(tc, 60);
+  tcase_add_loop_test(tc, test_matmul_values, 0, 16);
+  tcase_add_test(tc, test_matmul_threads);
+  tcase_add_test(tc, test_matmul_special);
+  tcase_add_test(tc, test_matmul_sampled_rows);
+  tcase_add_loop_test(tc, test_matmul_sampled_dependencies, 0, 2);
+  tcase_add_test(tc, test_matmul_no_sampling_without);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -965,7 +965,10 @@ START_TEST(cpu_backend_refuses_cuda_tuning) {
   ck_assert_int_eq(ovl_world_set(w, "chaos", "7", &err), OVL_EINVAL);
   ck_assert_str_eq(err.msg, "ovl_world_set: unknown key 'chaos' "
                             "(comm_priority, nccl_min_ctas, nccl_max_ctas, "
-                            "chaos_seed)");
+                            "chaos_seed, tf32)");
+  /* tf32 is a key, and the cpu backend says it has no TF32. */
+  ck_assert_int_eq(ovl_world_set(w, "tf32", "on", &err), OVL_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "no TF32"));
   ck_assert_int_eq(ovl_world_set(w, "chaos_seed", NULL, &err), OVL_EINVAL);
   ovl_world_free(w);
 }

@@ -30,6 +30,7 @@ vg() {
   shift 2
   # shellcheck disable=SC2086 # $libtool may be "/bin/bash ./libtool"
   $libtool --mode=execute "$valgrind" -q --error-exitcode=1 \
+    --suppressions="$src/tests/valgrind.supp" \
     --leak-check=full --errors-for-leak-kinds=definite \
     --show-leak-kinds=definite "$tool" --backend=cpu "$@" \
     >"$tmp/out" 2>"$tmp/err"
@@ -54,6 +55,8 @@ vg schedule-error 2 "$tmp/bad.sched"
 vg too-big-for-memory 2 -D cols=1000000000
 vg races 4 --races "$src/schedules/bad/missing_wait_compute.sched"
 vg all-ops 0 -n 2 -w 0 --ranks=3 --trials=1 "$src/tests/schedules/all_ops.sched"
+vg matmul-sampled 0 -n 2 -w 1 --mode=all --trials=1 "$src/schedules/matmul.sched"
+vg gemm-overlap 0 -n 2 -w 1 --mode=all -D hidden=16 --trials=1 "$src/schedules/gemm_overlap.sched"
 vg output-files 0 -n 2 -w 1 -D cols=10 --trials=1 --trace="$tmp/t.json" --svg="$tmp/t.svg" \
   --json="$tmp/r.json"
 vg races-json-file 4 --races --json="$tmp/races.json" \

@@ -301,7 +301,7 @@ static int make_world(const sim_options *o, ovl_world **world) {
   ovl_status st = ovl_world_create(&wopts, world, &err);
   if (st == OVL_OK)
     st = tool_tune_world(*world, o->chaos_seed, o->comm_priority_high,
-                         o->nccl_min_ctas, o->nccl_max_ctas, &err);
+                         o->nccl_min_ctas, o->nccl_max_ctas, o->tf32, &err);
   if (st == OVL_OK)
     return -1;
   fprintf(stderr, "%s: %s\n", progname, err.msg);
@@ -328,6 +328,7 @@ static int check_only(sim_options *o, const char *path, unsigned modes,
                           .run = 0,
                           .rtol = o->rtol,
                           .atol = o->atol,
+                          .check_rows = o->check_rows,
                           .replay = o->replay,
                           .replay_delay_us = o->replay_delay_us};
   ovl_world *world = NULL;
@@ -491,6 +492,8 @@ static int write_run_outputs(const sim_options *o,
         .nccl_min_ctas = o->nccl_min_ctas,
         .nccl_max_ctas = o->nccl_max_ctas,
         .trials = o->trials,
+        .tf32 = o->tf32 ? "on" : "off",
+        .check_rows = o->check_rows,
         .trace = o->trace,
         .svg = o->svg,
         .trace_iter = o->trace == NULL && o->svg == NULL ? -1
@@ -658,6 +661,7 @@ static int overlap_sim(int argc, char **argv) {
   pl.run_opts.trace_iter = o.trace_iter_given ? o.trace_iter : -1;
   pl.rtol = o.rtol;
   pl.atol = o.atol;
+  pl.check_rows = o.check_rows;
   pl.progress = on_progress;
   pl.progress_ctx = &table;
   table.o = &o;

@@ -2,7 +2,9 @@
  * overlap_sweep: one collective over a range of sizes, in nccl-tests'
  * shape, in four placements: on the calc stream, on a comm stream (out of
  * place, and in place: nccl-tests' two groups), and on a comm stream with
- * a memory-bound compute kernel running beside it on the calc stream. The
+ * a compute kernel running beside it on the calc stream: a memory-bound
+ * one (scale), or a matrix multiply (matmul_v2, --compute=matmul), which
+ * competes with NCCL's kernels for the SMs. The
  * last placement gives what nobody else prints: how much compute and
  * communication slow each other down on this box.
  *
@@ -135,6 +137,14 @@ static int run_schedule(ovl_world *world, const sweep *s, const char *txt,
   return run_program(world, s->o, *prog, name, ropts, ref, rep);
 }
 
+/* Device bytes of the kernel's buffers on a rank: z and w (float32), or
+ * a, b and w (n x n of the dtype). */
+static uint64_t kernel_bytes(const sweep *s) {
+  if (s->o->compute == K_MATMUL)
+    return mul_sat(mul_sat(s->matmul_n, s->matmul_n), 3 * s->esize);
+  return 2 * s->kernel_numel * 4;
+}
+
 /* ------------------------------------------------------------------ */
 /* Output.                                                              */
 /* ------------------------------------------------------------------ */
@@ -237,7 +247,7 @@ static int overlap_sweep(int argc, char **argv) {
   st = ovl_world_create(&wopts, &world, &err);
   if (st == OVL_OK)
     st = tool_tune_world(world, 0, o.comm_priority_high, o.nccl_min_ctas,
-                         o.nccl_max_ctas, &err);
+                         o.nccl_max_ctas, o.tf32, &err);
   if (st != OVL_OK) {
     fprintf(stderr, "%s: %s\n", progname, err.msg);
     ovl_world_free(world);
@@ -303,6 +313,10 @@ static int overlap_sweep(int argc, char **argv) {
   if (o.compute_bytes == 0)
     o.compute_bytes = cpu ? 1ULL << 20 : 256ULL << 20;
   s.kernel_numel = o.compute_bytes / 4;
+  if (o.matmul_n == 0)
+    o.matmul_n = cpu ? 64 : 8192;
+  s.matmul_n = o.matmul_n;
+  s.kernel_op = o.compute == K_MATMUL ? "matmul_v2" : "scale";
 
   /* The cpu backend's devices are host memory: refuse sizes that cannot
    * fit before running anything (x, y, z and w on every rank). */
@@ -313,7 +327,7 @@ static int overlap_sweep(int argc, char **argv) {
       uint64_t need;
       if (!row_sizes_for(o.coll, sizes[i], s.esize, nranks, &rs))
         continue;
-      need = mul_sat((rs.nx + rs.ny) * s.esize + 2 * s.kernel_numel * 4,
+      need = mul_sat((rs.nx + rs.ny) * s.esize + kernel_bytes(&s),
                      (uint64_t)nranks);
       if (need > mem) {
         fprintf(stderr,
@@ -382,7 +396,7 @@ static int overlap_sweep(int argc, char **argv) {
     rc = run_schedule(world, &s, txt, "<sweep:kernel-alone>", &ropts, NULL,
                       &prog, &rep);
     if (rc < 0)
-      kern_cal = mean_op_time(rep, nranks, "scale");
+      kern_cal = mean_op_time(rep, nranks, s.kernel_op);
     free(txt);
     ovl_report_free(rep);
     ovl_program_free(prog);
@@ -390,11 +404,23 @@ static int overlap_sweep(int argc, char **argv) {
       goto out;
   }
   if (!o.quiet && !o.csv) {
-    printf("# compute beside: kernels w = scale(z) on the calc stream, z "
-           "and w %s of float32 each (about %.1f us a kernel alone), as many "
-           "as take, alone, about as long as the row's collectives alone on "
-           "comm\n",
-           format_bytes(s.kernel_numel * 4, b1, sizeof b1), kern_cal * 1e6);
+    if (o.compute == K_MATMUL)
+      printf("# compute beside: kernels w = matmul_v2(a, b) on the calc "
+             "stream, a, b and w %llu x %llu of %s (about %.1f us a kernel "
+             "alone, %.3g TFLOP/s), as many as take, alone, about as long "
+             "as the row's collectives alone on comm\n",
+             (unsigned long long)s.matmul_n, (unsigned long long)s.matmul_n,
+             ovl_dtype_name(o.dtype), kern_cal * 1e6,
+             kern_cal > 0 ? 2.0 * (double)s.matmul_n * (double)s.matmul_n *
+                                (double)s.matmul_n / kern_cal / 1e12
+                          : 0.0);
+    else
+      printf("# compute beside: kernels w = scale(z) on the calc stream, z "
+             "and w %s of float32 each (about %.1f us a kernel alone), as "
+             "many as take, alone, about as long as the row's collectives "
+             "alone on comm\n",
+             format_bytes(s.kernel_numel * 4, b1, sizeof b1),
+             kern_cal * 1e6);
     printf("# slowdown: kernel = a kernel's time beside the collectives / "
            "alone (the same kernels, measured alone for each row); coll = "
            "the collective's time beside the kernels / alone on comm\n");
@@ -456,13 +482,13 @@ static int overlap_sweep(int argc, char **argv) {
                alone ? "kernels-alone" : placement_names[p]);
       rc = run_schedule(world, &s, txt, name, &ropts, NULL, &prog, &rep);
       if (rc < 0 && alone) {
-        kern_alone = mean_op_time(rep, nranks, "scale");
+        kern_alone = mean_op_time(rep, nranks, s.kernel_op);
       } else if (rc < 0) {
         m[p].ran = true;
         m[p].coll_dev = mean_op_time(rep, nranks, s.op_name);
         m[p].coll_host = host_per_coll(rep, reps);
         if (p == P_BOTH)
-          m[p].kern_dev = mean_op_time(rep, nranks, "scale");
+          m[p].kern_dev = mean_op_time(rep, nranks, s.kernel_op);
       }
       if (rc < 0 && (p == P_CALC || p == P_COMM || p == P_INPLACE)) {
         /* The host-timed figure again, without the timing events around
@@ -492,7 +518,7 @@ static int overlap_sweep(int argc, char **argv) {
       uint64_t need = mul_sat(mul_sat(rs.nx + 2 * rs.ny, 8),
                               (uint64_t)nranks);
       if (cpu)
-        need += mul_sat((rs.nx + rs.ny) * s.esize + 8 * s.kernel_numel,
+        need += mul_sat((rs.nx + rs.ny) * s.esize + kernel_bytes(&s),
                         (uint64_t)nranks);
       check = mem == 0 || need <= mem / 2;
     }

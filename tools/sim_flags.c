@@ -158,6 +158,18 @@ void sim_usage(FILE *f) {
           "      --nccl-min-ctas=N, --nccl-max-ctas=N\n"
           "                       cuda: NCCL's CTA limits (ncclConfig_t); "
           "0 = NCCL's choice\n"
+          "      --tf32=on|off    cuda: float32 matmul_v2 on TF32 tensor "
+          "cores (faster, ~1e-3\n"
+          "                       off: check with --rtol=1e-2); default "
+          "off, full float32\n"
+          "      --check-rows=N|all  rows of each matmul_v2 result (and of "
+          "what is computed\n"
+          "                       from it) the float64 reference computes "
+          "and the check\n"
+          "                       compares, one per stratum of dim 0 "
+          "(default 64; all:\n"
+          "                       every row, a full float64 matmul on the "
+          "host's CPUs)\n"
           "  -q, --quiet          print only the verdict line and errors\n"
           "  -v, --verbose        also print every timed iteration\n"
           "  -h, --help           show this help and exit\n"
@@ -219,7 +231,9 @@ int sim_parse_flags(int argc, char **argv, sim_options *o) {
     OPT_REPLAY,
     OPT_REPLAY_DELAY,
     OPT_GRAPH,
-    OPT_TRIALS
+    OPT_TRIALS,
+    OPT_TF32,
+    OPT_CHECK_ROWS
   };
   static const struct option longopts[] = {
       {"backend", required_argument, NULL, 'b'},
@@ -247,6 +261,8 @@ int sim_parse_flags(int argc, char **argv, sim_options *o) {
       {"comm-priority", required_argument, NULL, OPT_COMM_PRIORITY},
       {"nccl-min-ctas", required_argument, NULL, OPT_MIN_CTAS},
       {"nccl-max-ctas", required_argument, NULL, OPT_MAX_CTAS},
+      {"tf32", required_argument, NULL, OPT_TF32},
+      {"check-rows", required_argument, NULL, OPT_CHECK_ROWS},
       {"quiet", no_argument, NULL, 'q'},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
@@ -402,6 +418,14 @@ int sim_parse_flags(int argc, char **argv, sim_options *o) {
     case OPT_MAX_CTAS:
       if ((rc = parse_tuning_flag("--nccl-max-ctas", optarg,
                                   &o->nccl_max_ctas)) != 0)
+        return rc;
+      break;
+    case OPT_TF32:
+      if ((rc = parse_tuning_flag("--tf32", optarg, &o->tf32)) != 0)
+        return rc;
+      break;
+    case OPT_CHECK_ROWS:
+      if ((rc = parse_check_rows(optarg, &o->check_rows)) != 0)
         return rc;
       break;
     case 'q':

@@ -40,6 +40,8 @@ typedef struct {
   int trace_iter_given;
   int comm_priority_high;
   int nccl_min_ctas, nccl_max_ctas;
+  int tf32;           /* --tf32=on */
+  long check_rows;    /* --check-rows=N; -1: all; 0: the default */
   unsigned chaos_seed;
   /* --replay[=K]: 0 off, OVL_REPLAY_ALL every race, K race K; and
    * --replay-delay=US (0: the library's default). */

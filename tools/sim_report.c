@@ -105,6 +105,15 @@ void sim_print_row(const ovl_report *r, size_t i, size_t trial,
              "MISMATCH (%lld of %lld elements, %lld not finite)",
              (long long)m.check->mismatched, (long long)m.check->checked,
              (long long)m.check->nonfinite);
+  if (m.check != NULL && m.check->unchecked > 0) {
+    /* "ok (4096 elements" -> "ok (4096 elements; rows sampled, 65536
+     * not checked)". */
+    size_t n = strlen(check);
+    if (n > 0 && check[n - 1] == ')')
+      snprintf(check + n - 1, sizeof check - (n - 1),
+               " in sampled rows; %lld not checked)",
+               (long long)m.check->unchecked);
+  }
   if (m.races != NULL) {
     size_t n = strlen(check);
     uint64_t nr = ovl_races_count(m.races) + ovl_races_more(m.races);

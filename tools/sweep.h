@@ -43,6 +43,10 @@ bool coll_has_root(coll c);
  * kernels beside them on the calc stream. */
 typedef enum { P_CALC, P_COMM, P_INPLACE, P_BOTH, P__COUNT } placement;
 
+/* The kernel beside the collectives (--compute): w = scale(z), memory-bound;
+ * or w = matmul_v2(a, b), a square GEMM of the collective's dtype. */
+typedef enum { K_SCALE, K_MATMUL } kernel_kind;
+
 /* The flags. */
 typedef struct {
   coll coll;
@@ -57,6 +61,9 @@ typedef struct {
   int iters, warmup;
   int reps; /* collectives per iteration; 0: by size */
   uint64_t compute_bytes; /* 0: backend default */
+  kernel_kind compute;    /* --compute */
+  uint64_t matmul_n;      /* --matmul-size; 0: backend default */
+  bool compute_bytes_given, matmul_n_given;
   const char *backend;
   int ranks;
   double timeout_s;
@@ -68,6 +75,7 @@ typedef struct {
   double rtol, atol;
   int comm_priority_high;
   int nccl_min_ctas, nccl_max_ctas;
+  int tf32; /* --tf32=on */
 } options;
 
 /* The placements' names: "calc", "comm", "inplace", "comm+compute". */
@@ -115,15 +123,18 @@ typedef struct {
   int nranks;
   size_t esize;
   const char *op_name;   /* c_allreduce_sum, c_broadcast, ... */
-  uint64_t kernel_numel; /* elements of z and w (float32) */
+  uint64_t kernel_numel; /* elements of z and w (float32), K_SCALE */
+  uint64_t matmul_n;     /* a, b and w are [n, n] (the dtype), K_MATMUL */
+  const char *kernel_op; /* "scale" or "matmul_v2" */
 } sweep;
 
 /* The schedule of one measurement: `reps` collectives y = coll(x) in the
  * placement (P_INPLACE: coll(x), x in place), and for P_BOTH `kernels`
- * kernels w = scale(z) on the calc stream, interleaved in proportion so
- * that both streams get work from the start however fast the host
- * enqueues. With `fetch`, the output (y, or x in place) is fetched at the
- * end (the check run). reps == 0 and kernels > 0: the kernel alone.
+ * kernels w = scale(z) (w = matmul_v2(a, b) with --compute=matmul) on the
+ * calc stream, interleaved in proportion so that both streams get work
+ * from the start however fast the host enqueues. With `fetch`, the output
+ * (y, or x in place) is fetched at the end (the check run). reps == 0 and
+ * kernels > 0: the kernel alone.
  * malloc'd; NULL when out of memory. */
 char *gen_schedule(const sweep *s, const row_sizes *rs, uint64_t bytes,
                    placement p, int reps, int kernels, bool fetch);

@@ -23,12 +23,14 @@ static void usage(FILE *f) {
       "shape, in four\n"
       "placements: on the calc stream, on a comm stream out of place and "
       "in place\n"
-      "(nccl-tests' two groups; in place: allreduce and broadcast), and on "
-      "a comm\n"
-      "stream with a memory-bound kernel (w = scale(z)) running beside it "
-      "on the calc\n"
-      "stream; print how much the kernel and the collective slow each "
-      "other down, and\n"
+      "(nccl-tests' two groups; in place: allreduce, broadcast and "
+      "reduce), and on a\n"
+      "comm stream with a kernel running beside it on the calc stream: a "
+      "memory-bound\n"
+      "one (w = scale(z)), or a matrix multiply (w = matmul_v2(a, b), "
+      "--compute=matmul);\n"
+      "print how much the kernel and the collective slow each other down, "
+      "and\n"
       "nccl-tests' '# Avg bus bandwidth' footer (the out-of-place and "
       "in-place groups).\n"
       "Every measurement is a generated schedule, run on every rank (one "
@@ -66,12 +68,22 @@ static void usage(FILE *f) {
       "size, enough for\n"
       "                         iterations of a few ms; the table's time is "
       "per collective)\n"
+      "      --compute=scale|matmul\n"
+      "                         the kernel beside the collectives: scale "
+      "(default; w =\n"
+      "                         scale(z), memory-bound) or matmul (w = "
+      "matmul_v2(a, b),\n"
+      "                         square, of the collective's datatype: it "
+      "competes for\n"
+      "                         the SMs; cuda: cuBLAS)\n"
       "      --compute-bytes=SIZE\n"
-      "                         size of the kernel's buffers z and w "
+      "                         size of scale's buffers z and w "
       "(default: cpu 1M,\n"
       "                         cuda 256M: far beyond the L2 cache, so the "
       "kernel is\n"
       "                         memory-bound)\n"
+      "      --matmul-size=N    matmul's a, b and w are N x N (default: cpu "
+      "64, cuda 8192)\n"
       "      --root=R           broadcast's and reduce's root rank (default "
       "0)\n"
       "      --timing=device|host\n"
@@ -105,6 +117,8 @@ static void usage(FILE *f) {
       "                         bfloat16 1.6e-2, 1e-5)\n"
       "      --comm-priority=high|default\n"
       "                         cuda: stream priority of the comm streams\n"
+      "      --tf32=on|off      cuda: a float32 matmul on TF32 tensor cores "
+      "(default off)\n"
       "      --nccl-min-ctas=N, --nccl-max-ctas=N\n"
       "                         cuda: NCCL's CTA limits (ncclConfig_t); 0 = "
       "NCCL's choice\n"
@@ -175,7 +189,10 @@ int sweep_parse_flags(int argc, char **argv, options *o) {
     OPT_COMM_PRIORITY,
     OPT_MIN_CTAS,
     OPT_MAX_CTAS,
-    OPT_GRAPH
+    OPT_GRAPH,
+    OPT_COMPUTE,
+    OPT_MATMUL_SIZE,
+    OPT_TF32
   };
   static const struct option longopts[] = {
       {"collective", required_argument, NULL, 'c'},
@@ -189,6 +206,9 @@ int sweep_parse_flags(int argc, char **argv, options *o) {
       {"sizes", required_argument, NULL, OPT_SIZES},
       {"reps", required_argument, NULL, OPT_REPS},
       {"compute-bytes", required_argument, NULL, OPT_COMPUTE_BYTES},
+      {"compute", required_argument, NULL, OPT_COMPUTE},
+      {"matmul-size", required_argument, NULL, OPT_MATMUL_SIZE},
+      {"tf32", required_argument, NULL, OPT_TF32},
       {"root", required_argument, NULL, OPT_ROOT},
       {"timing", required_argument, NULL, OPT_TIMING},
       {"csv", no_argument, NULL, OPT_CSV},
@@ -311,6 +331,30 @@ int sweep_parse_flags(int argc, char **argv, options *o) {
         return usage_error("--compute-bytes: '%s' is not a size (bytes >= "
                            "4, with K, M, G suffixes)",
                            optarg);
+      o->compute_bytes_given = true;
+      break;
+    case OPT_COMPUTE:
+      if (strcmp(optarg, "scale") == 0)
+        o->compute = K_SCALE;
+      else if (strcmp(optarg, "matmul") == 0)
+        o->compute = K_MATMUL;
+      else
+        return usage_error("--compute: '%s' is not scale or matmul",
+                           optarg);
+      break;
+    case OPT_MATMUL_SIZE: {
+      int n;
+      if (!parse_int(optarg, 1, 65536, &n))
+        return usage_error("--matmul-size: '%s' is not a number from 1 to "
+                           "65536",
+                           optarg);
+      o->matmul_n = (uint64_t)n;
+      o->matmul_n_given = true;
+      break;
+    }
+    case OPT_TF32:
+      if ((rc = parse_tuning_flag("--tf32", optarg, &o->tf32)) != 0)
+        return rc;
       break;
     case OPT_ROOT:
       if (!parse_int(optarg, 0, 63, &o->root))
@@ -410,6 +454,12 @@ int sweep_parse_flags(int argc, char **argv, options *o) {
   if (o->graph && strcmp(o->backend, "cpu") == 0)
     return usage_error("--graph: the cpu backend has no graphs (CUDA "
                        "graphs need --backend=cuda or auto with a GPU)");
+  if (o->compute_bytes_given && o->compute == K_MATMUL)
+    return usage_error("--compute-bytes sizes scale's buffers: with "
+                       "--compute=matmul, --matmul-size=N sizes the "
+                       "matrices");
+  if (o->matmul_n_given && o->compute != K_MATMUL)
+    return usage_error("--matmul-size needs --compute=matmul");
   if (o->nccl_min_ctas > 0 && o->nccl_max_ctas > 0 &&
       o->nccl_min_ctas > o->nccl_max_ctas)
     return usage_error("--nccl-min-ctas (%d) is larger than --nccl-max-ctas "

@@ -128,8 +128,13 @@ char *gen_schedule(const sweep *s, const row_sizes *rs, uint64_t bytes,
   /* In place, x is the collective's output. */
   const char *out = p == P_INPLACE ? "" : "y = ";
   const char *y = p == P_INPLACE ? "x" : "y";
-  char collstr[256];
+  char collstr[256], kernstr[96];
+  bool gemm = s->o->compute == K_MATMUL;
 
+  if (gemm)
+    snprintf(kernstr, sizeof kernstr, "w = matmul_v2(a, b)\n");
+  else
+    snprintf(kernstr, sizeof kernstr, "w = scale(z, scale=2.0)\n");
   if (reps == 0)
     tprintf(&t, "# overlap_sweep: the compute kernel alone\n");
   else
@@ -141,14 +146,24 @@ char *gen_schedule(const sweep *s, const row_sizes *rs, uint64_t bytes,
             dt, (unsigned long long)bytes, reps,
             p == P_INPLACE ? "in place, " : "",
             p == P_CALC ? "calc" : "comm",
-            p == P_BOTH ? ", with w = scale(z) beside it on the calc stream"
-                        : "");
+            p != P_BOTH ? ""
+            : gemm      ? ", with w = matmul_v2(a, b) beside it on the calc "
+                          "stream"
+                        : ", with w = scale(z) beside it on the calc stream");
   if (reps > 0)
     tprintf(&t,
             "x = data(shape=[%llu], dtype=%s, init=uniform, seed=1, "
             "per_rank=true)\n",
             (unsigned long long)rs->nx, dt);
-  if (kernels > 0)
+  if (kernels > 0 && gemm)
+    /* Uniform in [0, 1): sums of positive terms, no overflow. */
+    tprintf(&t,
+            "a = data(shape=[%llu, %llu], dtype=%s, init=uniform, seed=2)\n"
+            "b = data(shape=[%llu, %llu], dtype=%s, init=uniform, seed=3)\n",
+            (unsigned long long)s->matmul_n, (unsigned long long)s->matmul_n,
+            dt, (unsigned long long)s->matmul_n,
+            (unsigned long long)s->matmul_n, dt);
+  else if (kernels > 0)
     tprintf(&t, "z = data(shape=[%llu], dtype=float32, init=fill, "
                 "value=1.0)\n",
             (unsigned long long)s->kernel_numel);
@@ -176,7 +191,7 @@ char *gen_schedule(const sweep *s, const row_sizes *rs, uint64_t bytes,
   if (kernels == 0) {
     tprintf(&t, "repeat %d {\n  %s}\n", reps, collstr);
   } else if (reps == 0) {
-    tprintf(&t, "repeat %d {\n  w = scale(z, scale=2.0)\n}\n", kernels);
+    tprintf(&t, "repeat %d {\n  %s}\n", kernels, kernstr);
   } else {
     /* Merge by position: kernel j at j/kernels, collective i at i/reps;
      * a kernel first on a tie. */
@@ -185,7 +200,7 @@ char *gen_schedule(const sweep *s, const row_sizes *rs, uint64_t bytes,
       if (j < kernels &&
           (i == reps || (uint64_t)j * (uint64_t)reps <=
                             (uint64_t)i * (uint64_t)kernels)) {
-        tprintf(&t, "w = scale(z, scale=2.0)\n");
+        tprintf(&t, "%s", kernstr);
         j++;
       } else {
         tprintf(&t, "%s", collstr);

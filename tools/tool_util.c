@@ -2,6 +2,7 @@
 #include "tool_util.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -54,14 +55,37 @@ int parse_tuning_flag(const char *flag, const char *arg, int *value) {
       return usage_error("--comm-priority: '%s' is not high or default", arg);
     return 0;
   }
+  if (strcmp(flag, "--tf32") == 0) {
+    if (strcmp(arg, "on") == 0)
+      *value = 1;
+    else if (strcmp(arg, "off") == 0)
+      *value = 0;
+    else
+      return usage_error("--tf32: '%s' is not on or off", arg);
+    return 0;
+  }
   if (!parse_int(arg, 0, 64, value))
     return usage_error("%s: '%s' is not a number from 0 to 64", flag, arg);
   return 0;
 }
 
+int parse_check_rows(const char *arg, long *value) {
+  int n;
+  if (strcmp(arg, "all") == 0) {
+    *value = -1;
+    return 0;
+  }
+  if (!parse_int(arg, 1, INT_MAX, &n))
+    return usage_error("--check-rows: '%s' is not a number from 1 to %d, "
+                       "or all",
+                       arg, INT_MAX);
+  *value = n;
+  return 0;
+}
+
 ovl_status tool_tune_world(ovl_world *world, unsigned chaos_seed,
                            int comm_priority_high, int nccl_min_ctas,
-                           int nccl_max_ctas, ovl_error *err) {
+                           int nccl_max_ctas, int tf32, ovl_error *err) {
   char v[32];
   ovl_status st = OVL_OK;
   if (chaos_seed != 0) {
@@ -78,6 +102,8 @@ ovl_status tool_tune_world(ovl_world *world, unsigned chaos_seed,
     snprintf(v, sizeof v, "%d", nccl_max_ctas);
     st = ovl_world_set(world, "nccl_max_ctas", v, err);
   }
+  if (st == OVL_OK && tf32)
+    st = ovl_world_set(world, "tf32", "on", err);
   return st;
 }
 

@@ -29,19 +29,25 @@ bool parse_int(const char *s, long lo, long hi, int *out);
 bool parse_double(const char *s, double lo, double hi, double *out);
 
 /* The cuda tuning flags both tools take: --comm-priority=high|default
- * (*value 1 or 0), --nccl-min-ctas=N and --nccl-max-ctas=N (0..64). `flag`
- * is the flag's name as given ("--nccl-max-ctas"). Returns 0, or the exit
- * status of a usage error (message printed). */
+ * (*value 1 or 0), --tf32=on|off (1 or 0), --nccl-min-ctas=N and
+ * --nccl-max-ctas=N (0..64). `flag` is the flag's name as given
+ * ("--nccl-max-ctas"). Returns 0, or the exit status of a usage error
+ * (message printed). */
 int parse_tuning_flag(const char *flag, const char *arg, int *value);
+
+/* --check-rows=N|all: N from 1 to 2^31 - 1 (*value N), or all (-1).
+ * Returns 0, or the exit status of a usage error (message printed). */
+int parse_check_rows(const char *arg, long *value);
 
 /* The backend tuning both tools take, applied to a new world with
  * ovl_world_set: --chaos (overlap_sim only; 0: not given), then
  * --comm-priority=high (1), --nccl-min-ctas, --nccl-max-ctas (0: not
- * given). Chaos goes first, so that each backend refuses what it lacks in
- * the order it always did (cuda: the chaos; cpu: the cuda knobs). */
+ * given), --tf32=on (1). Chaos goes first, so that each backend refuses
+ * what it lacks in the order it always did (cuda: the chaos; cpu: the
+ * cuda knobs). */
 ovl_status tool_tune_world(ovl_world *world, unsigned chaos_seed,
                            int comm_priority_high, int nccl_min_ctas,
-                           int nccl_max_ctas, ovl_error *err);
+                           int nccl_max_ctas, int tf32, ovl_error *err);
 
 /* A command-line argument for a message, on one line: printable ASCII as
  * is, anything else escaped (\n, \t, \r, \\, \xNN); cut with "..." where it

@@ -136,6 +136,11 @@ static void cpu_world_info(ovl__bworld *bw, ovl_world_info *info) {
 static ovl_status cpu_world_set(ovl__bworld *bw, const char *key,
                                 const char *value, ovl_error *err) {
   unsigned long seed;
+  if (strcmp(key, "tf32") == 0)
+    return ovl__err(err, OVL_EINVAL,
+                    "backend 'cpu' has no TF32 matrix multiply (tf32=%s: the "
+                    "cuda backend has, for float32 on cuBLAS)",
+                    value);
   if (strcmp(key, "chaos_seed") != 0)
     return ovl__err(err, OVL_EINVAL,
                     "backend 'cpu' has no comm stream priority or NCCL CTA "
@@ -427,6 +432,33 @@ static ovl_status cpu_elementwise(ovl__brank *br, int stream_idx, ovl__ew fn,
   return ovl__cpu_enqueue(s, &c, err);
 }
 
+static ovl_status cpu_matmul(ovl__brank *br, int stream_idx, ovl_dtype dtype,
+                             void *out, const void *x, const void *y,
+                             size_t m, size_t n, size_t k, bool trans_x,
+                             bool trans_y, ovl_error *err) {
+  stream *s = ovl__cpu_get_stream(br, stream_idx, err);
+  cmd c;
+  if (s == NULL)
+    return OVL_EINVAL;
+  if (!dtype_ok(dtype) || m == 0 || n == 0 || k == 0 || out == NULL ||
+      x == NULL || y == NULL || out == x || out == y) {
+    set_error(err, OVL_EINVAL, s, "invalid matmul arguments");
+    return OVL_EINVAL;
+  }
+  memset(&c, 0, sizeof c);
+  c.kind = CMD_MATMUL;
+  c.u.matmul.dtype = dtype;
+  c.u.matmul.trans_x = trans_x;
+  c.u.matmul.trans_y = trans_y;
+  c.u.matmul.out = out;
+  c.u.matmul.x = x;
+  c.u.matmul.y = y;
+  c.u.matmul.m = m;
+  c.u.matmul.n = n;
+  c.u.matmul.k = k;
+  return ovl__cpu_enqueue(s, &c, err);
+}
+
 /* The ring of a collective or point-to-point call, or NULL (and
  * OVL_EINVAL in err). */
 static ring *call_ring(ovl__brank *br, stream *s, int ring_id,
@@ -649,6 +681,7 @@ const ovl__backend_ops ovl__backend_cpu = {
     .stream_wait_event = ovl__cpu_stream_wait_event,
     .stream_sync = ovl__cpu_stream_sync,
     .elementwise = cpu_elementwise,
+    .matmul = cpu_matmul,
     .collective = cpu_collective,
     .p2p = cpu_p2p,
     .ring_progress = cpu_ring_progress,

@@ -6,7 +6,8 @@
  * nothing orders them but our events) and two events per ring created with
  * cudaEventDisableTiming, as Paddle does, then the schedule's named events
  * (events_reserve), made the same way. Per ring: one NCCL communicator
- * per rank, all made by one ncclCommInitAll() in the main thread.
+ * per rank, all made by one ncclCommInitAll() in the main thread. Per
+ * rank: one cuBLAS handle for matmul_v2, with its workspace.
  *
  * Every CUDA and NCCL call is checked; a failure returns an ovl_status with
  * a message naming the rank, the call, the stream where one is involved, the
@@ -63,6 +64,11 @@ static void rank_release(ovl__brank *br) {
   graphs_release(br);
   if (br->barrier_buf != NULL)
     (void)cudaFree(br->barrier_buf);
+  if (br->blas != NULL)
+    (void)cublasDestroy(br->blas);
+  for (int i = 0; i < OVL_MAX_STREAMS; i++)
+    if (br->blas_ws[i] != NULL)
+      (void)cudaFree(br->blas_ws[i]);
   for (size_t i = 0; i < br->ntimers; i++)
     (void)cudaEventDestroy(br->timers[i]);
   free(br->timers);
@@ -79,8 +85,10 @@ static void rank_release(ovl__brank *br) {
   free(br);
 }
 
+static ovl_status blas_workspace(ovl__brank *br, int s, ovl_error *err);
+
 /* User streams [nstreams, upto): non-blocking, the least priority (as
- * calc), named for messages. On the rank's thread, its device current. */
+ * calc), named for messages, each with its cuBLAS workspace. On the rank's thread, its device current. */
 static ovl_status cuda_streams_reserve(ovl__brank *br, int upto,
                                        const char *const *names,
                                        ovl_error *err) {
@@ -104,6 +112,11 @@ static ovl_status cuda_streams_reserve(ovl__brank *br, int upto,
                    cudaStreamCreateWithPriority,
                    (&br->streams[s], cudaStreamNonBlocking, least));
     br->nstreams++;
+    if (br->blas != NULL) {
+      ovl_status st = blas_workspace(br, s, err);
+      if (st != OVL_OK)
+        return st;
+    }
   }
   return OVL_OK;
 }
@@ -145,6 +158,34 @@ static ovl_status cuda_events_reserve(ovl__brank *br, int nevents,
     br->recorded[e] = false;
     br->cap_recorded[e] = false;
     br->nevents++;
+  }
+  return OVL_OK;
+}
+
+/* The cuBLAS workspace of stream s (made with the stream, before anything
+ * runs: no cudaMalloc while NCCL kernels may be in flight). */
+static ovl_status blas_workspace(ovl__brank *br, int s, ovl_error *err) {
+  char where[96];
+  size_t bytes = s == OVL_STREAM_CALC ? BLAS_WORKSPACE_BYTES
+                                      : BLAS_SIDE_WORKSPACE_BYTES;
+  ovl__cuda_stream_name(br, where, sizeof where, s);
+  OVL__CUDACHECK(err, br->rank, where, cudaMalloc,
+                 (&br->blas_ws[s], bytes));
+  br->blas_ws_bytes[s] = bytes;
+  return OVL_OK;
+}
+
+/* The rank's cuBLAS handle. Products of bfloat16 and float16 are summed
+ * in float32 throughout: cuBLAS may not reduce the partial sums of a
+ * split K in the input's precision. */
+static ovl_status blas_init(ovl__brank *br, ovl_error *err) {
+  OVL__BLASCHECK(err, br->rank, NULL, cublasCreate, (&br->blas));
+  OVL__BLASCHECK(err, br->rank, NULL, cublasSetMathMode,
+                 (br->blas, CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
+  for (int s = 0; s < br->nstreams; s++) {
+    ovl_status st = blas_workspace(br, s, err);
+    if (st != OVL_OK)
+      return st;
   }
   return OVL_OK;
 }
@@ -206,6 +247,9 @@ static ovl_status cuda_rank_init(ovl__bworld *bw, int rank, int nrings,
                       ((void **)&br->barrier_buf, sizeof(float)), st, fail);
   OVL__CUDACHECK_GOTO(err, rank, "barrier buffer", cudaMemset,
                       (br->barrier_buf, 0, sizeof(float)), st, fail);
+  st = blas_init(br, err);
+  if (st != OVL_OK)
+    goto fail;
   for (int ring = 0; ring < nrings; ring++) {
     br->progress[ring] = calloc(PROGRESS_EVENTS, sizeof(cudaEvent_t));
     br->progress_tag[ring] = calloc(PROGRESS_EVENTS, sizeof(uint64_t));
@@ -560,6 +604,81 @@ static ovl_status cuda_elementwise(ovl__brank *br, int stream, ovl__ew fn,
                  ovl__kernel_elementwise_launch,
                  (br->streams[stream], br->sm_count, (int)fn, kdtype, out, x, y,
                   scale, bias, n));
+  return OVL_OK;
+}
+
+/*
+ * out = op(x) @ op(y), row-major, with cublasGemmEx. cuBLAS is
+ * column-major: a row-major [R, C] matrix is its column-major [C, R]
+ * transpose, so the row-major product out = op(x) op(y) is the
+ * column-major out^T = op(y)^T op(x)^T: cuBLAS's A is y, its B is x, its
+ * m, n, k are our N, M, K. y is [K, N] row-major (ld N; op N), or [N, K]
+ * with trans_y (ld K; op T); x likewise with M.
+ *
+ * The handle takes the op's stream for each call; cublasSetStream puts
+ * the handle back on cuBLAS's own workspace pool, so the stream's own
+ * workspace is set after it: matmuls of two streams may run at the same
+ * time, and one workspace must not serve both.
+ */
+static ovl_status cuda_matmul(ovl__brank *br, int stream, ovl_dtype dtype,
+                              void *out, const void *x, const void *y,
+                              size_t m, size_t n, size_t k, bool trans_x,
+                              bool trans_y, ovl_error *err) {
+  char where[96];
+  const float one_f = 1.0f, zero_f = 0.0f;
+  const double one_d = 1.0, zero_d = 0.0;
+  cudaDataType_t type;
+  cublasComputeType_t compute;
+  const void *alpha = &one_f, *beta = &zero_f;
+
+  if (!stream_valid(br, stream))
+    return bad_stream(br, stream, err);
+  ovl__cuda_stream_name(br, where, sizeof where, stream);
+  if (m == 0 || n == 0 || k == 0 || m > INT_MAX || n > INT_MAX ||
+      k > INT_MAX)
+    return ovl__err(err, OVL_EINVAL,
+                    "rank %d: matmul on %s: M %zu, N %zu, K %zu: cuBLAS "
+                    "takes 1 to %d",
+                    br->rank, where, m, n, k, INT_MAX);
+  if (out == NULL || x == NULL || y == NULL || out == x || out == y)
+    return ovl__err(err, OVL_EINVAL,
+                    "rank %d: matmul on %s: NULL or aliased buffer", br->rank,
+                    where);
+  switch (dtype) {
+  case OVL_DTYPE_FLOAT32:
+    type = CUDA_R_32F;
+    compute = br->bw->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                           : CUBLAS_COMPUTE_32F;
+    break;
+  case OVL_DTYPE_FLOAT64:
+    type = CUDA_R_64F;
+    compute = CUBLAS_COMPUTE_64F;
+    alpha = &one_d;
+    beta = &zero_d;
+    break;
+  case OVL_DTYPE_FLOAT16:
+    /* Tensor cores, products summed in float32, one rounding at the end. */
+    type = CUDA_R_16F;
+    compute = CUBLAS_COMPUTE_32F;
+    break;
+  case OVL_DTYPE_BFLOAT16:
+    type = CUDA_R_16BF;
+    compute = CUBLAS_COMPUTE_32F;
+    break;
+  default:
+    return ovl__err(err, OVL_EINVAL, "rank %d: matmul: unknown dtype %d",
+                    br->rank, (int)dtype);
+  }
+  OVL__BLASCHECK(err, br->rank, where, cublasSetStream,
+                 (br->blas, br->streams[stream]));
+  OVL__BLASCHECK(err, br->rank, where, cublasSetWorkspace,
+                 (br->blas, br->blas_ws[stream], br->blas_ws_bytes[stream]));
+  OVL__BLASCHECK(err, br->rank, where, cublasGemmEx,
+                 (br->blas, trans_y ? CUBLAS_OP_T : CUBLAS_OP_N,
+                  trans_x ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m,
+                  (int)k, alpha, y, type, trans_y ? (int)k : (int)n, x, type,
+                  trans_x ? (int)m : (int)k, beta, out, type, (int)n,
+                  compute, CUBLAS_GEMM_DEFAULT));
   return OVL_OK;
 }
 
@@ -1169,6 +1288,7 @@ const ovl__backend_ops ovl__backend_cuda = {
     .stream_wait_event = cuda_stream_wait_event,
     .stream_sync = cuda_stream_sync,
     .elementwise = cuda_elementwise,
+    .matmul = cuda_matmul,
     .collective = cuda_collective,
     .p2p = cuda_p2p,
     .ring_progress = cuda_ring_progress,

@@ -5,6 +5,7 @@
  *   cpu_coll.c     collectives and point-to-point: the rendezvous of the
  *                  ranks
  *   cpu_kernels.c  the element math of kernels and reductions
+ *   cpu_matmul.c   the matrix multiply
  * Internal to the cpu backend.
  */
 #ifndef OVL_CPU_H
@@ -48,6 +49,7 @@ typedef struct ring ring;
 
 typedef enum {
   CMD_KERNEL,
+  CMD_MATMUL,
   CMD_COLL,
   CMD_P2P,
   CMD_WAIT,
@@ -99,6 +101,13 @@ typedef struct cmd {
       double scale, bias;
       size_t n;
     } kernel;
+    struct {
+      ovl_dtype dtype;
+      bool trans_x, trans_y;
+      void *out;
+      const void *x, *y;
+      size_t m, n, k;
+    } matmul;
     struct {
       ring *ring;
       uint64_t seq;
@@ -313,6 +322,10 @@ void ovl__cpu_elementwise(ovl__ew fn, ovl_dtype dtype, void *out,
                           const void *x, const void *y, double scale,
                           double bias, size_t n);
 void ovl__cpu_collective_compute(const slot *sl, int nranks);
+/* cpu_matmul.c: out[m, n] = op(x) @ op(y) (backend matmul). */
+void ovl__cpu_matmul(ovl_dtype dtype, void *out, const void *x,
+                     const void *y, size_t m, size_t n, size_t k, bool tx,
+                     bool ty);
 
 /* cpu_coll.c: run one collective of `rank`: arrive, wait for the others,
  * return once the result is in every recv buffer. */

@@ -126,6 +126,13 @@ static ovl_status run_cmd(stream *s, cmd *c, bool failed, ovl_error *err) {
                          c->u.kernel.x, c->u.kernel.y, c->u.kernel.scale,
                          c->u.kernel.bias, c->u.kernel.n);
     return OVL_OK;
+  case CMD_MATMUL:
+    if (failed)
+      return OVL_OK;
+    ovl__cpu_matmul(c->u.matmul.dtype, c->u.matmul.out, c->u.matmul.x,
+                    c->u.matmul.y, c->u.matmul.m, c->u.matmul.n,
+                    c->u.matmul.k, c->u.matmul.trans_x, c->u.matmul.trans_y);
+    return OVL_OK;
   case CMD_COLL:
     c->u.coll.a.skipped = failed;
     st = ovl__cpu_rendezvous(br->bw, c->u.coll.ring, c->u.coll.seq, br->rank,

@@ -10,6 +10,7 @@
 #ifndef OVL_CUDA_H
 #define OVL_CUDA_H
 
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -19,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -46,6 +48,12 @@
  * call of a ring, per rank, reused round robin. The last completed call
  * is found among the last PROGRESS_EVENTS enqueued. */
 #define PROGRESS_EVENTS 256
+/* cuBLAS's workspace for matmul_v2, one per stream (two streams' GEMMs may
+ * run at once, and must not share one): on calc NVIDIA's recommendation for
+ * Hopper, and what PyTorch gives cuBLAS there; on the other streams what
+ * PyTorch gives older GPUs (cuBLAS needs 16 KiB not to fail). */
+#define BLAS_WORKSPACE_BYTES (32u << 20)
+#define BLAS_SIDE_WORKSPACE_BYTES (4u << 20)
 /* rank_quiesce gives a stream this long to empty after an abort. */
 #define QUIESCE_GRACE_S 30.0
 
@@ -78,6 +86,8 @@ struct ovl__bworld {
    * limits (0 = NCCL's choice). */
   bool comm_priority_high;
   int nccl_min_ctas, nccl_max_ctas;
+  /* float32 matmul_v2 on TF32 tensor cores (key tf32; default off). */
+  bool tf32;
 };
 
 struct ovl__brank {
@@ -125,6 +135,12 @@ struct ovl__brank {
   uint64_t frozen_done[OVL_MAX_RINGS];
   /* barrier's one-element buffer. */
   float *barrier_buf;
+  /* matmul_v2: the rank's cuBLAS handle, used only from its thread (made
+   * by rank_init), and a workspace per stream (made with the stream, by
+   * rank_init or streams_reserve), blas_ws_bytes[s] bytes. */
+  cublasHandle_t blas;
+  void *blas_ws[OVL_MAX_STREAMS];
+  size_t blas_ws_bytes[OVL_MAX_STREAMS];
 };
 
 /* Destroy the rank's graphs (world_abort, holding the rank's NCCL lock;
@@ -149,6 +165,19 @@ ovl_status ovl__cuda_fail(ovl_error *err, int rank, const char *where,
 ovl_status ovl__cuda_nccl_fail(ovl_error *err, int rank, const char *where,
                                const char *call, ncclResult_t r,
                                ncclComm_t comm, const char *file, int line);
+
+/* "rank R: CALL on WHERE: STATUS TEXT (NAME) at FILE:LINE" for cuBLAS. */
+ovl_status ovl__cuda_blas_fail(ovl_error *err, int rank, const char *where,
+                               const char *call, cublasStatus_t s,
+                               const char *file, int line);
+
+#define OVL__BLASCHECK(err, rank, where, fn, args)                            \
+  do {                                                                        \
+    cublasStatus_t ovl__s = fn args;                                          \
+    if (ovl__s != CUBLAS_STATUS_SUCCESS)                                      \
+      return ovl__cuda_blas_fail((err), (rank), (where), #fn, ovl__s,         \
+                                 __FILE__, __LINE__);                         \
+  } while (0)
 
 /* CUDA calls, nccl-tests style, except that a failure returns a status
  * (or jumps to the function's cleanup label) instead of exiting. `where`

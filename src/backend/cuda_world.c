@@ -65,6 +65,22 @@ ovl_status ovl__cuda_nccl_fail(ovl_error *err, int rank, const char *where,
                   has_last ? last : "", base_name(file), line);
 }
 
+ovl_status ovl__cuda_blas_fail(ovl_error *err, int rank, const char *where,
+                               const char *call, cublasStatus_t s,
+                               const char *file, int line) {
+  char prefix[32];
+  ovl_status st = OVL_EBACKEND;
+  if (s == CUBLAS_STATUS_ALLOC_FAILED)
+    st = OVL_ENOMEM;
+  else if (s == CUBLAS_STATUS_INVALID_VALUE)
+    st = OVL_EINVAL;
+  return ovl__err(err, st, "%s%s%s%s: %s (%s) at %s:%d",
+                  rank_prefix(prefix, sizeof prefix, rank), call,
+                  where != NULL ? " on " : "", where != NULL ? where : "",
+                  cublasGetStatusString(s), cublasGetStatusName(s),
+                  base_name(file), line);
+}
+
 const char *ovl__cuda_stream_name(const ovl__brank *br, char *buf,
                                   size_t size, int stream) {
   if (stream == OVL_STREAM_CALC)
@@ -609,6 +625,13 @@ ovl_status ovl__cuda_world_set(ovl__bworld *bw, const char *key,
                     "cuda backend: chaos (seed %s): --chaos needs the cpu "
                     "backend, whose emulated streams it delays",
                     value);
+  if (strcmp(key, "tf32") == 0) {
+    /* Read by each matmul. */
+    if (strcmp(value, "on") != 0 && strcmp(value, "off") != 0)
+      return ovl__err(err, OVL_EINVAL, "tf32: '%s' is not on or off", value);
+    bw->tf32 = strcmp(value, "on") == 0;
+    return OVL_OK;
+  }
   if (bw->nrings > 0)
     return ovl__err(err, OVL_EINVAL,
                     "cuda backend: tuning must come before the first ring");

@@ -11,7 +11,9 @@
  * given as OVL_TOL_DTYPE is, per fetched variable, its dtype's default
  * (ovl_dtype_rtol, ovl_dtype_atol). A rank checks the variables it
  * fetches: a fetch with ranks=[...] fetches only there, and a rank that
- * fetches nothing of a variable has nothing of it to check.
+ * fetches nothing of a variable has nothing of it to check. Where the reference sampled the
+ * rows of a variable (ovl_reference_rows), those rows are compared and
+ * the others counted as not checked.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -135,7 +137,8 @@ ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
       ovl_var_info info;
       const double *g = got(ctx, r, i);
       const double *e = ovl_reference_fetched(ref, r, i);
-      size_t n;
+      const int64_t *rows;
+      size_t n, nrows;
       failures f = {0};
       double vrtol, vatol;
 
@@ -152,11 +155,40 @@ ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
                         info.name, r);
       }
       n = (size_t)info.numel;
-      out->checked += info.numel;
-      if (g == NULL)
+      rows = ovl_reference_rows(ref, i, &nrows);
+      if (g == NULL) {
         f.count = info.numel; /* never fetched: all of it is wrong */
-      else
+        out->checked += info.numel;
+      } else if (rows == NULL) {
         count_failures(g, e, n, vrtol, vatol, &f);
+        out->checked += info.numel;
+      } else {
+        /* Sampled rows: only those hold reference values. */
+        size_t len = info.dims[0] > 0 ? n / (size_t)info.dims[0] : 0;
+        for (size_t q = 0; q < nrows; q++) {
+          size_t at = (size_t)rows[q] * len;
+          failures fr = {0};
+          count_failures(g + at, e + at, len, vrtol, vatol, &fr);
+          if (fr.count > 0 && f.count == 0)
+            f.first = at + fr.first;
+          if (fr.nonfinite > 0 && f.nonfinite == 0)
+            f.first_nonfinite = at + fr.first_nonfinite;
+          f.count += fr.count;
+          f.nonfinite += fr.nonfinite;
+        }
+        out->checked += (int64_t)(nrows * len);
+        out->unchecked += info.numel - (int64_t)(nrows * len);
+        if (out->var_unchecked == NULL &&
+            (out->var_unchecked = calloc(nfetch + 1,
+                                         sizeof *out->var_unchecked)) ==
+                NULL) {
+          free(on);
+          ovl_check_release(out);
+          return ovl__err(err, OVL_ENOMEM,
+                          "ovl_check_result: out of memory");
+        }
+        out->var_unchecked[i] = info.numel - (int64_t)(nrows * len);
+      }
       if (f.count == 0 && g != NULL)
         continue;
 
@@ -211,6 +243,8 @@ void ovl_check_release(ovl_check *check) {
   if (check == NULL)
     return;
   free(check->mismatch);
+  free(check->var_unchecked);
+  check->var_unchecked = NULL;
   check->mismatch = NULL;
   check->nmismatch = 0;
 }

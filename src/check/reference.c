@@ -36,10 +36,11 @@
  *
  *   - Lock step (prog->rank_dependent false: every rank runs every op, so
  *     the k-th op of every rank is the same statement). Every op except
- *     c_allgather, c_reducescatter and alltoall is index-local (element i
- *     of its output depends only on element i of its inputs, on every
- *     rank), so a run of such ops is evaluated one cache-sized block of
- *     indices at a time: all ops on block 0, then all ops on block 1, ...
+ *     c_allgather, c_reducescatter, alltoall and matmul_v2 is index-local
+ *     (element i of its output depends only on element i of its inputs,
+ *     on every rank), so a run of such ops is evaluated one cache-sized
+ *     block of indices at a time: all ops on block 0, then all ops on
+ *     block 1, ... (a matmul between them is computed whole).
  *     The result is the same, element for element, as evaluating op after
  *     op over whole arrays. The seed program makes ~770 passes over 10M
  *     elements per rank; op by op it would be bound by memory bandwidth.
@@ -73,6 +74,16 @@
  * A kernel whose output is overwritten before anything reads it (the
  * seed's ten `e = 2 * d` in a row) is skipped, per rank in the second
  * case: it cannot change any fetched value.
+ *
+ * Sampled rows. A matmul is the one op whose reference costs more than a
+ * pass over its data: out = op(x) @ op(y) is M * N * K multiply-adds
+ * (check/ref_matmul.c, on every core). In a program with a matmul, a
+ * fetched variable computed from a matmul's result, with more than
+ * max_rows rows (dim 0), is checked on max_rows rows only (rows_sample),
+ * and the reference computes what those rows depend on and nothing more
+ * (plan_rows: a pass backwards from the fetches; README, "Matrix
+ * multiply"). Every value in those rows is computed in full; the check
+ * compares those rows (ovl_reference_rows).
  */
 #include <math.h>
 #include <stdarg.h>
@@ -83,6 +94,7 @@
 #include "base/half.h"
 #include "internal.h"
 #include "check/match.h"
+#include "check/reference.h"
 
 /* Elements per block: big enough to amortise the per-op dispatch, small
  * enough that the arrays one op touches on every rank stay in L1 (measured
@@ -95,7 +107,20 @@ struct ovl_reference_s {
   /* [rank * nfetch + i]: the snapshot of fetched variable i, NULL if that
    * rank never fetched it. */
   double **fetched;
+  /* [i]: the rows (of dim 0) of fetched variable i that were computed,
+   * sorted, nrows[i] of them; NULL: all of them (see "Sampled rows"). */
+  int64_t **rows;
+  size_t *nrows;
 };
+
+/* A set of rows (of dim 0) of a variable, interned in ref_state.sets:
+ * index ROWS_NONE, ROWS_ALL, or a bitmap of nbits rows. */
+enum { ROWS_NONE = 0, ROWS_ALL = 1 };
+typedef struct rowset {
+  int64_t nbits;
+  uint64_t *bits;
+  uint64_t hash;
+} rowset;
 
 typedef struct rd_state rd_state;
 
@@ -115,6 +140,14 @@ typedef struct ref_state {
   double *scratch;
   rd_state *rd;     /* per rank: the matching and the ranks' progress */
   ovl_reference *ref;
+  /* Sampled rows (a program with a matmul): per op, the rows of its
+   * output it must compute (a set of `sets`); NULL: every op computes
+   * all of its output. */
+  uint32_t *op_rows;
+  rowset *sets;
+  size_t nsets, capsets;
+  /* A matmul ran out of memory. */
+  bool nomem;
 } ref_state;
 
 static double *var_val(const ref_state *s, int rank, int var) {
@@ -348,12 +381,292 @@ static void mark_dead(const ovl_program *prog, int rank, bool *live,
   }
 }
 
+/* ------------------------------------------------------------------ */
+/* Sampled rows                                                        */
+/* ------------------------------------------------------------------ */
+
+/* Rows of a variable (its dim 0) and elements per row. */
+static int64_t var_rows(const ovl__var *v) { return v->dims[0]; }
+static int64_t var_row_len(const ovl__var *v) {
+  return v->dims[0] > 0 ? v->numel / v->dims[0] : 0;
+}
+
+/* Whether op i is a matmul (its kernel is not index-local). */
+static bool is_matmul(const ovl_program *prog, size_t i) {
+  const ovl__prim *p = data_prim(prog, i);
+  return p != NULL && p->kind == OVL_PRIM_KERNEL &&
+         prog->ops[i].def->kernel == OVL_KERNEL_MATMUL;
+}
+
+/* Whether op i writes all of its output on every rank, so that the value
+ * its output held before is dead after it (c_reduce_* writes the root's
+ * only; an op on some ranks leaves the others' alone). */
+static bool kills_out(const ovl_program *prog, size_t i) {
+  const ovl__op *op = &prog->ops[i];
+  uint64_t all = ovl__program_all_ranks(prog);
+  return (op->ranks & all) == all && writes_out(prog, i, -1) &&
+         !is_reduce(prog, i);
+}
+
+/* More distinct sets than this: the analysis gives up on precision
+ * (ROWS_ALL), not on correctness. */
+#define MAX_ROWSETS 4096
+
+static uint64_t rows_hash(const uint64_t *bits, size_t words,
+                          int64_t nbits) {
+  uint64_t h = 1469598103934665603ull ^ (uint64_t)nbits;
+  for (size_t w = 0; w < words; w++)
+    h = (h ^ bits[w]) * 1099511628211ull;
+  return h;
+}
+
+static size_t rows_words(int64_t nbits) {
+  return (size_t)((nbits + 63) / 64);
+}
+
+/* The set of rows `bits` (nbits of them; taken over: kept, or freed if
+ * the set is known); ROWS_ALL when there are too many sets or no memory
+ * for one more. */
+static uint32_t rows_intern(ref_state *s, uint64_t *bits, int64_t nbits) {
+  size_t words = rows_words(nbits);
+  uint64_t h = rows_hash(bits, words, nbits);
+  for (size_t k = 2; k < s->nsets; k++)
+    if (s->sets[k].hash == h && s->sets[k].nbits == nbits &&
+        memcmp(s->sets[k].bits, bits, words * sizeof *bits) == 0) {
+      free(bits);
+      return (uint32_t)k;
+    }
+  if (s->nsets == s->capsets) {
+    size_t cap = s->capsets * 2;
+    rowset *ns = cap <= MAX_ROWSETS ? realloc(s->sets, cap * sizeof *ns)
+                                    : NULL;
+    if (ns == NULL) {
+      free(bits);
+      return ROWS_ALL;
+    }
+    s->sets = ns;
+    s->capsets = cap;
+  }
+  s->sets[s->nsets].nbits = nbits;
+  s->sets[s->nsets].bits = bits;
+  s->sets[s->nsets].hash = h;
+  return (uint32_t)s->nsets++;
+}
+
+static uint32_t rows_union(ref_state *s, uint32_t a, uint32_t b) {
+  uint64_t *bits;
+  size_t words;
+  if (a == ROWS_NONE || a == b)
+    return b;
+  if (b == ROWS_NONE)
+    return a;
+  if (a == ROWS_ALL || b == ROWS_ALL || s->sets[a].nbits != s->sets[b].nbits)
+    return ROWS_ALL;
+  words = rows_words(s->sets[a].nbits);
+  if ((bits = malloc(words * sizeof *bits + 1)) == NULL)
+    return ROWS_ALL;
+  for (size_t w = 0; w < words; w++)
+    bits[w] = s->sets[a].bits[w] | s->sets[b].bits[w];
+  return rows_intern(s, bits, s->sets[a].nbits);
+}
+
+/* The rows a fetched variable of `nrows` rows is checked on: `max` of
+ * them, one in each of `max` strata of (nearly) equal size, at a place in
+ * its stratum that a hash of the stratum's number picks (the first and
+ * the last row of the matrix always): every region of the matrix is
+ * looked at, and not always at the same offset within a kernel's tiles.
+ * The same rows for every variable of that many rows, so that sets meet
+ * and stay few. */
+static uint32_t rows_sample(ref_state *s, int64_t nrows, int64_t max) {
+  uint64_t *bits = calloc(rows_words(nrows) + 1, sizeof *bits);
+  int64_t q = nrows / max, rem = nrows % max;
+  if (bits == NULL)
+    return ROWS_ALL;
+  for (int64_t j = 0; j < max; j++) {
+    int64_t lo = j * q + (j < rem ? j : rem), size = q + (j < rem);
+    uint64_t h = (uint64_t)j * 0x9e3779b97f4a7c15ull;
+    int64_t row;
+    h = (h ^ (h >> 29)) * 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 32;
+    row = j == 0 ? 0 : j == max - 1 ? nrows - 1 : lo + (int64_t)(h % (uint64_t)size);
+    bits[row / 64] |= (uint64_t)1 << (row % 64);
+  }
+  return rows_intern(s, bits, nrows);
+}
+
+/* The rows input k of op i needs for its output's rows `need`: the same
+ * rows for an index-local op (elementwise, allreduce, broadcast, reduce)
+ * and for a matmul's x (row i of the output is row i of op(x) times
+ * op(y)); all of them for a matmul's y, a transposed x, and every other
+ * op (allgather, reducescatter, alltoall, send: rows move between
+ * ranks). */
+static uint32_t in_rows(const ovl_program *prog, size_t i, int k,
+                        uint32_t need) {
+  const ovl__prim *p = data_prim(prog, i);
+  const ovl__op *op = &prog->ops[i];
+  if (need == ROWS_NONE)
+    return ROWS_NONE;
+  if (p->kind == OVL_PRIM_KERNEL) {
+    if (op->def->kernel != OVL_KERNEL_MATMUL)
+      return need;
+    return k == 0 && !op->trans_x ? need : ROWS_ALL;
+  }
+  if (p->kind == OVL_PRIM_COLL && ovl__coll_is_local(op->def->coll))
+    return need;
+  return ROWS_ALL;
+}
+
+/* The plan of sampled rows (the file comment): for a program with a
+ * matmul and max_rows > 0, the rows of its output every op computes
+ * (s->op_rows), and the rows of every fetched variable the check looks
+ * at (s->ref->rows). Otherwise nothing: every op computes everything. */
+static ovl_status plan_rows(ref_state *s, int64_t max_rows, ovl_error *err) {
+  const ovl_program *prog = s->prog;
+  size_t nv = prog->nvars;
+  bool any = false, *taint = NULL, *sampled = NULL;
+  uint32_t *cur = NULL, *fetch_set = NULL;
+  ovl_status st = OVL_OK;
+
+  for (size_t i = 0; i < prog->nops && !any; i++)
+    any = is_matmul(prog, i);
+  if (!any || max_rows <= 0)
+    return OVL_OK;
+  s->op_rows = calloc(prog->nops + 1, sizeof *s->op_rows);
+  s->capsets = 16;
+  s->sets = calloc(s->capsets, sizeof *s->sets);
+  s->nsets = 2; /* ROWS_NONE, ROWS_ALL */
+  taint = calloc(nv + 1, sizeof *taint);
+  sampled = calloc(nv + 1, sizeof *sampled);
+  cur = calloc(nv + 1, sizeof *cur);
+  fetch_set = calloc(nv + 1, sizeof *fetch_set);
+  if (s->op_rows == NULL || s->sets == NULL || taint == NULL ||
+      sampled == NULL || cur == NULL || fetch_set == NULL) {
+    st = ovl__err(err, OVL_ENOMEM, "%s: reference: out of memory",
+                  prog_name(prog));
+    goto done;
+  }
+
+  /* Forward: which values are computed from a matmul's output; a fetch
+   * of such a value is sampled. */
+  for (size_t i = 0; i < prog->nops; i++) {
+    const ovl__op *op = &prog->ops[i];
+    const ovl__prim *p = data_prim(prog, i);
+    bool t;
+    if (p == NULL)
+      continue;
+    if (p->kind == OVL_PRIM_HOST_READ) {
+      for (int k = 0; k < op->nin; k++)
+        sampled[op->in[k]] |= taint[op->in[k]];
+      continue;
+    }
+    if (!op->def->writes || op->out < 0)
+      continue;
+    t = is_matmul(prog, i);
+    for (int k = 0; op->def->reads && k < op->nin; k++)
+      t |= taint[op->in[k]];
+    taint[op->out] = kills_out(prog, i) ? t : (taint[op->out] || t);
+  }
+  for (size_t v = 0; v < nv; v++)
+    fetch_set[v] = sampled[v] && var_rows(&prog->vars[v]) > max_rows
+                       ? rows_sample(s, var_rows(&prog->vars[v]), max_rows)
+                       : ROWS_ALL;
+
+  /* Backward, from the fetches: the rows each op must compute, and those
+   * of its inputs that those need. */
+  for (size_t i = prog->nops; i-- > 0;) {
+    const ovl__op *op = &prog->ops[i];
+    const ovl__prim *p = data_prim(prog, i);
+    uint32_t need = ROWS_ALL;
+    if (p == NULL)
+      continue;
+    if (p->kind == OVL_PRIM_HOST_READ) {
+      for (int k = 0; k < op->nin; k++)
+        cur[op->in[k]] = rows_union(s, cur[op->in[k]], fetch_set[op->in[k]]);
+      s->op_rows[i] = ROWS_ALL;
+      continue;
+    }
+    if (op->def->writes && op->out >= 0) {
+      need = cur[op->out];
+      if (kills_out(prog, i))
+        cur[op->out] = ROWS_NONE;
+    }
+    s->op_rows[i] = need;
+    for (int k = 0; op->def->reads && k < op->nin; k++)
+      cur[op->in[k]] =
+          rows_union(s, cur[op->in[k]], in_rows(prog, i, k, need));
+  }
+
+  /* What the check compares: the sampled rows of each fetched variable. */
+  for (size_t f = 0; f < prog->nfetch; f++) {
+    uint32_t set = fetch_set[prog->fetch[f]];
+    const rowset *rs;
+    size_t n = 0;
+    if (set == ROWS_ALL)
+      continue;
+    rs = &s->sets[set];
+    s->ref->rows[f] = malloc((size_t)max_rows * sizeof **s->ref->rows + 1);
+    if (s->ref->rows[f] == NULL) {
+      st = ovl__err(err, OVL_ENOMEM, "%s: reference: out of memory",
+                    prog_name(prog));
+      goto done;
+    }
+    for (int64_t r = 0; r < rs->nbits; r++)
+      if ((rs->bits[r / 64] >> (r % 64)) & 1)
+        s->ref->rows[f][n++] = r;
+    s->ref->nrows[f] = n;
+  }
+
+done:
+  free(taint);
+  free(sampled);
+  free(cur);
+  free(fetch_set);
+  return st;
+}
+
+/* Whether op i computes some of elements [lo, hi) of its output (every
+ * element without a plan). */
+static bool op_needs(const ref_state *s, size_t i, size_t lo, size_t hi) {
+  const rowset *rs;
+  const ovl__op *op = &s->prog->ops[i];
+  int64_t len, r0, r1;
+  if (s->op_rows == NULL || s->op_rows[i] == ROWS_ALL)
+    return true;
+  if (s->op_rows[i] == ROWS_NONE || op->out < 0 || hi <= lo)
+    return false;
+  rs = &s->sets[s->op_rows[i]];
+  len = var_row_len(&s->prog->vars[op->out]);
+  if (len <= 0)
+    return false;
+  r0 = (int64_t)lo / len;
+  r1 = (int64_t)(hi - 1) / len;
+  if (r1 >= rs->nbits)
+    r1 = rs->nbits - 1;
+  for (int64_t r = r0; r <= r1; r++)
+    if ((rs->bits[r / 64] >> (r % 64)) & 1)
+      return true;
+  return false;
+}
+
 /* Bytes of `numel` doubles, or false if that does not fit in a size_t. */
 static bool doubles_bytes(int64_t numel, size_t *bytes) {
   if (numel < 0 || (uint64_t)numel > SIZE_MAX / sizeof(double))
     return false;
   *bytes = (size_t)numel * sizeof(double);
   return true;
+}
+
+/* Elements [lo, hi) of one rank's generated input (a parallel for). */
+typedef struct gen_ctx {
+  const ovl__var *var;
+  int rank;
+  double *p;
+} gen_ctx;
+
+static void gen_range(void *arg, size_t lo, size_t hi) {
+  const gen_ctx *g = arg;
+  for (size_t i = lo; i < hi; i++)
+    g->p[i] = ovl__var_init_value(g->var, g->rank, (int64_t)i);
 }
 
 /* Fill a variable's arrays on every rank with its starting values. */
@@ -378,8 +691,9 @@ static void init_var(const ref_state *s, int v) {
       for (size_t i = 0; i < n; i++)
         p[i] = x;
     } else {
-      for (size_t i = 0; i < n; i++)
-        p[i] = ovl__var_init_value(var, r, (int64_t)i);
+      /* A few ns an element: a 8192 x 8192 input takes a second alone. */
+      gen_ctx g = {.var = var, .rank = r, .p = p};
+      ovl__ref_parallel(n, ovl__ref_threads((double)n), gen_range, &g);
     }
   }
 }
@@ -398,6 +712,10 @@ static void state_free(ref_state *s) {
   free(s->dead);
   free(s->scratch);
   rd_free(s->rd, s->nranks);
+  free(s->op_rows);
+  for (size_t k = 2; s->sets != NULL && k < s->nsets; k++)
+    free(s->sets[k].bits);
+  free(s->sets);
 }
 
 static ovl_status nomem(const ref_state *s, ovl_error *err, int v) {
@@ -409,7 +727,8 @@ static ovl_status nomem(const ref_state *s, ovl_error *err, int v) {
                   s->nranks);
 }
 
-static ovl_status state_init(ref_state *s, ovl_error *err) {
+static ovl_status state_init(ref_state *s, int64_t max_rows,
+                             ovl_error *err) {
   const ovl_program *prog = s->prog;
   size_t nvars = prog->nvars, nfetch = prog->nfetch, bytes;
   size_t ndead = s->per_rank ? (size_t)s->nranks * prog->nops : prog->nops;
@@ -422,15 +741,21 @@ static ovl_status state_init(ref_state *s, ovl_error *err) {
   s->scratch = malloc(REF_BLOCK * sizeof *s->scratch);
   s->ref->fetched =
       calloc((size_t)s->nranks * nfetch + 1, sizeof *s->ref->fetched);
+  s->ref->rows = calloc(nfetch + 1, sizeof *s->ref->rows);
+  s->ref->nrows = calloc(nfetch + 1, sizeof *s->ref->nrows);
   used = calloc(nvars + 1, sizeof *used);
   if (s->val == NULL || s->fetch_slot == NULL || s->fetched == NULL ||
       s->dead == NULL || s->scratch == NULL || s->ref->fetched == NULL ||
-      used == NULL) {
+      s->ref->rows == NULL || s->ref->nrows == NULL || used == NULL) {
     free(used);
     return ovl__err(err, OVL_ENOMEM, "%s: reference: out of memory",
                     prog_name(prog));
   }
 
+  if (plan_rows(s, max_rows, err) != OVL_OK) {
+    free(used);
+    return OVL_ENOMEM;
+  }
   for (size_t v = 0; v < nvars; v++)
     s->fetch_slot[v] = -1;
   for (size_t i = 0; i < nfetch; i++)
@@ -695,16 +1020,17 @@ static size_t segment_extent(const ref_state *s, size_t first, size_t last) {
 
 /* The index-local ops [first, last) on ranks [r0, r1), block by block. Per
  * rank (r1 == r0 + 1): only the ops that run on r0, none of them a
- * collective. Dead kernels are skipped. */
-static void run_segment(ref_state *s, size_t first, size_t last, int r0,
-                        int r1) {
+ * collective. Dead kernels, and blocks of no row an op must compute
+ * (sampled rows), are skipped. */
+static void run_blocks(ref_state *s, size_t first, size_t last, int r0,
+                       int r1) {
   const ovl_program *prog = s->prog;
   size_t extent = segment_extent(s, first, last);
   for (size_t lo = 0; lo < extent; lo += REF_BLOCK) {
     size_t hi = lo + REF_BLOCK < extent ? lo + REF_BLOCK : extent;
     for (size_t i = first; i < last; i++)
       if ((!s->per_rank || ovl__op_on_rank(&prog->ops[i], r0)) &&
-          !is_dead(s, r0, i))
+          !is_dead(s, r0, i) && op_needs(s, i, lo, hi))
         run_local(s, i, r0, r1, lo, hi);
   }
   /* A fetch of only empty variables still counts as a fetch. */
@@ -712,6 +1038,70 @@ static void run_segment(ref_state *s, size_t first, size_t last, int r0,
     for (size_t i = first; i < last; i++)
       if (!s->per_rank || ovl__op_on_rank(&prog->ops[i], r0))
         run_local(s, i, r0, r1, 0, 0);
+}
+
+/* A matmul, op i, on ranks [r0, r1): the rows of its output the plan
+ * asks for (all of them without a plan), in double, rounded to the
+ * output's dtype. */
+static void run_matmul(ref_state *s, size_t i, int r0, int r1) {
+  const ovl__op *op = &s->prog->ops[i];
+  const ovl__var *o = &s->prog->vars[op->out];
+  const ovl__var *x = &s->prog->vars[op->in[0]];
+  size_t m = (size_t)o->dims[0], n = (size_t)o->dims[1];
+  size_t k = (size_t)x->dims[op->trans_x ? 0 : 1], nrows = m;
+  int64_t *rows = NULL;
+  uint32_t set = s->op_rows != NULL ? s->op_rows[i] : ROWS_ALL;
+
+  if (set == ROWS_NONE)
+    return;
+  if (set != ROWS_ALL) {
+    const rowset *rs = &s->sets[set];
+    nrows = 0;
+    rows = malloc((size_t)rs->nbits * sizeof *rows + 1);
+    if (rows == NULL) {
+      s->nomem = true;
+      return;
+    }
+    for (int64_t r = 0; r < rs->nbits; r++)
+      if ((rs->bits[r / 64] >> (r % 64)) & 1)
+        rows[nrows++] = r;
+  }
+  for (int r = r0; r < r1; r++) {
+    double *out = var_val(s, r, op->out);
+    if (!ovl__ref_matmul(out, var_val(s, r, op->in[0]),
+                         var_val(s, r, op->in[1]), m, n, k, op->trans_x,
+                         op->trans_y, rows, rows != NULL ? nrows : 0)) {
+      s->nomem = true;
+      break;
+    }
+    for (size_t q = 0; q < nrows; q++)
+      store_round(o->dtype, out + (rows != NULL ? (size_t)rows[q] : q) * n,
+                  n);
+  }
+  free(rows);
+}
+
+/* Ops [first, last) on ranks [r0, r1) (per rank: r1 == r0 + 1, only the
+ * ops that run on r0, none of them a collective; in lock step no
+ * allgather, reducescatter or alltoall): index-local runs block by
+ * block, a matmul whole. */
+static void run_segment(ref_state *s, size_t first, size_t last, int r0,
+                        int r1) {
+  const ovl_program *prog = s->prog;
+  while (first < last) {
+    size_t b = first;
+    while (b < last && !is_matmul(prog, b))
+      b++;
+    if (b > first)
+      run_blocks(s, first, b, r0, r1);
+    if (b < last) {
+      if ((!s->per_rank || ovl__op_on_rank(&prog->ops[b], r0)) &&
+          !is_dead(s, r0, b))
+        run_matmul(s, b, r0, r1);
+      b++;
+    }
+    first = b;
+  }
 }
 
 /* Lock step: every rank runs every op. */
@@ -1187,11 +1577,23 @@ void ovl_reference_free(ovl_reference *ref) {
     for (size_t i = 0; i < (size_t)ref->nranks * ref->nfetch; i++)
       free(ref->fetched[i]);
   free(ref->fetched);
+  if (ref->rows != NULL)
+    for (size_t i = 0; i < ref->nfetch; i++)
+      free(ref->rows[i]);
+  free(ref->rows);
+  free(ref->nrows);
   free(ref);
 }
 
 ovl_status ovl_reference_compute(const ovl_program *prog, int nranks,
                                  ovl_reference **out, ovl_error *err) {
+  return ovl_reference_compute_rows(prog, nranks, OVL_REFERENCE_ROWS_DEFAULT,
+                                    out, err);
+}
+
+ovl_status ovl_reference_compute_rows(const ovl_program *prog, int nranks,
+                                      int64_t max_rows, ovl_reference **out,
+                                      ovl_error *err) {
   ref_state s = {0};
   ovl_status st;
 
@@ -1218,13 +1620,17 @@ ovl_status ovl_reference_compute(const ovl_program *prog, int nranks,
   s.ref->nranks = nranks;
   s.ref->nfetch = prog->nfetch;
 
-  st = state_init(&s, err);
+  st = state_init(&s, max_rows, err);
   if (st == OVL_OK) {
     if (s.per_rank)
       st = run_per_rank(&s, err);
     else
       run_lock_step(&s);
   }
+  if (st == OVL_OK && s.nomem)
+    st = ovl__err(err, OVL_ENOMEM,
+                  "%s: reference: out of memory in a matmul",
+                  prog_name(prog));
   if (st == OVL_OK) {
     /* A listed variable that no fetch op reached on a rank has no value
      * there. */
@@ -1244,6 +1650,17 @@ ovl_status ovl_reference_compute(const ovl_program *prog, int nranks,
   }
   *out = s.ref;
   return OVL_OK;
+}
+
+const int64_t *ovl_reference_rows(const ovl_reference *ref, size_t i,
+                                  size_t *n) {
+  if (n != NULL)
+    *n = 0;
+  if (ref == NULL || i >= ref->nfetch || ref->rows[i] == NULL)
+    return NULL;
+  if (n != NULL)
+    *n = ref->nrows[i];
+  return ref->rows[i];
 }
 
 const double *ovl_reference_fetched(const ovl_reference *ref, int rank,

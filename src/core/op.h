@@ -105,10 +105,25 @@ enum {
   OVL_ATTR_PEER = 1u << 8,
   /* recv_v2: the received variable's shape and dtype (as data()'s). */
   OVL_ATTR_OUT_SHAPE = 1u << 9,
-  OVL_ATTR_DTYPE = 1u << 10
+  OVL_ATTR_DTYPE = 1u << 10,
+  /* matmul_v2: multiply by the transpose of x, of y (Paddle's names). */
+  OVL_ATTR_TRANS_X = 1u << 11,
+  OVL_ATTR_TRANS_Y = 1u << 12
 };
 /* Every op also takes ranks=[...] (the ranks that run it; all of them
  * when absent): it is not a bit of `attrs`. */
+
+/* What the KERNEL primitive of a compute row computes (ovl__opdef.kernel),
+ * as `coll` says which collective a COLL primitive runs. */
+typedef enum {
+  /* The row's element function `ew`, element by element (index-local:
+   * element i of the output depends on element i of the inputs only). */
+  OVL_KERNEL_ELEMENTWISE = 0,
+  /* matmul_v2: out[M, N] = op(x)[M, K] @ op(y)[K, N], row-major, op() the
+   * transpose where trans_x / trans_y (backend matmul). Row i of the
+   * output depends on row i of op(x) and on all of op(y). */
+  OVL_KERNEL_MATMUL
+} ovl__kernel;
 
 /* Point-to-point direction of a row (ovl__opdef.p2p). */
 typedef enum { OVL_P2P_NONE, OVL_P2P_SEND, OVL_P2P_RECV } ovl__p2p;
@@ -145,10 +160,13 @@ typedef struct ovl__shape {
 
 typedef struct ovl__opdef ovl__opdef;
 
-/* A shape rule: the output's shape from the inputs' (in[0..nin)). Returns
- * NULL, or a message (without position: binding adds file:line:col)
- * written into msg[0..size). `names` are the inputs' variable names. */
+/* A shape rule: the output's shape from the inputs' (in[0..nin)) and the
+ * op's attributes (`op`, bound as far as its attributes; NULL means every
+ * attribute at its default). Returns NULL, or a message (without
+ * position: binding adds file:line:col) written into msg[0..size).
+ * `names` are the inputs' variable names. */
 typedef const char *(*ovl__shape_fn)(const ovl__opdef *def,
+                                     const ovl__op *op,
                                      const ovl__shape *in,
                                      const char *const *names, int nin,
                                      int nranks, ovl__shape *out, char *msg,
@@ -166,6 +184,10 @@ struct ovl__opdef {
   /* With no output named, the op writes its first input in place
    * (collectives); else an output is required where max_out is 1. */
   bool inplace_default;
+  /* Its output must be another variable than each of its inputs (alltoall
+   * moves parts between ranks; a matmul reads all of an input while it
+   * writes): binding refuses `x = OP(x, ...)`. */
+  bool out_distinct;
   /* Attributes the op takes, and those it must be given. */
   unsigned attrs, required;
   unsigned roles;    /* OVL_ROLE_* */
@@ -182,8 +204,10 @@ struct ovl__opdef {
   ovl__shape_fn shape;
   /* The lowering. */
   ovl__lower_fn lower;
-  /* Element math (core/elemfn.h) of an op whose work is a kernel, and the
+  /* What the kernel of an op whose work is a kernel computes, and its
+   * element math (core/elemfn.h) where that is elementwise; the
    * collective and reduction of one whose work is a collective. */
+  ovl__kernel kernel;
   ovl__ew ew;
   ovl__coll coll;
   ovl__redop redop;
@@ -198,15 +222,25 @@ const ovl__opdef *ovl__opdef_find(const char *name);
 /* Shape rules of the table (core/optable.c): every input alike, output
  * the same; c_allgather's (dim 0 times the ranks); c_reducescatter's (dim 0
  * divided among them). */
-const char *ovl__shape_same(const ovl__opdef *def, const ovl__shape *in,
-                            const char *const *names, int nin, int nranks,
-                            ovl__shape *out, char *msg, size_t size);
-const char *ovl__shape_gather(const ovl__opdef *def, const ovl__shape *in,
-                              const char *const *names, int nin, int nranks,
-                              ovl__shape *out, char *msg, size_t size);
-const char *ovl__shape_scatter(const ovl__opdef *def, const ovl__shape *in,
+const char *ovl__shape_same(const ovl__opdef *def, const ovl__op *op,
+                            const ovl__shape *in, const char *const *names,
+                            int nin, int nranks, ovl__shape *out, char *msg,
+                            size_t size);
+const char *ovl__shape_gather(const ovl__opdef *def, const ovl__op *op,
+                              const ovl__shape *in, const char *const *names,
+                              int nin, int nranks, ovl__shape *out,
+                              char *msg, size_t size);
+const char *ovl__shape_scatter(const ovl__opdef *def, const ovl__op *op,
+                               const ovl__shape *in,
                                const char *const *names, int nin, int nranks,
                                ovl__shape *out, char *msg, size_t size);
+/* matmul_v2's: x and y 2-D, of one dtype, op(x) [M, K] and op(y) [K, N]
+ * (op: the transpose where the op's trans_x / trans_y is set); the output
+ * [M, N]. */
+const char *ovl__shape_matmul(const ovl__opdef *def, const ovl__op *op,
+                              const ovl__shape *in, const char *const *names,
+                              int nin, int nranks, ovl__shape *out,
+                              char *msg, size_t size);
 /* "[1000,100] float32"; the element count (-1 past OVL_MAX_NUMEL);
  * whether two shapes have the same dims. */
 const char *ovl__shape_str(const ovl__shape *s, char *buf, size_t size);
@@ -228,7 +262,8 @@ int ovl__lower_stream_wait_event(const ovl__op *op, int nrings,
 int ovl__lower_stream_sync(const ovl__op *op, int nrings, ovl__prim *out);
 int ovl__lower_p2p(const ovl__op *op, int nrings, ovl__prim *out);
 int ovl__lower_barrier(const ovl__op *op, int nrings, ovl__prim *out);
-const char *ovl__shape_alltoall(const ovl__opdef *def, const ovl__shape *in,
+const char *ovl__shape_alltoall(const ovl__opdef *def, const ovl__op *op,
+                                const ovl__shape *in,
                                 const char *const *names, int nin,
                                 int nranks, ovl__shape *out, char *msg,
                                 size_t size);
@@ -282,6 +317,8 @@ struct ovl__op {
   int ring_id;
   bool use_calc_stream;
   double scale, bias;
+  /* matmul_v2: multiply by the transpose of its input x, of y. */
+  bool trans_x, trans_y;
   int root;
   /* Its index in the program as bound (repeat blocks expanded), kept by
    * the transforms: with the program's blocks it says which iteration of

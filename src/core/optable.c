@@ -55,6 +55,17 @@ const ovl__opdef ovl__optable[] = {
     EW("elementwise_div", OVL_EW_DIV, 2, 0),
     EW("elementwise_max", OVL_EW_MAX, 2, 0),
     EW("scale", OVL_EW_SCALE, 1, OVL_ATTR_SCALE | OVL_ATTR_BIAS),
+    /* Paddle's matmul_v2: out = op(x) @ op(y) of 2-D x and y, op() the
+     * transpose where trans_x / trans_y is true; a kernel (cuda: cuBLAS;
+     * cpu: a blocked loop) on calc, or where stream= puts it, like the
+     * elementwise ops. The output must be a new variable: the kernel reads
+     * all of its inputs while it writes. */
+    {.name = "matmul_v2", .min_in = 2, .max_in = 2, .max_out = 1,
+     .out_distinct = true,
+     .attrs = OVL_ATTR_TRANS_X | OVL_ATTR_TRANS_Y | STREAM | RING,
+     .roles = OVL_ROLE_COMPUTE, .reads = true, .writes = true,
+     .stream_verb = "run on", .shape = ovl__shape_matmul,
+     .lower = ovl__lower_kernel, .kernel = OVL_KERNEL_MATMUL},
     COLL("c_allreduce_sum", OVL_COLL_ALLREDUCE, OVL_RED_SUM, ovl__shape_same,
          0),
     COLL("c_allreduce_max", OVL_COLL_ALLREDUCE, OVL_RED_MAX, ovl__shape_same,
@@ -82,7 +93,7 @@ const ovl__opdef ovl__optable[] = {
     /* alltoall: out = alltoall(x); an output is required and must not be
      * x (binding checks it). */
     {.name = "alltoall", .min_in = 1, .max_in = 1, .max_out = 1,
-     .attrs = RING | CALC, .roles = OVL_ROLE_COMM,
+     .out_distinct = true, .attrs = RING | CALC, .roles = OVL_ROLE_COMM,
      .ring_use = OVL_RING_COLLECTIVE, .reads = true, .writes = true,
      .stream_verb = "run on", .shape = ovl__shape_alltoall,
      .lower = ovl__lower_coll, .coll = OVL_COLL_ALLTOALL},
@@ -192,10 +203,12 @@ int64_t ovl__shape_numel(const ovl__shape *s) {
 }
 
 /* Every input of the same shape and dtype; the output is that shape. */
-const char *ovl__shape_same(const ovl__opdef *def, const ovl__shape *in,
-                            const char *const *names, int nin, int nranks,
-                            ovl__shape *out, char *msg, size_t size) {
+const char *ovl__shape_same(const ovl__opdef *def, const ovl__op *op,
+                            const ovl__shape *in, const char *const *names,
+                            int nin, int nranks, ovl__shape *out, char *msg,
+                            size_t size) {
   char a[160], b[160];
+  (void)op;
   (void)nranks;
   *out = in[0];
   for (int k = 1; k < nin; k++)
@@ -210,9 +223,11 @@ const char *ovl__shape_same(const ovl__opdef *def, const ovl__shape *in,
 }
 
 /* c_allgather: dim 0 times the ranks. */
-const char *ovl__shape_gather(const ovl__opdef *def, const ovl__shape *in,
-                              const char *const *names, int nin, int nranks,
-                              ovl__shape *out, char *msg, size_t size) {
+const char *ovl__shape_gather(const ovl__opdef *def, const ovl__op *op,
+                              const ovl__shape *in, const char *const *names,
+                              int nin, int nranks, ovl__shape *out,
+                              char *msg, size_t size) {
+  (void)op;
   (void)names;
   (void)nin;
   *out = in[0];
@@ -228,9 +243,11 @@ const char *ovl__shape_gather(const ovl__opdef *def, const ovl__shape *in,
 }
 
 /* c_reducescatter: dim 0 divided among the ranks. */
-const char *ovl__shape_scatter(const ovl__opdef *def, const ovl__shape *in,
+const char *ovl__shape_scatter(const ovl__opdef *def, const ovl__op *op,
+                               const ovl__shape *in,
                                const char *const *names, int nin, int nranks,
                                ovl__shape *out, char *msg, size_t size) {
+  (void)op;
   (void)nin;
   *out = in[0];
   if (in[0].dims[0] % nranks != 0) {
@@ -243,11 +260,63 @@ const char *ovl__shape_scatter(const ovl__opdef *def, const ovl__shape *in,
   return NULL;
 }
 
+/* matmul_v2: op(x) [M, K] times op(y) [K, N] is [M, N]. */
+const char *ovl__shape_matmul(const ovl__opdef *def, const ovl__op *op,
+                              const ovl__shape *in, const char *const *names,
+                              int nin, int nranks, ovl__shape *out,
+                              char *msg, size_t size) {
+  char a[160], b[160];
+  bool tx = op != NULL && op->trans_x, ty = op != NULL && op->trans_y;
+  int64_t m, kx, ky, n;
+  (void)nin;
+  (void)nranks;
+  for (int k = 0; k < 2; k++)
+    if (in[k].ndim != 2) {
+      snprintf(msg, size,
+               "%s: '%s' is %s: it multiplies 2-D matrices (x [M, K] by y "
+               "[K, N]; a batch of them is not modelled)",
+               def->name, names[k], ovl__shape_str(&in[k], a, sizeof a));
+      return msg;
+    }
+  if (in[0].dtype != in[1].dtype) {
+    snprintf(msg, size, "dtype mismatch: %s of '%s' %s and '%s' %s",
+             def->name, names[0], ovl__shape_str(&in[0], a, sizeof a),
+             names[1], ovl__shape_str(&in[1], b, sizeof b));
+    return msg;
+  }
+  m = in[0].dims[tx ? 1 : 0];
+  kx = in[0].dims[tx ? 0 : 1];
+  ky = in[1].dims[ty ? 1 : 0];
+  n = in[1].dims[ty ? 0 : 1];
+  if (kx != ky) {
+    snprintf(msg, size,
+             "shape mismatch: %s multiplies [M, K] by [K, N], but '%s' %s "
+             "has K = %lld (its %s%s) and '%s' %s has K = %lld (its %s%s)",
+             def->name, names[0], ovl__shape_str(&in[0], a, sizeof a),
+             (long long)kx, tx ? "rows" : "columns",
+             tx ? ", trans_x=true" : "", names[1],
+             ovl__shape_str(&in[1], b, sizeof b), (long long)ky,
+             ty ? "columns" : "rows", ty ? ", trans_y=true" : "");
+    return msg;
+  }
+  *out = in[0];
+  out->dims[0] = m;
+  out->dims[1] = n;
+  if (ovl__shape_numel(out) < 0) {
+    snprintf(msg, size, "%s: the output [%lld,%lld] has too many elements",
+             def->name, (long long)m, (long long)n);
+    return msg;
+  }
+  return NULL;
+}
+
 /* alltoall: the input's shape, dim 0 divisible by the ranks. */
-const char *ovl__shape_alltoall(const ovl__opdef *def, const ovl__shape *in,
+const char *ovl__shape_alltoall(const ovl__opdef *def, const ovl__op *op,
+                                const ovl__shape *in,
                                 const char *const *names, int nin,
                                 int nranks, ovl__shape *out, char *msg,
                                 size_t size) {
+  (void)op;
   (void)nin;
   *out = in[0];
   if (in[0].dims[0] % nranks != 0) {

@@ -160,7 +160,9 @@ enum {
   A_EVENT,
   A_PEER,
   A_OUT_SHAPE,
-  A_DTYPE
+  A_DTYPE,
+  A_TRANS_X,
+  A_TRANS_Y
 };
 static const struct attr_def {
   const char *name;
@@ -171,7 +173,8 @@ static const struct attr_def {
     {"root", OVL_ATTR_ROOT},       {"us", OVL_ATTR_US},
     {"stream", OVL_ATTR_STREAM},   {"event", OVL_ATTR_EVENT},
     {"peer", OVL_ATTR_PEER},       {"out_shape", OVL_ATTR_OUT_SHAPE},
-    {"dtype", OVL_ATTR_DTYPE},
+    {"dtype", OVL_ATTR_DTYPE},     {"trans_x", OVL_ATTR_TRANS_X},
+    {"trans_y", OVL_ATTR_TRANS_Y},
 };
 #define NATTR (sizeof attr_defs / sizeof attr_defs[0])
 /* ranks=[...], which every op takes, is not a bit of a row's attrs: its
@@ -548,6 +551,10 @@ static ovl_status apply_attr(binder *B, ovl__op *op, const kwarg *kw,
   case OVL_ATTR_DTYPE:
     ca->dtype = kw;
     return OVL_OK;
+  case OVL_ATTR_TRANS_X:
+    return want_bool(B, opname, kw, &op->trans_x);
+  case OVL_ATTR_TRANS_Y:
+    return want_bool(B, opname, kw, &op->trans_y);
   default:
     return OVL_OK;
   }
@@ -621,7 +628,7 @@ static ovl_status infer_shape(binder *B, const ovl__op *op, shape *out) {
     shape_of(&B->vars[op->in[k]], &in[k]);
     names[k] = B->vars[op->in[k]].name;
   }
-  if (op->def->shape(op->def, in, names, op->nin, B->nranks, out, msg,
+  if (op->def->shape(op->def, op, in, names, op->nin, B->nranks, out, msg,
                      sizeof msg) != NULL)
     return perr(B, op->line, op->col, "%s", msg);
   return OVL_OK;
@@ -778,15 +785,15 @@ ovl_status ovl__build_call(binder *B, const ovl__opdef *def, const call *c) {
                     def->name, sh.dims[0] > in.dims[0] ? "larger" : "smaller");
       op.out = op.in[0];
     }
-    /* alltoall moves parts of its input between ranks: never in place. */
-    if (def->coll == OVL_COLL_ALLTOALL &&
-        (def->ring_use & OVL_RING_COLLECTIVE) && has_out &&
-        c->out[0].n == c->pos[0].n &&
-        memcmp(c->out[0].s, c->pos[0].s, c->out[0].n) == 0)
-      return perr(B, c->out[0].line, c->out[0].col,
-                  "%s cannot work in place: its output must be another "
-                  "variable than its input '%.*s'",
-                  def->name, (int)c->pos[0].n, c->pos[0].s);
+    /* alltoall moves parts of its input between ranks, a matmul reads
+     * all of its inputs while it writes: never in place. */
+    for (int k = 0; def->out_distinct && has_out && k < c->npos; k++)
+      if (c->out[0].n == c->pos[k].n &&
+          memcmp(c->out[0].s, c->pos[k].s, c->out[0].n) == 0)
+        return perr(B, c->out[0].line, c->out[0].col,
+                    "%s cannot work in place: its output must be another "
+                    "variable than its input '%.*s'",
+                    def->name, (int)c->pos[k].n, c->pos[k].s);
   }
   if (def->p2p == OVL_P2P_RECV) {
     /* The received variable: out_shape and dtype (float32 by default). */

@@ -192,8 +192,17 @@ static void json_options(ovl__sbuf *b, const ovl_report_json_opts *o) {
   ovl__sb_json_str(b, o->comm_priority != NULL ? o->comm_priority
                                                : "default");
   ovl__sb_printf(b, ", \"nccl_min_ctas\": %d, \"nccl_max_ctas\": %d, "
-                    "\"trials\": ",
+                    "\"tf32\": ",
                  o->nccl_min_ctas, o->nccl_max_ctas);
+  ovl__sb_json_str(b, o->tf32 != NULL ? o->tf32 : "off");
+  /* The rows of a matmul's results checked: null for every row. */
+  if (o->check_rows < 0)
+    ovl__sb_puts(b, ", \"check_rows\": null");
+  else
+    ovl__sb_printf(b, ", \"check_rows\": %lld",
+                   (long long)(o->check_rows == 0 ? OVL_REFERENCE_ROWS_DEFAULT
+                                                  : o->check_rows));
+  ovl__sb_puts(b, ", \"trials\": ");
   if (o->trials > 0)
     ovl__sb_printf(b, "%d", o->trials);
   else
@@ -224,16 +233,16 @@ static void json_check(ovl__sbuf *b, const ovl_program *prog,
   if (c == NULL) {
     ovl__sb_puts(b, "\"status\": \"n/a\", \"reason\": ");
     ovl__sb_json_str(b, m->not_checked);
-    ovl__sb_puts(b, ", \"checked\": 0, \"mismatched\": 0, "
-                    "\"nonfinite\": 0, \"vars\": []}");
+    ovl__sb_puts(b, ", \"checked\": 0, \"unchecked\": 0, "
+                    "\"mismatched\": 0, \"nonfinite\": 0, \"vars\": []}");
     return;
   }
   ovl__sb_printf(b, "\"status\": \"%s\", \"checked\": %lld, "
-                    "\"mismatched\": %lld, \"nonfinite\": %lld, "
-                    "\"vars\": [",
+                    "\"unchecked\": %lld, \"mismatched\": %lld, "
+                    "\"nonfinite\": %lld, \"vars\": [",
                  c->mismatched == 0 ? "ok" : "mismatch",
-                 (long long)c->checked, (long long)c->mismatched,
-                 (long long)c->nonfinite);
+                 (long long)c->checked, (long long)c->unchecked,
+                 (long long)c->mismatched, (long long)c->nonfinite);
   for (int r = 0; r < nranks; r++) {
     for (size_t i = 0; i < ovl_program_fetch_count(prog); i++) {
       const ovl_mismatch *mm = NULL;
@@ -251,7 +260,10 @@ static void json_check(ovl__sbuf *b, const ovl_program *prog,
                         "\"atol\": %.17g, \"checked\": %lld, "
                         "\"mismatched\": %lld, \"nonfinite\": %lld, "
                         "\"fetched\": %s, ",
-                     ovl_dtype_name(v.dtype), rtol, atol, (long long)v.numel,
+                     ovl_dtype_name(v.dtype), rtol, atol,
+                     (long long)(v.numel - (c->var_unchecked != NULL
+                                                ? c->var_unchecked[i]
+                                                : 0)),
                      (long long)(mm ? mm->count : 0),
                      (long long)(mm ? mm->nonfinite : 0),
                      ovl_result_fetched(m->res, r, i) != NULL ? "true"

@@ -346,6 +346,15 @@ static ovl_status exec_prim(rank_t *rk, const ovl__op *op,
   switch ((ovl__prim_kind)p->kind) {
   case OVL_PRIM_KERNEL: {
     const ovl__var *o = &prog->vars[op->out];
+    if (def->kernel == OVL_KERNEL_MATMUL) {
+      /* out [M, N]; x is [M, K], or [K, M] with trans_x. */
+      const ovl__var *x = &prog->vars[op->in[0]];
+      size_t k = (size_t)x->dims[op->trans_x ? 0 : 1];
+      return be->matmul(br, p->stream, o->dtype, rk->dev[op->out],
+                        rk->dev[op->in[0]], rk->dev[op->in[1]],
+                        (size_t)o->dims[0], (size_t)o->dims[1], k,
+                        op->trans_x, op->trans_y, err);
+    }
     return be->elementwise(br, p->stream, def->ew, o->dtype, rk->dev[op->out],
                            rk->dev[op->in[0]],
                            op->nin > 1 ? rk->dev[op->in[1]] : NULL,

@@ -397,7 +397,12 @@ static ovl_status pipeline(ovl_report *r, ovl_world *world,
     m->checked = mode_checked(r->prog, m->mode);
     if (m->checked && ref == NULL &&
         (o->run || (o->replay != 0 && replay_selects(m, o->replay)))) {
-      st = ovl_reference_compute(r->prog, ovl_world_nranks(world), &own, e);
+      st = ovl_reference_compute_rows(
+          r->prog, ovl_world_nranks(world),
+          o->check_rows == 0 ? OVL_REFERENCE_ROWS_DEFAULT
+          : o->check_rows < 0 ? 0
+                              : o->check_rows,
+          &own, e);
       if (st != OVL_OK)
         return stage_failed(e, o, "reference");
       ref = own;

@@ -83,7 +83,8 @@ ovl_status ovl_world_create(const ovl_world_opts *opts, ovl_world **out,
 
 /* The keys of ovl_world_set; each backend has some of them. */
 static const char *const tuning_keys[] = {"comm_priority", "nccl_min_ctas",
-                                          "nccl_max_ctas", "chaos_seed"};
+                                          "nccl_max_ctas", "chaos_seed",
+                                          "tf32"};
 
 ovl_status ovl_world_set(ovl_world *world, const char *key,
                          const char *value, ovl_error *err) {
@@ -95,7 +96,7 @@ ovl_status ovl_world_set(ovl_world *world, const char *key,
   if (!known)
     return ovl__err(err, OVL_EINVAL,
                     "ovl_world_set: unknown key '%s' (comm_priority, "
-                    "nccl_min_ctas, nccl_max_ctas, chaos_seed)",
+                    "nccl_min_ctas, nccl_max_ctas, chaos_seed, tf32)",
                     key);
   if (world->ran)
     return ovl__err(err, OVL_EINVAL,
