@@ -473,7 +473,7 @@ if run 1 nonfinite -n 1 -w 0 --trials=1 --json="$tmp/nf.json" "$nf" &&
   has out '^  sync: rank 0 z: 12 of 12 elements are not finite \(NaN or an infinity\), first at \[0,0\]: got -?nan, expected -?nan$' &&
   ! has out ' k: ' &&
   has out '^result: FAIL: 96 fetched values are not finite \(NaN or an infinity\)$' &&
-  grep -q '"status": "mismatch", "checked": 58, "mismatched": 48, "nonfinite": 48, ' "$tmp/nf.json" &&
+  grep -q '"status": "mismatch", "checked": 58, "unchecked": 0, "mismatched": 48, "nonfinite": 48, ' "$tmp/nf.json" &&
   grep -qE '\{"rank": 0, "var": "z", "dtype": "float32", "rtol": [0-9.e+-]+, "atol": [0-9.e+-]+, "checked": 12, "mismatched": 12, "nonfinite": 12, "fetched": true, "first_nonfinite": 0, ' "$tmp/nf.json" &&
   grep -qE '\{"rank": 1, "var": "k", "dtype": "float32", "rtol": [0-9.e+-]+, "atol": [0-9.e+-]+, "checked": 5, "mismatched": 0, "nonfinite": 0, "fetched": true, "first_nonfinite": null, ' "$tmp/nf.json" &&
   grep -q '"result": "FAIL: non-finite values",' "$tmp/nf.json" && grep -q '"exit_status": 1' "$tmp/nf.json" &&

@@ -120,11 +120,11 @@ then ok "# Avg bus bandwidth: the mean busbw of the out-of-place and in-place gr
 # table; every row checked; bfloat16 too. The cpu backend has no TF32.
 if run 0 --compute=matmul --matmul-size=48 -b 1K -e 4K -n 2 -w 1 &&
   has out '^# compute beside: kernels w = matmul_v2\(a, b\) on the calc stream, a, b and w 48 x 48 of float32 \(about [0-9.]+ us a kernel alone, [0-9.e+-]+ TFLOP/s\)' &&
-  [ "$(rows | wc -l)" -eq 3 ] && rows | awk 'NF != 19 || $9 != "0" || $13 != "0" || $17 != "0" { exit 1 }' &&
+  [ "$(rows | wc -l)" -eq 3 ] && rows | awk 'NF != 23 || $9 != "0" || $13 != "0" || $17 != "0" || $21 != "0" { exit 1 }' &&
   has out '^# result: PASS$' &&
   run 0 --compute=matmul -d bfloat16 --sizes=2K -n 1 -w 0 --csv &&
   [ "$(grep -c . "$tmp/out")" -eq 2 ] &&
-  awk -F, 'NR == 2 && ($3 != "bfloat16" || $13 != "0" || $19 != "0" || $25 != "0" || $28 <= 0 || $29 <= 0) { exit 1 }' "$tmp/out" &&
+  awk -F, 'NR == 2 && ($3 != "bfloat16" || $13 != "0" || $19 != "0" || $25 != "0" || $31 != "0" || $34 <= 0 || $35 <= 0) { exit 1 }' "$tmp/out" &&
   run 2 --tf32=on --sizes=1K -n 1 -w 0 && has err "backend 'cpu' has no TF32" &&
   "$sweep" --help | grep -q -- '--compute=scale|matmul'
 then ok "--compute=matmul (GEMM beside the collective), bfloat16, --csv, --tf32 on cpu"; else ko "--compute=matmul (GEMM beside the collective), bfloat16, --csv, --tf32 on cpu"; fi

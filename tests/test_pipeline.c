@@ -705,8 +705,8 @@ START_TEST(nonfinite_values_fail) {
   ck_assert_str_eq(ovl_report_result(r), "FAIL: non-finite values");
   ck_assert_int_eq(ovl_report_json(r, &jo, &text, &len, &err), OVL_OK);
   ck_assert_ptr_nonnull(strstr(text, "\"status\": \"mismatch\", \"checked\": "
-                                     "34, \"mismatched\": 24, \"nonfinite\": "
-                                     "24, \"vars\": [\n"));
+                                     "34, \"unchecked\": 0, \"mismatched\": "
+                                     "24, \"nonfinite\": 24, \"vars\": [\n"));
   ck_assert_ptr_nonnull(strstr(text, "{\"rank\": 1, \"var\": \"z\", "
                                      "\"dtype\": \"float32\", \"rtol\": "));
   ck_assert_ptr_nonnull(strstr(text, "\"checked\": 6, \"mismatched\": 6, "

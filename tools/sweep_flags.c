@@ -423,6 +423,8 @@ int sweep_parse_flags(int argc, char **argv, options *o) {
       break;
     case 'h':
       usage(stdout);
+      /* Longer than stdout's buffer: a write error happens in there. */
+      flush_output(stdout);
       return 0;
     case 'V':
       printf("overlap_sweep (overlap-sim) %s\n", OVL_VERSION_STRING);
