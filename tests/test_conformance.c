@@ -682,8 +682,9 @@ static const ovl__op *matmul_writer(const ovl_program *prog, int var) {
  * is ACCEPTED. Where the finite products' magnitudes add up past the
  * accumulation type's largest value, or the sum lies within that error of
  * the dtype's overflow threshold, the result depends on the order
- * (an infinity or not): ORDER, counted with the reductions'. Anything
- * else is a mismatch (NaN and infinities from NaN, inf * 0 or infinite
+ * (an infinity or not): ORDER, counted with the reductions'; so is an
+ * element with a product of finite inputs that overflows the accumulation
+ * type (float64's: an FMA keeps it exact). Anything else is a mismatch (NaN and infinities from NaN, inf * 0 or infinite
  * products are the same in every order, so they must match). */
 enum { MM_MISMATCH, MM_ACCEPTED, MM_ORDER };
 static int matmul_explains(const ovl_program *prog, int var, int rank,
@@ -711,6 +712,14 @@ static int matmul_explains(const ovl_program *prog, int var, int rank,
     double b = ovl__var_init_value(
         y, rank, op->trans_y ? j * k + t : t * n + j);
     double p = a * b;
+    /* Finite inputs whose product overflows the accumulation type (only
+     * float64's can): a backend that contracts to FMA (cuBLAS) keeps the
+     * exact product, so whether the sum overflows, and to which infinity
+     * (or NaN, where both signs do), depends on the order and on the
+     * contraction. Seen on an H200 (cuBLAS 13.1 DGEMM): -inf where the
+     * reference's rounded products give inf - inf = NaN. */
+    if (isfinite(a) && isfinite(b) && !isfinite(p))
+      return MM_ORDER;
     if (isfinite(p))
       abs_sum += fabs(p);
   }
