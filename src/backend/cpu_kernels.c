@@ -15,6 +15,7 @@
 #include <tgmath.h>
 
 #include "backend/cpu.h"
+#include "base/clones.h"
 #include "base/half.h"
 
 /* On x86-64, fma and fmaf are library calls unless the compiler may use
@@ -23,25 +24,7 @@
  * (every x86-64 CPU since 2013), so the emulated device computes the fused
  * multiply-add of `scale` at memory speed. The result is the same either
  * way: fma rounds once in both. */
-/* Not under a sanitizer: the loader runs the clones' resolver before the
- * sanitizer's runtime is set up, and ThreadSanitizer's instrumentation of
- * it crashes the process while libovl is loaded. */
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define OVL__SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-#define OVL__SANITIZED 1
-#endif
-#endif
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__has_attribute) && \
-    !defined(OVL__SANITIZED)
-#if __has_attribute(target_clones)
-#define KERNEL_CLONES __attribute__((target_clones("fma", "default")))
-#endif
-#endif
-#ifndef KERNEL_CLONES
-#define KERNEL_CLONES
-#endif
+#define KERNEL_CLONES OVL__CLONES("fma", "default")
 
 /* One kernel per dtype; exact aliasing of out with x or y is fine because
  * element i is read before it is written. The scale and bias are converted

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/clones.h"
 #include "check/reference.h"
 
 /* Columns of a panel, rows of a register block, rows of a K block. */
@@ -36,26 +37,9 @@
 #define MIN_WORK_PER_THREAD (1u << 22)
 #define MAX_THREADS 64
 
-/* Not under a sanitizer (see src/backend/cpu_kernels.c): the clones'
- * resolver runs before the sanitizer's runtime is set up. */
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define OVL__SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-#define OVL__SANITIZED 1
-#endif
-#endif
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__has_attribute) && \
-    !defined(OVL__SANITIZED)
-#if __has_attribute(target_clones)
+/* The product's inner loop for AVX-512 and AVX2 machines (base/clones.h). */
 #define KERNEL_CLONES                                                         \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3",          \
-                               "default")))
-#endif
-#endif
-#ifndef KERNEL_CLONES
-#define KERNEL_CLONES
-#endif
+  OVL__CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
 
 /* ------------------------------------------------------------------ */
 /* A parallel for                                                      */
