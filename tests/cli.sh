@@ -366,7 +366,7 @@ if run 0 many-ops-header -n 1 -w 0 --mode=async --no-races -D n=1000 "$src/sched
   ! has out ' ops \(' &&
   printf 'a = data(shape=[4], init=fill, value=1)\nrepeat 1000 {\n  b = scale(a, scale=2)\n}\nfetch(b)\n' >"$tmp/ops.sched" &&
   run 0 many-ops-header2 -n 1 -w 0 "$tmp/ops.sched" &&
-  has out '^overlap_sim .*, 0\.0 MB/rank, 1001 ops \([0-9.]+ [kM]B of host memory\), 1 iterations'
+  has out '^overlap_sim .*, 0\.0 MB/rank, 1001 ops \([0-9.]+ [kM]B of host memory\), 1 iteration '
 then ok "header: the ops' memory where it outweighs the variables"; else ko "header: the ops' memory where it outweighs the variables"; fi
 
 # Schedule errors: file:line:col and exit 2, nothing runs.

@@ -60,7 +60,8 @@ void sim_usage(FILE *f) {
           "                       spread of the speedup (default: up to 5, "
           "as many as fit\n"
           "                       in about 10 s; 1: one, as before)\n"
-          "  -D NAME=VALUE        override a schedule param (repeatable)\n"
+          "  -D, --define=NAME=VALUE\n"
+          "                       override a schedule param (repeatable)\n"
           "      --rtol=X         relative tolerance (default by the "
           "variable's dtype:\n"
           "                       float32, float64 1e-5; float16 2e-3; "
@@ -199,15 +200,15 @@ void sim_usage(FILE *f) {
           "its target. A FILE that is the schedule or another output is "
           "refused.\n"
           "\n"
-          "Exit status: 0 ok, 1 numeric mismatch, 2 usage or schedule "
-          "error (also an\n"
-          "output FILE that is the schedule or another output), 3 runtime "
-          "error (device,\n"
-          "collective timeout, an output file or standard output not "
-          "written), 4 races,\n"
-          "mismatches or deadlocks found (numbers right, or nothing ran; "
-          "--races and\n"
-          "--replay: any found).\n",
+          "Exit status: 0 ok, 1 numeric mismatch (or a fetched NaN or "
+          "infinity), 2 usage or\n"
+          "schedule error (also an output FILE that is the schedule or "
+          "another output),\n"
+          "3 runtime error (device, collective timeout, an output file or "
+          "standard output\n"
+          "not written), 4 races, mismatches or deadlocks found (numbers "
+          "right, or nothing\n"
+          "ran; --races and --replay: any found).\n",
           progname);
 }
 

@@ -52,7 +52,8 @@ void sim_print_header(const sim_options *o, const ovl_world *world,
   if (ops > vars)
     printf(", %zu ops (%s of host memory)", ovl_program_op_count(prog),
            format_bytes(ops, b, sizeof b));
-  printf(", %d iterations (%d warmup, %d timed)%s\n", o->warmup + o->iters,
+  printf(", %d iteration%s (%d warmup, %d timed)%s\n", o->warmup + o->iters,
+         o->warmup + o->iters == 1 ? "" : "s",
          o->warmup, o->iters,
          o->graph ? ", as CUDA graphs (captured once, replayed every "
                     "iteration)"

@@ -112,9 +112,10 @@ typedef struct {
 bool row_sizes_for(coll c, uint64_t bytes, size_t esize, int n,
                    row_sizes *rs);
 
-/* Whether the collective has an in-place form here: allreduce and
- * broadcast (allgather's and reducescatter's in-place buffers are a slice
- * of the other, which a schedule's variables cannot be). */
+/* Whether the collective has an in-place form here: allreduce, broadcast
+ * and reduce (allgather's and reducescatter's in-place buffers are a slice
+ * of the other, which a schedule's variables cannot be; alltoall is never
+ * in place; sendrecv's receive is its own variable). */
 bool has_inplace(coll c);
 
 /* What every generated schedule of a sweep shares. */
