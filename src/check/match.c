@@ -344,10 +344,12 @@ void ovl__citem_text(const ovl__match *m, const ovl__citem *it, char *buf,
              (long long)d.count, root);
 }
 
-static void at_text(ovl__sbuf *b, const ovl_program *prog, uint32_t op) {
+static void at_text(ovl__sbuf *b, const ovl__match *m, uint32_t op) {
   ovl__sb_printf(b, " at %s:%d:%d",
-                 prog->filename != NULL ? prog->filename : "<program>",
-                 prog->ops[op].line, prog->ops[op].col);
+                 m->file != NULL ? m->file
+                 : m->prog->filename != NULL ? m->prog->filename
+                                             : "<program>",
+                 m->prog->ops[op].line, m->prog->ops[op].col);
 }
 
 void ovl__citem_where(const ovl__match *m, const ovl__citem *it,
@@ -358,7 +360,7 @@ void ovl__citem_where(const ovl__match *m, const ovl__citem *it,
   if (it->kind != OVL__CI_COLL)
     ovl__sb_printf(b, " %s rank %d", it->kind == OVL__CI_SEND ? "to" : "from",
                    it->peer);
-  at_text(b, m->prog, it->op);
+  at_text(b, m, it->op);
 }
 
 /* ------------------------------------------------------------------ */
@@ -586,7 +588,6 @@ const char *ovl__differs_name(unsigned bit) {
 }
 
 void ovl__occ_text(const ovl__match *m, const ovl__occ *o, ovl__sbuf *b) {
-  const ovl_program *prog = m->prog;
   char d[512];
   if (o->kind == OVL_MISMATCH_COLLECTIVE) {
     /* Ranks that issue the same (op, root) together, in order of their
@@ -620,7 +621,7 @@ void ovl__occ_text(const ovl__match *m, const ovl__occ *o, ovl__sbuf *b) {
       ovl__sb_printf(b, " %s %s", __builtin_popcountll(same) == 1 ? "issues"
                                                                   : "issue",
                      d);
-      at_text(b, prog, it->op);
+      at_text(b, m, it->op);
       first = false;
     }
     if (missing != 0) {
@@ -670,10 +671,10 @@ void ovl__occ_text(const ovl__match *m, const ovl__occ *o, ovl__sbuf *b) {
                      o->ring, (unsigned long long)o->index + 1, a, rc);
       ovl__citem_text(m, s, d, sizeof d);
       ovl__sb_printf(b, "rank %d issues %s", a, d);
-      at_text(b, prog, s->op);
+      at_text(b, m, s->op);
       ovl__citem_text(m, v, d, sizeof d);
       ovl__sb_printf(b, ", rank %d issues %s", rc, d);
-      at_text(b, prog, v->op);
+      at_text(b, m, v->op);
       differs_text(b, o->differs);
       if (o->same_size)
         ovl__sb_puts(b, " (the same size: the bytes arrive, reinterpreted)");

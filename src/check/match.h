@@ -50,6 +50,10 @@ typedef struct ovl__citem {
 
 typedef struct ovl__match {
   const ovl_program *prog;
+  /* The file name positions are given with (" at FILE:LINE:COL"): NULL
+   * for prog->filename; the flight record sets a shorter one (the
+   * message it goes into has the full path once already). */
+  const char *file;
   int nranks, nrings;
   size_t nitems;
   /* By rank, then in program order: rank r's are items[rank_first[r] ..

@@ -218,6 +218,11 @@ void ovl__flight_append(const ovl_program *prog, const ovl__flight *f,
   if (prog->nrings == 0 || f->nrings != prog->nrings || len + 1 >= size ||
       ovl__match_build(prog, &v.m, &err) != OVL_OK)
     return;
+  /* The message names the schedule's full path once already ("where the
+   * ranks were"): positions here give its base name, so that the record
+   * of every rank fits. */
+  if (prog->filename != NULL)
+    v.m.file = base_name(prog->filename);
   v.len = calloc(n + 1, sizeof *v.len);
   v.done_item = calloc(n + 1, sizeof *v.done_item);
   done = calloc(n + 1, sizeof *done);
