@@ -16,44 +16,14 @@
  *           and the 10,000-race cap).
  * Exit status 0, or 1 on an error.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ovl.h"
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-typedef struct {
-  char *s;
-  size_t n, cap;
-} buf;
-
-static void put(buf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void put(buf *b, const char *fmt, ...) {
-  va_list ap;
-  int len;
-  for (;;) {
-    va_start(ap, fmt);
-    len = vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
-    va_end(ap);
-    if (len >= 0 && (size_t)len < b->cap - b->n)
-      break;
-    b->cap = b->cap * 2 + (size_t)(len > 0 ? len : 0) + 1024;
-    if ((b->s = realloc(b->s, b->cap)) == NULL) {
-      fprintf(stderr, "race_bench: out of memory\n");
-      exit(1);
-    }
-  }
-  b->n += (size_t)len;
-}
+#define BENCH_NAME "race_bench"
+#include "bench.h"
 
 /* 4 + 14 * steps + 3 ops: at least `ops`. */
 static void gen_seed(buf *b, long ops) {
