@@ -1,8 +1,8 @@
 /*
  * What the checkers' benchmarks share (race_bench.c, check_bench.c): the
- * clock and the growing buffer they generate a schedule into. Define
- * BENCH_NAME (the program's name, for its out-of-memory message) before
- * including it.
+ * clock, the growing buffer they generate a schedule into, and the seed
+ * benchmark's loop. Define BENCH_NAME (the program's name, for its
+ * out-of-memory message) before including it.
  */
 #ifndef OVL_BENCH_H
 #define OVL_BENCH_H
@@ -42,6 +42,30 @@ static inline void put(buf *b, const char *fmt, ...) {
     }
   }
   b->n += (size_t)len;
+}
+
+/* The seed benchmark's loop, 4 + 14 * steps + 3 ops: at least `ops`
+ * (race_bench's seed, check_bench's spmd). */
+static inline void gen_seed(buf *b, long ops) {
+  long steps = (ops - 7 + 13) / 14;
+  put(b, "a = data(shape=[4, 4], dtype=float32, init=uniform, seed=0)\n"
+         "b = assign(a)\n"
+         "c = elementwise_add(a, b)\n"
+         "d = elementwise_add(a, b)\n"
+         "c_wait_compute(c, ring_id=0)\n"
+         "repeat %ld {\n"
+         "  c_allreduce_sum(c, ring_id=0, use_calc_stream=false)\n"
+         "  repeat 10 {\n"
+         "    e = scale(d, scale=2.0)\n"
+         "  }\n"
+         "  d = assign(e)\n"
+         "  c_wait_comm(c, ring_id=0)\n"
+         "  c_wait_compute(c, ring_id=0)\n"
+         "}\n"
+         "c_wait_comm(c, ring_id=0)\n"
+         "out = elementwise_sub(c, d)\n"
+         "fetch(out)\n",
+         steps);
 }
 
 #endif /* OVL_BENCH_H */

@@ -73,29 +73,6 @@ static void gen_pipeline(buf *b, long ops) {
       steps);
 }
 
-/* 4 + 14 * steps + 3 ops (race_bench's seed). */
-static void gen_spmd(buf *b, long ops) {
-  long steps = (ops - 7 + 13) / 14;
-  put(b, "a = data(shape=[4, 4], dtype=float32, init=uniform, seed=0)\n"
-         "b = assign(a)\n"
-         "c = elementwise_add(a, b)\n"
-         "d = elementwise_add(a, b)\n"
-         "c_wait_compute(c, ring_id=0)\n"
-         "repeat %ld {\n"
-         "  c_allreduce_sum(c, ring_id=0, use_calc_stream=false)\n"
-         "  repeat 10 {\n"
-         "    e = scale(d, scale=2.0)\n"
-         "  }\n"
-         "  d = assign(e)\n"
-         "  c_wait_comm(c, ring_id=0)\n"
-         "  c_wait_compute(c, ring_id=0)\n"
-         "}\n"
-         "c_wait_comm(c, ring_id=0)\n"
-         "out = elementwise_sub(c, d)\n"
-         "fetch(out)\n",
-         steps);
-}
-
 static int fail(const char *what, const ovl_error *err) {
   fprintf(stderr, "check_bench: %s: %s\n", what, err->msg);
   return 1;
@@ -113,7 +90,7 @@ static int bench(const char *pattern, long ops, int nranks, int reps) {
   if (strcmp(pattern, "pipeline") == 0)
     gen_pipeline(&b, ops);
   else
-    gen_spmd(&b, ops);
+    gen_seed(&b, ops); /* spmd */
   t0 = now();
   if (ovl_program_parse(b.s, b.n, pattern, &po, &prog, &err) != OVL_OK) {
     free(b.s);

@@ -25,29 +25,6 @@
 #define BENCH_NAME "race_bench"
 #include "bench.h"
 
-/* 4 + 14 * steps + 3 ops: at least `ops`. */
-static void gen_seed(buf *b, long ops) {
-  long steps = (ops - 7 + 13) / 14;
-  put(b, "a = data(shape=[4, 4], dtype=float32, init=uniform, seed=0)\n"
-         "b = assign(a)\n"
-         "c = elementwise_add(a, b)\n"
-         "d = elementwise_add(a, b)\n"
-         "c_wait_compute(c, ring_id=0)\n"
-         "repeat %ld {\n"
-         "  c_allreduce_sum(c, ring_id=0, use_calc_stream=false)\n"
-         "  repeat 10 {\n"
-         "    e = scale(d, scale=2.0)\n"
-         "  }\n"
-         "  d = assign(e)\n"
-         "  c_wait_comm(c, ring_id=0)\n"
-         "  c_wait_compute(c, ring_id=0)\n"
-         "}\n"
-         "c_wait_comm(c, ring_id=0)\n"
-         "out = elementwise_sub(c, d)\n"
-         "fetch(out)\n",
-         steps);
-}
-
 static unsigned long long lcg = 0x2545f4914f6cdd1dull;
 static unsigned rnd(unsigned n) {
   lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
