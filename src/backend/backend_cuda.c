@@ -752,6 +752,26 @@ static ncclComm_t ring_comm(ovl__brank *br, int ring, ovl_status *st,
   return comm;
 }
 
+/* The start of an NCCL call on `ring` from `stream`: its place in `where`
+ * ("ring R, STREAM"), the NCCL section entered and the ring's
+ * communicator; NULL with *st and *err set, and the section left, when
+ * the world aborted or the ring has none. */
+static ncclComm_t nccl_begin(ovl__brank *br, int ring, int stream,
+                             char *where, size_t wsize, ovl_status *st,
+                             ovl_error *err) {
+  char sname[80];
+  ncclComm_t comm;
+  snprintf(where, wsize, "ring %d, %s", ring,
+           ovl__cuda_stream_name(br, sname, sizeof sname, stream));
+  if (!ovl__cuda_nccl_enter(br)) {
+    *st = aborted_err(br, where, err);
+    return NULL;
+  }
+  if ((comm = ring_comm(br, ring, st, err)) == NULL)
+    ovl__cuda_nccl_leave(br);
+  return comm;
+}
+
 /* Flight record: an event after the call tagged `tag` on `stream`. */
 static ovl_status progress_record(ovl__brank *br, int ring, int stream,
                                   uint64_t tag, const char *where,
@@ -809,7 +829,7 @@ static ovl_status cuda_collective(ovl__brank *br, int stream, int ring,
   ncclComm_t comm;
   ncclResult_t r = ncclSuccess;
   const char *call;
-  char where[128], sname[80];
+  char where[128];
   ovl_status st = OVL_OK;
 
   if (!stream_valid(br, stream))
@@ -842,15 +862,10 @@ static ovl_status cuda_collective(ovl__brank *br, int stream, int ring,
                     "rank %d: alltoall of %zu elements on %d ranks: needs a "
                     "multiple of the ranks and distinct buffers",
                     br->rank, count, bw->nranks);
-  snprintf(where, sizeof where, "ring %d, %s", ring,
-           ovl__cuda_stream_name(br, sname, sizeof sname, stream));
 
-  if (!ovl__cuda_nccl_enter(br))
-    return aborted_err(br, where, err);
-  if ((comm = ring_comm(br, ring, &st, err)) == NULL) {
-    ovl__cuda_nccl_leave(br);
+  if ((comm = nccl_begin(br, ring, stream, where, sizeof where, &st, err)) ==
+      NULL)
     return st;
-  }
   cudaStream_t s = br->streams[stream];
   switch (coll) {
   case OVL_COLL_ALLREDUCE:
@@ -944,14 +959,9 @@ static ovl_status cuda_p2p(ovl__brank *br, int stream, int ring,
       return ovl__err(err, OVL_EINVAL, "rank %d: point-to-point: NULL buffer",
                       br->rank);
   }
-  snprintf(where, sizeof where, "ring %d, %s", ring,
-           ovl__cuda_stream_name(br, sname, sizeof sname, stream));
-  if (!ovl__cuda_nccl_enter(br))
-    return aborted_err(br, where, err);
-  if ((comm = ring_comm(br, ring, &st, err)) == NULL) {
-    ovl__cuda_nccl_leave(br);
+  if ((comm = nccl_begin(br, ring, stream, where, sizeof where, &st, err)) ==
+      NULL)
     return st;
-  }
   cudaStream_t s = br->streams[stream];
   if (group) {
     call = "ncclGroupStart";

@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check/findings.h"
 #include "check/match.h"
 
 typedef struct dl_step {
@@ -1018,7 +1019,10 @@ int ovl_deadlocks_get(const ovl_deadlocks *d, size_t i,
   return 0;
 }
 
-static void fmt_json(ovl__sbuf *b, const ovl_deadlocks *d, const char *file) {
+static void fmt_json(ovl__sbuf *b, const void *res, const ovl_program *prog,
+                     const char *file) {
+  const ovl_deadlocks *d = res;
+  (void)prog;
   ovl__sb_puts(b, "{\"schedule\":");
   ovl__sb_json_str(b, file);
   ovl__sb_printf(b, ",\"ranks\":%d,\"deadlocks\":[", d->nranks);
@@ -1059,8 +1063,10 @@ static void fmt_json(ovl__sbuf *b, const ovl_deadlocks *d, const char *file) {
                  (unsigned long long)d->blocked);
 }
 
-static void fmt_human(ovl__sbuf *b, const ovl_deadlocks *d,
-                      const char *file) {
+static void fmt_human(ovl__sbuf *b, const void *res,
+                      const ovl_program *prog, const char *file) {
+  const ovl_deadlocks *d = res;
+  (void)prog;
   for (size_t i = 0; i < d->n; i++) {
     const dl_rec *r = &d->recs[i];
     ovl__sb_printf(b, "deadlock %zu: %s", i + 1,
@@ -1073,37 +1079,14 @@ static void fmt_human(ovl__sbuf *b, const ovl_deadlocks *d,
                      r->occurrences == 2 ? "" : "s");
     ovl__sb_puts(b, "\n");
   }
-  if (d->more > 0)
-    ovl__sb_printf(b, "and %llu more deadlock%s not listed (the list stops "
-                      "at %d)\n",
-                   (unsigned long long)d->more, d->more == 1 ? "" : "s",
-                   OVL_FINDINGS_LIST_MAX);
-  if (d->n == 0 && d->more == 0)
-    ovl__sb_printf(b, "no deadlocks in %s (%d rank%s)\n", file, d->nranks,
-                   d->nranks == 1 ? "" : "s");
-  else
-    ovl__sb_printf(b, "%zu deadlock%s in %s (%d rank%s)\n", d->n,
-                   d->n == 1 ? "" : "s", file, d->nranks,
-                   d->nranks == 1 ? "" : "s");
+  ovl__findings_close(b, d->n, d->more, "deadlock", "deadlock", "deadlocks",
+                      file, d->nranks, "");
 }
 
 ovl_status ovl_deadlocks_format(const ovl_deadlocks *d,
                                 const ovl_program *prog, int json,
                                 char **text, ovl_error *err) {
-  ovl__sbuf b = {0};
-  const char *file = prog != NULL && prog->filename != NULL ? prog->filename
-                                                            : "<program>";
-  if (d == NULL || text == NULL)
-    return ovl__err(err, OVL_EINVAL, "ovl_deadlocks_format: bad argument");
-  *text = NULL;
-  if (json)
-    fmt_json(&b, d, file);
-  else
-    fmt_human(&b, d, file);
-  if (b.fail || b.s == NULL) {
-    free(b.s);
-    return ovl__err(err, OVL_ENOMEM, "deadlock report: out of memory");
-  }
-  *text = b.s;
-  return OVL_OK;
+  return ovl__findings_format(d, prog, json ? fmt_json : fmt_human,
+                              "ovl_deadlocks_format", "deadlock report",
+                              text, err);
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check/findings.h"
 #include "check/match.h"
 
 typedef struct mm_rec {
@@ -343,8 +344,9 @@ static void json_str_or_null(ovl__sbuf *b, const char *s) {
     ovl__sb_puts(b, "null");
 }
 
-static void fmt_json(ovl__sbuf *b, const ovl_mismatches *m,
-                     const ovl_program *prog, const char *file) {
+static void fmt_json(ovl__sbuf *b, const void *res, const ovl_program *prog,
+                     const char *file) {
+  const ovl_mismatches *m = res;
   ovl__sb_puts(b, "{\"schedule\":");
   ovl__sb_json_str(b, file);
   ovl__sb_printf(b, ",\"ranks\":%d,\"comm_ops\":%llu,\"mismatches\":[",
@@ -405,8 +407,11 @@ static void fmt_json(ovl__sbuf *b, const ovl_mismatches *m,
                  (unsigned long long)m->more);
 }
 
-static void fmt_human(ovl__sbuf *b, const ovl_mismatches *m,
-                      const char *file) {
+static void fmt_human(ovl__sbuf *b, const void *res,
+                      const ovl_program *prog, const char *file) {
+  const ovl_mismatches *m = res;
+  char checked[64];
+  (void)prog;
   for (size_t i = 0; i < m->n; i++) {
     const mm_rec *r = &m->recs[i];
     ovl__sb_printf(b, "mismatch %zu: %s", i + 1, r->message);
@@ -418,39 +423,16 @@ static void fmt_human(ovl__sbuf *b, const ovl_mismatches *m,
     }
     ovl__sb_puts(b, "\n");
   }
-  if (m->more > 0)
-    ovl__sb_printf(b, "and %llu more mismatched comm op%s not listed (the "
-                      "list stops at %d)\n",
-                   (unsigned long long)m->more, m->more == 1 ? "" : "s",
-                   OVL_FINDINGS_LIST_MAX);
-  if (m->n == 0 && m->more == 0)
-    ovl__sb_printf(b, "no mismatches in %s (%d rank%s, %llu comm op%s "
-                      "checked)\n",
-                   file, m->nranks, m->nranks == 1 ? "" : "s",
-                   (unsigned long long)m->nitems, m->nitems == 1 ? "" : "s");
-  else
-    ovl__sb_printf(b, "%zu mismatch%s in %s (%d rank%s)\n", m->n,
-                   m->n == 1 ? "" : "es", file, m->nranks,
-                   m->nranks == 1 ? "" : "s");
+  snprintf(checked, sizeof checked, ", %llu comm op%s checked",
+           (unsigned long long)m->nitems, m->nitems == 1 ? "" : "s");
+  ovl__findings_close(b, m->n, m->more, "mismatched comm op", "mismatch",
+                      "mismatches", file, m->nranks, checked);
 }
 
 ovl_status ovl_mismatches_format(const ovl_mismatches *m,
                                  const ovl_program *prog, int json,
                                  char **text, ovl_error *err) {
-  ovl__sbuf b = {0};
-  const char *file = prog != NULL && prog->filename != NULL ? prog->filename
-                                                            : "<program>";
-  if (m == NULL || text == NULL)
-    return ovl__err(err, OVL_EINVAL, "ovl_mismatches_format: bad argument");
-  *text = NULL;
-  if (json)
-    fmt_json(&b, m, prog, file);
-  else
-    fmt_human(&b, m, file);
-  if (b.fail || b.s == NULL) {
-    free(b.s);
-    return ovl__err(err, OVL_ENOMEM, "mismatch report: out of memory");
-  }
-  *text = b.s;
-  return OVL_OK;
+  return ovl__findings_format(m, prog, json ? fmt_json : fmt_human,
+                              "ovl_mismatches_format", "mismatch report",
+                              text, err);
 }

@@ -56,6 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check/findings.h"
 #include "check/match.h"
 #include "check/races.h"
 
@@ -836,7 +837,10 @@ static void fmt_ranks(ovl__sbuf *b, const race_rec *rr) {
   }
 }
 
-static void fmt_human(ovl__sbuf *b, const ovl_races *r, const char *file) {
+static void fmt_human(ovl__sbuf *b, const void *res,
+                      const ovl_program *prog, const char *file) {
+  const ovl_races *r = res;
+  (void)prog;
   for (size_t i = 0; i < r->n; i++) {
     const race_rec *rr = &r->races[i];
     int w0 = snprintf(NULL, 0, "%s:%d", file, rr->a[0].line);
@@ -885,7 +889,10 @@ static void fmt_json_access(ovl__sbuf *b, const ovl_race_access *a) {
   ovl__sb_printf(b, ",\"access\":\"%s\"}", a->write ? "write" : "read");
 }
 
-static void fmt_json(ovl__sbuf *b, const ovl_races *r, const char *file) {
+static void fmt_json(ovl__sbuf *b, const void *res, const ovl_program *prog,
+                     const char *file) {
+  const ovl_races *r = res;
+  (void)prog;
   ovl__sb_printf(b, "{\"schedule\":");
   ovl__sb_json_str(b, file);
   ovl__sb_printf(b, ",\"ranks\":%d,\"ops\":%zu,\"races\":[", r->nranks, r->nops);
@@ -922,20 +929,6 @@ static void fmt_json(ovl__sbuf *b, const ovl_races *r, const char *file) {
 
 ovl_status ovl_races_format(const ovl_races *r, const ovl_program *prog,
                             int json, char **text, ovl_error *err) {
-  ovl__sbuf b = {0};
-  const char *file = prog != NULL && prog->filename != NULL ? prog->filename
-                                                            : "<program>";
-  if (r == NULL || text == NULL)
-    return ovl__err(err, OVL_EINVAL, "ovl_races_format: bad argument");
-  *text = NULL;
-  if (json)
-    fmt_json(&b, r, file);
-  else
-    fmt_human(&b, r, file);
-  if (b.fail || b.s == NULL) {
-    free(b.s);
-    return ovl__err(err, OVL_ENOMEM, "race report: out of memory");
-  }
-  *text = b.s;
-  return OVL_OK;
+  return ovl__findings_format(r, prog, json ? fmt_json : fmt_human,
+                              "ovl_races_format", "race report", text, err);
 }

@@ -243,6 +243,12 @@ static void pos_text(const run_t *run, uint64_t pos, char *buf, size_t len) {
   }
 }
 
+/* For ovl__group_ranks: ranks r and q were at the same place. */
+static bool same_position(void *ctx, int r, int q) {
+  const run_t *run = ctx;
+  return run->pos_at_fail[q] == run->pos_at_fail[r];
+}
+
 /* Append "; where the ranks were: ranks 0,1 at ...; rank 2 ..." to the
  * failure's message, ranks at the same place grouped. */
 static void append_positions(run_t *run) {
@@ -254,20 +260,11 @@ static void append_positions(run_t *run) {
   if (done == NULL)
     return;
   for (int r = 0; r < n; r++) {
-    int count = 0;
-    size_t off = 0;
+    int count;
     if (done[r])
       continue;
-    list[0] = '\0';
-    for (int q = r; q < n; q++) {
-      if (done[q] || run->pos_at_fail[q] != run->pos_at_fail[r])
-        continue;
-      done[q] = true;
-      count++;
-      if (off < sizeof list)
-        off += (size_t)snprintf(list + off, sizeof list - off, "%s%d",
-                                count > 1 ? "," : "", q);
-    }
+    count = ovl__group_ranks(r, n, done, 1, same_position, run, list,
+                             sizeof list);
     pos_text(run, run->pos_at_fail[r], text, sizeof text);
     if (len < sizeof run->first.msg)
       len += (size_t)snprintf(run->first.msg + len,

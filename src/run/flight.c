@@ -205,13 +205,50 @@ static void conclude(const flight_view *v, ovl__sbuf *b) {
   }
 }
 
+int ovl__group_ranks(int r, int nranks, bool *done, size_t stride,
+                     bool (*same)(void *ctx, int r, int q), void *ctx,
+                     char *list, size_t size) {
+  size_t off = 0;
+  int count = 0;
+  list[0] = '\0';
+  for (int q = r; q < nranks; q++) {
+    if (done[(size_t)q * stride] || !same(ctx, r, q))
+      continue;
+    done[(size_t)q * stride] = true;
+    count++;
+    if (off < size)
+      off += (size_t)snprintf(list + off, size - off, "%s%d",
+                              count > 1 ? "," : "", q);
+  }
+  return count;
+}
+
+/* For ovl__group_ranks: rank q has an entry on the ring, and it is the
+ * same as `prev`. */
+typedef struct same_entry {
+  const flight_view *v;
+  int ring;
+  const char *prev;
+} same_entry;
+
+static bool same_entry_as(void *ctx, int r, int q) {
+  const same_entry *se = ctx;
+  const ovl__flight *f = se->v->f;
+  char entry[400];
+  (void)r;
+  if (se->v->len[(size_t)q * (size_t)f->nrings + (size_t)se->ring] == 0)
+    return false;
+  say_entry(se->v, q, se->ring, entry, sizeof entry);
+  return strcmp(entry, se->prev) == 0;
+}
+
 void ovl__flight_append(const ovl_program *prog, const ovl__flight *f,
                         char *msg, size_t size) {
   size_t len = strlen(msg), n = (size_t)f->nranks * (size_t)f->nrings;
   flight_view v = {.prog = prog, .f = f};
   ovl__sbuf tail = {0};
   ovl_error err;
-  char entry[400], prev[400];
+  char prev[400];
   bool *done = NULL;
   int nentries = 0, shown = 0;
 
@@ -254,24 +291,15 @@ void ovl__flight_append(const ovl_program *prog, const ovl__flight *f,
       for (int r = 0; r < f->nranks; r++) {
         size_t k = (size_t)r * (size_t)f->nrings + (size_t)ring;
         char ranks[256], text[700];
-        size_t rl;
-        int count = 0;
+        int count;
         if (done[k] || v.len[k] == 0)
           continue;
         say_entry(&v, r, ring, prev, sizeof prev);
-        rl = 0;
-        for (int q = r; q < f->nranks; q++) {
-          size_t kq = (size_t)q * (size_t)f->nrings + (size_t)ring;
-          if (done[kq] || v.len[kq] == 0)
-            continue;
-          say_entry(&v, q, ring, entry, sizeof entry);
-          if (strcmp(entry, prev) != 0)
-            continue;
-          done[kq] = true;
-          count++;
-          if (rl < sizeof ranks)
-            rl += (size_t)snprintf(ranks + rl, sizeof ranks - rl, "%s%d",
-                                   count > 1 ? "," : "", q);
+        {
+          same_entry se = {&v, ring, prev};
+          count = ovl__group_ranks(r, f->nranks, done + ring,
+                                   (size_t)f->nrings, same_entry_as, &se,
+                                   ranks, sizeof ranks);
         }
         snprintf(text, sizeof text, "%s%s %s ring %d: %s", sep,
                  count > 1 ? "ranks" : "rank", ranks, ring, prev);

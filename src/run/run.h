@@ -111,6 +111,14 @@ typedef struct ovl__flight {
 void ovl__flight_append(const ovl_program *prog, const ovl__flight *f,
                         char *msg, size_t size);
 
+/* Rank r grouped with the ranks after it (up to nranks) that are not done
+ * (done[q * stride]) and whose entry is the same as its own (same(ctx, r,
+ * q); rank r's own is the same): marks them done, lists them in `list`
+ * ("0,2,5", cut to its size) and returns how many (run/flight.c). */
+int ovl__group_ranks(int r, int nranks, bool *done, size_t stride,
+                     bool (*same)(void *ctx, int r, int q), void *ctx,
+                     char *list, size_t size);
+
 /* The first place where the ranks' communication cannot match, from the
  * check's matching (ovl__match_first_disagreement: the k-th collective of
  * a ring meets the k-th of every other rank and must agree in op,

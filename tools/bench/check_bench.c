@@ -28,44 +28,14 @@
  *             the mismatch and deadlock checks find it SPMD at once.
  * Exit status 0, or 1 on an error (or a finding: the patterns are clean).
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ovl.h"
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-typedef struct {
-  char *s;
-  size_t n, cap;
-} buf;
-
-static void put(buf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void put(buf *b, const char *fmt, ...) {
-  va_list ap;
-  int len;
-  for (;;) {
-    va_start(ap, fmt);
-    len = vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
-    va_end(ap);
-    if (len >= 0 && (size_t)len < b->cap - b->n)
-      break;
-    b->cap = b->cap * 2 + (size_t)(len > 0 ? len : 0) + 1024;
-    if ((b->s = realloc(b->s, b->cap)) == NULL) {
-      fprintf(stderr, "check_bench: out of memory\n");
-      exit(1);
-    }
-  }
-  b->n += (size_t)len;
-}
+#define BENCH_NAME "check_bench"
+#include "bench.h"
 
 /* 4 + 16 * steps + 2 ops. */
 static void gen_pipeline(buf *b, long ops) {
@@ -103,29 +73,6 @@ static void gen_pipeline(buf *b, long ops) {
       steps);
 }
 
-/* 4 + 14 * steps + 3 ops (race_bench's seed). */
-static void gen_spmd(buf *b, long ops) {
-  long steps = (ops - 7 + 13) / 14;
-  put(b, "a = data(shape=[4, 4], dtype=float32, init=uniform, seed=0)\n"
-         "b = assign(a)\n"
-         "c = elementwise_add(a, b)\n"
-         "d = elementwise_add(a, b)\n"
-         "c_wait_compute(c, ring_id=0)\n"
-         "repeat %ld {\n"
-         "  c_allreduce_sum(c, ring_id=0, use_calc_stream=false)\n"
-         "  repeat 10 {\n"
-         "    e = scale(d, scale=2.0)\n"
-         "  }\n"
-         "  d = assign(e)\n"
-         "  c_wait_comm(c, ring_id=0)\n"
-         "  c_wait_compute(c, ring_id=0)\n"
-         "}\n"
-         "c_wait_comm(c, ring_id=0)\n"
-         "out = elementwise_sub(c, d)\n"
-         "fetch(out)\n",
-         steps);
-}
-
 static int fail(const char *what, const ovl_error *err) {
   fprintf(stderr, "check_bench: %s: %s\n", what, err->msg);
   return 1;
@@ -143,7 +90,7 @@ static int bench(const char *pattern, long ops, int nranks, int reps) {
   if (strcmp(pattern, "pipeline") == 0)
     gen_pipeline(&b, ops);
   else
-    gen_spmd(&b, ops);
+    gen_seed(&b, ops); /* spmd */
   t0 = now();
   if (ovl_program_parse(b.s, b.n, pattern, &po, &prog, &err) != OVL_OK) {
     free(b.s);

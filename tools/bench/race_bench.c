@@ -16,67 +16,14 @@
  *           and the 10,000-race cap).
  * Exit status 0, or 1 on an error.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ovl.h"
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-typedef struct {
-  char *s;
-  size_t n, cap;
-} buf;
-
-static void put(buf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void put(buf *b, const char *fmt, ...) {
-  va_list ap;
-  int len;
-  for (;;) {
-    va_start(ap, fmt);
-    len = vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
-    va_end(ap);
-    if (len >= 0 && (size_t)len < b->cap - b->n)
-      break;
-    b->cap = b->cap * 2 + (size_t)(len > 0 ? len : 0) + 1024;
-    if ((b->s = realloc(b->s, b->cap)) == NULL) {
-      fprintf(stderr, "race_bench: out of memory\n");
-      exit(1);
-    }
-  }
-  b->n += (size_t)len;
-}
-
-/* 4 + 14 * steps + 3 ops: at least `ops`. */
-static void gen_seed(buf *b, long ops) {
-  long steps = (ops - 7 + 13) / 14;
-  put(b, "a = data(shape=[4, 4], dtype=float32, init=uniform, seed=0)\n"
-         "b = assign(a)\n"
-         "c = elementwise_add(a, b)\n"
-         "d = elementwise_add(a, b)\n"
-         "c_wait_compute(c, ring_id=0)\n"
-         "repeat %ld {\n"
-         "  c_allreduce_sum(c, ring_id=0, use_calc_stream=false)\n"
-         "  repeat 10 {\n"
-         "    e = scale(d, scale=2.0)\n"
-         "  }\n"
-         "  d = assign(e)\n"
-         "  c_wait_comm(c, ring_id=0)\n"
-         "  c_wait_compute(c, ring_id=0)\n"
-         "}\n"
-         "c_wait_comm(c, ring_id=0)\n"
-         "out = elementwise_sub(c, d)\n"
-         "fetch(out)\n",
-         steps);
-}
+#define BENCH_NAME "race_bench"
+#include "bench.h"
 
 static unsigned long long lcg = 0x2545f4914f6cdd1dull;
 static unsigned rnd(unsigned n) {
