@@ -319,6 +319,34 @@ void ovl_var_index_text(const ovl_var_info *v, int64_t flat, char *buf,
 
 typedef struct ovl_world_s ovl_world;
 
+/*
+ * More than one process: an MPI launch (`mpirun -np P tool ...`, built
+ * with `configure --with-mpi`; docs/ARCHITECTURE.md, "More than one
+ * process"). Every process runs the same calls in the same order: worlds,
+ * runs, pipelines and checks are collective over the processes, and every
+ * process gets the same report and the same errors.
+ */
+typedef struct ovl_procs_s ovl_procs;
+
+/* 1 when the library was built with MPI. */
+int ovl_mpi_compiled(void);
+/* This process's index in its launch, read from the launcher's
+ * environment (OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK) before any MPI
+ * call; -1 when no MPI launcher started it. */
+int ovl_launcher_rank(void);
+/* Join the launch: MPI_Init_thread (MPI_THREAD_MULTIPLE) when the library
+ * was built with MPI and an MPI launcher started this process; else *out
+ * is NULL (one process, as without MPI) and nothing happens. */
+ovl_status ovl_procs_init(int *argc, char ***argv, ovl_procs **out,
+                          ovl_error *err);
+/* This process's index (0 for NULL) and how many there are (1). */
+int ovl_procs_rank(const ovl_procs *procs);
+int ovl_procs_size(const ovl_procs *procs);
+/* Every process calls it with its exit code; each gets the largest. */
+int ovl_procs_agree_exit(ovl_procs *procs, int code);
+/* Leave the launch (MPI_Finalize); NULL does nothing. */
+void ovl_procs_free(ovl_procs *procs);
+
 typedef struct ovl_world_opts_s {
   /* "auto" (cuda when a GPU is visible, else cpu), "cpu" or "cuda". */
   const char *backend;
@@ -327,6 +355,13 @@ typedef struct ovl_world_opts_s {
   /* Seconds a collective or a stream may stay stuck before it is an error;
    * 0 means 60. */
   double timeout_s;
+  /* More than one process (ovl_procs_init): NULL for one process. The
+   * world's ranks are then those of every process, each process driving
+   * `local_ranks` of them (0: one), process q's from the sum of the
+   * local ranks of processes 0..q-1; `nranks`, when not 0, must be that
+   * sum. Every process creates its world, with the same options. */
+  ovl_procs *procs;
+  int local_ranks;
 } ovl_world_opts;
 
 ovl_status ovl_world_create(const ovl_world_opts *opts, ovl_world **out,

@@ -122,15 +122,34 @@ typedef struct ovl__p2p_item {
   size_t count;    /* elements */
 } ovl__p2p_item;
 
+/* A world's ranks and which of them this process drives: ranks
+ * [first, first + nlocal) of nranks, one thread each; procs: the
+ * processes of an MPI launch (run/procs.h), NULL for one process (then
+ * first 0 and nlocal nranks). Ranks are numbered globally everywhere. */
+typedef struct ovl__layout {
+  int nranks, first, nlocal;
+  ovl_procs *procs;
+  /* With procs: process q drives ranks [proc_first[q], proc_first[q +
+   * 1]) ([nprocs + 1], owned by the world). */
+  int *proc_first;
+} ovl__layout;
+
+/* The process that drives `rank` (0 for one process). */
+int ovl__layout_proc(const ovl__layout *lay, int rank);
+
 typedef struct ovl__backend_ops {
   const char *name;
   /* (main) Devices usable by this backend; 0 if none. Never fails. */
   int (*device_count)(void);
   /* (main) Ranks used when the user asks for none. */
   int (*default_ranks)(void);
-  /* (main) Set up a world of nranks ranks. */
-  ovl_status (*world_init)(int nranks, double timeout_s, ovl__bworld **out,
-                           ovl_error *err);
+  /* (main) Set up a world of layout->nranks ranks, of which this process
+   * drives layout->nlocal (only those get rank_init; device_name, the
+   * communicators and every per-rank call are of local ranks). With
+   * procs, a collective call over the processes (cuda: the local ranks'
+   * devices start at node_rank * nlocal). */
+  ovl_status (*world_init)(const ovl__layout *layout, double timeout_s,
+                           ovl__bworld **out, ovl_error *err);
   /* (main) Make sure rings [0, nrings) exist, and a communicator for each
    * ring R whose bit is set in comm_mask (the rings that carry a
    * collective; a ring without one only has comm streams). Called before

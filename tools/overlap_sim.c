@@ -191,6 +191,8 @@ static size_t bind_defines(sim_options *o, const ovl_schedule *sched,
 
 /* --json=-: the real stdout (the human report goes to stderr). */
 static FILE *json_stdout;
+/* Under mpirun: the processes (tool_procs_init); NULL for one. */
+static ovl_procs *procs;
 /* Where the stream stdout writes: stderr with --json=-. */
 static const char *stdout_name = "standard output";
 
@@ -204,6 +206,10 @@ static int prepare_outputs(const sim_options *o, const char *schedule,
   const char *flags[N_OUTPUTS] = {"--json", "--trace", "--svg"};
   const char *paths[N_OUTPUTS] = {o->json, o->trace, o->svg};
 
+  /* Under mpirun, process 0 alone writes (every process has the same
+   * report). */
+  if (ovl_procs_rank(procs) > 0)
+    return -1;
   for (int i = 0; i < N_OUTPUTS; i++) {
     if (paths[i] == NULL || strcmp(paths[i], "-") == 0)
       continue;
@@ -224,6 +230,8 @@ static void release_outputs(outfile outs[N_OUTPUTS]) {
  * the real stdout. Returns 0, or -1 with the message printed (it names the
  * flag and the path). */
 static int write_output(const outfile *out, const char *text, size_t len) {
+  if (ovl_procs_rank(procs) > 0)
+    return 0;
   if (out->path != NULL)
     return outfile_write(out, text, len);
   if (fwrite(text, 1, len, json_stdout) != len ||
@@ -296,7 +304,8 @@ static int races_output(const sim_options *o, const ovl_report *report,
  * failure (message printed). */
 static int make_world(const sim_options *o, ovl_world **world) {
   ovl_world_opts wopts = {.backend = o->backend, .nranks = o->ranks,
-                          .timeout_s = o->timeout_s};
+                          .timeout_s = o->timeout_s, .procs = procs,
+                          .local_ranks = o->gpus_per_process};
   ovl_error err = {0};
   ovl_status st = ovl_world_create(&wopts, world, &err);
   if (st == OVL_OK)
@@ -693,10 +702,17 @@ out:
 }
 
 int main(int argc, char **argv) {
-  int rc = overlap_sim(argc, argv);
+  int rc = tool_procs_init(&argc, &argv, &procs);
+  if (rc >= 0)
+    return rc;
+  rc = overlap_sim(argc, argv);
   /* Every way out, --help and --races included: what went to stdout must
    * have arrived (a full disk, a closed pipe), or the exit says so. */
   if (json_stdout != NULL)
     rc = close_output(json_stdout, "standard output (--json=-)", rc);
-  return close_output(stdout, stdout_name, rc);
+  rc = close_output(stdout, stdout_name, rc);
+  /* Under mpirun every process exits with the same status. */
+  rc = ovl_procs_agree_exit(procs, rc);
+  ovl_procs_free(procs);
+  return rc;
 }

@@ -41,6 +41,13 @@ void sim_usage(FILE *f) {
           "  -b, --backend=NAME   auto (cuda if a GPU is visible, else cpu), "
           "cpu, cuda\n"
           "  -r, --ranks=N        ranks (default: cpu 2, cuda every GPU)\n"
+          "      --gpus-per-process=G\n"
+          "                       under mpirun (a build with --with-mpi): "
+          "the ranks each\n"
+          "                       process drives, one thread each (default "
+          "1; cpu: emulated\n"
+          "                       ranks); ranks = processes x G, process p's "
+          "from p x G\n"
           "  -m, --mode=MODE      both (sync and async, default), sync, "
           "async, comp, comm,\n"
           "                       all (sync, async, comp-only, comm-only: "
@@ -234,7 +241,8 @@ int sim_parse_flags(int argc, char **argv, sim_options *o) {
     OPT_GRAPH,
     OPT_TRIALS,
     OPT_TF32,
-    OPT_CHECK_ROWS
+    OPT_CHECK_ROWS,
+    OPT_GPUS_PER_PROCESS
   };
   static const struct option longopts[] = {
       {"backend", required_argument, NULL, 'b'},
@@ -243,6 +251,7 @@ int sim_parse_flags(int argc, char **argv, sim_options *o) {
       {"iters", required_argument, NULL, 'n'},
       {"warmup", required_argument, NULL, 'w'},
       {"trials", required_argument, NULL, OPT_TRIALS},
+      {"gpus-per-process", required_argument, NULL, OPT_GPUS_PER_PROCESS},
       {"define", required_argument, NULL, 'D'},
       {"rtol", required_argument, NULL, OPT_RTOL},
       {"atol", required_argument, NULL, OPT_ATOL},
@@ -311,6 +320,18 @@ int sim_parse_flags(int argc, char **argv, sim_options *o) {
         return usage_error("--warmup: '%s' is not a number from 0 to "
                            "1000000",
                            optarg);
+      break;
+    case OPT_GPUS_PER_PROCESS:
+      if (!parse_int(optarg, 1, 64, &o->gpus_per_process))
+        return usage_error("--gpus-per-process: '%s' is not a number from "
+                           "1 to 64",
+                           escape_arg(optarg, quoted, sizeof quoted));
+      if (ovl_launcher_rank() < 0 || !ovl_mpi_compiled())
+        return usage_error(
+            "--gpus-per-process: only under an MPI launch (mpirun -np P "
+            "%s ...) of a build with MPI (./configure --with-mpi)%s",
+            "overlap_sim",
+            ovl_mpi_compiled() ? "" : "; this one was built without");
       break;
     case OPT_TRIALS:
       if (!parse_int(optarg, 1, 1000, &o->trials))

@@ -23,6 +23,9 @@ typedef struct {
   /* --trials=K: the whole measurement K times; 0: the default, up to
    * SIM_DEFAULT_TRIALS within SIM_TRIAL_BUDGET_S. */
   int trials;
+  /* --gpus-per-process=G: under mpirun, the ranks each process drives
+   * (0: one). */
+  int gpus_per_process;
   const char *defines[SIM_MAX_DEFINES];
   size_t ndefines;
   double rtol, atol;

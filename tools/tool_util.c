@@ -314,3 +314,27 @@ const char *format_bytes(uint64_t b, char *buf, size_t len) {
   snprintf(buf, len, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
   return buf;
 }
+
+int tool_procs_init(int *argc, char ***argv, ovl_procs **out) {
+  int who = ovl_launcher_rank();
+  ovl_error err = {0};
+  *out = NULL;
+  if (who < 0)
+    return -1;
+  if (!ovl_mpi_compiled()) {
+    if (who == 0)
+      fprintf(stderr,
+              "%s: started by an MPI launcher, but built without MPI "
+              "(./configure --with-mpi): every process runs alone\n",
+              progname);
+    return -1;
+  }
+  if (who > 0 && (freopen("/dev/null", "w", stdout) == NULL ||
+                  freopen("/dev/null", "w", stderr) == NULL))
+    return TOOL_EXIT_RUNTIME;
+  if (ovl_procs_init(argc, argv, out, &err) != OVL_OK) {
+    fprintf(stderr, "%s: %s\n", progname, err.msg);
+    return TOOL_EXIT_RUNTIME;
+  }
+  return -1;
+}

@@ -81,6 +81,13 @@ uint64_t host_memory_from(const char *proc_cgroup, const char *cgroup_root,
  * for close_output(), which reports it. */
 void flush_output(FILE *f);
 
+/* Join an MPI launch (ovl_procs_init) when an MPI launcher started the
+ * tool: every process but process 0 then prints nothing (its stdout and
+ * stderr go to /dev/null; every process gets the same report and errors).
+ * A build without MPI says once that each process runs alone. Returns
+ * -1, or the exit status (message printed). */
+int tool_procs_init(int *argc, char ***argv, ovl_procs **out);
+
 /* Flushes and closes `f`, a stream of the tool's output (stdout) that
  * `name` names in the message ("standard output"). A write error on it,
  * now or earlier, is reported, and the exit status `status` becomes

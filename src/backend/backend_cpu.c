@@ -42,9 +42,10 @@ static int cpu_device_count(void) { return OVL_MAX_RANKS; }
 
 static int cpu_default_ranks(void) { return 2; }
 
-static ovl_status cpu_world_init(int nranks, double timeout_s,
+static ovl_status cpu_world_init(const ovl__layout *lay, double timeout_s,
                                  ovl__bworld **out, ovl_error *err) {
   ovl__bworld *bw;
+  int nranks = lay->nranks;
   if (nranks < 1 || nranks > OVL_MAX_RANKS)
     return ovl__err(err, OVL_EINVAL,
                     "cpu backend: %d ranks requested, it emulates 1 to %d",
@@ -57,9 +58,11 @@ static ovl_status cpu_world_init(int nranks, double timeout_s,
     return ovl__err(err, OVL_EBACKEND, "cpu backend: pthread_mutex_init failed");
   }
   bw->nranks = nranks;
+  bw->lay = *lay;
   bw->timeout_s = timeout_s > 0 ? timeout_s : 60.0;
   atomic_init(&bw->aborted, 0);
-  snprintf(bw->devices, sizeof bw->devices, "%d emulated (cpu)", nranks);
+  snprintf(bw->devices, sizeof bw->devices, "%d emulated (cpu)",
+           lay->nlocal);
   *out = bw;
   return OVL_OK;
 }

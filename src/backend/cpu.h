@@ -87,6 +87,11 @@ typedef struct p2p_item {
    * copies it. */
   pair *pr;
   bool copies;
+  /* The peer is another process's (cpu_coll.c, "Between processes"):
+   * its process, and where the item is (REMOTE_*). */
+  bool remote;
+  int proc;
+  int rstate;
 } p2p_item;
 
 typedef struct cmd {
@@ -171,7 +176,15 @@ typedef struct event {
   uint64_t target;
 } event;
 
-typedef enum { SLOT_OPEN, SLOT_COMPUTING, SLOT_DONE, SLOT_FAILED } slot_state;
+/* SLOT_EXCHANGING: every local rank arrived, and the last one is
+ * exchanging the arrivals with the other processes. */
+typedef enum {
+  SLOT_OPEN,
+  SLOT_EXCHANGING,
+  SLOT_COMPUTING,
+  SLOT_DONE,
+  SLOT_FAILED
+} slot_state;
 
 /* One sequence number of one ring, while some rank is still in it. */
 typedef struct slot {
@@ -225,6 +238,9 @@ struct ring {
 
 struct ovl__bworld {
   int nranks;
+  /* The ranks this process drives, and the processes (run/procs.h):
+   * the others' ranks meet ours through MPI (cpu_coll.c). */
+  ovl__layout lay;
   double timeout_s;
   unsigned chaos_seed; /* 0: off */
   atomic_int aborted;

@@ -18,12 +18,27 @@
  * is a rendezvous of the two streams' heads, and a group lets its items
  * progress together (a send to oneself in a group is fine; alone it waits
  * forever, as NCCL's does).
+ *
+ * Between processes (an MPI launch: bw->lay.procs), each process holds
+ * the rendezvous of its own ranks. A collective's slot fills with the
+ * local arrivals; the last local rank then sends them (their calls, and
+ * the data every process needs to compute its ranks' results) to every
+ * other process and takes theirs from the mailbox (run/procs.h), so that
+ * every process holds every rank's arrival; each checks that all agree,
+ * as one process does, and computes its own ranks' results in rank order
+ * from the same inputs: the numbers are those of one process, bit for
+ * bit. A point-to-point message between processes is a DATA message from
+ * the sender, posted when its stream reaches the send, and an ACK from
+ * the receiver once its receive is posted and has taken it (or refused
+ * it: dtype or count differ); the send completes at the ACK, so a send
+ * still waits for its receive, as within a process.
  */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu.h"
+#include "run/procs.h"
 
 /* "allreduce sum", "broadcast root=1", "allgather". */
 static void describe_op(const arrival *a, char *buf, size_t size) {
@@ -172,6 +187,145 @@ static bool find_mismatch(const ovl__bworld *bw, const ring *rg,
   return true;
 }
 
+/* ------------------------------------------------------------------ */
+/* Between processes                                                   */
+/* ------------------------------------------------------------------ */
+
+/* The elements of a's send that another process needs: all of it, but
+ * the root's alone for a broadcast and nothing for a barrier. */
+static size_t coll_send_elems(const ovl__bworld *bw, const arrival *a,
+                              int rank) {
+  if (a->skipped || a->coll == OVL_COLL_BARRIER)
+    return 0;
+  if (a->coll == OVL_COLL_BROADCAST)
+    return rank == a->root ? a->count : 0;
+  if (a->coll == OVL_COLL_REDUCESCATTER)
+    return a->count * (size_t)bw->nranks;
+  return a->count;
+}
+
+/* Per arrival: the call, then the length of its data. */
+enum { A_COLL, A_REDOP, A_DTYPE, A_COUNT, A_ROOT, A_SKIPPED, A_BYTES, A_N };
+
+static bool stop_aborted(void *ctx) { return is_aborted(ctx); }
+
+/* The last local rank of collective `sl`: send the local arrivals to every
+ * other process and take theirs (into sl->a, their data left in the
+ * messages, msgs[0..*nmsgs), which the caller frees after computing).
+ * On failure, its words in why. */
+static ovl_status exchange(ovl__bworld *bw, ring *rg, slot *sl,
+                           const char *op, ovl__msg **msgs, int *nmsgs,
+                           char *why, size_t size) {
+  const ovl__layout *lay = &bw->lay;
+  ovl_procs *p = lay->procs;
+  int me = ovl__procs_rank(p), nprocs = ovl__procs_size(p);
+  double deadline = ovl__now() + bw->timeout_s;
+  ovl__msg_key key = {OVL__MSG_COLL, 0, rg->id, 0, 0, sl->seq, -1};
+  ovl_error e;
+  size_t bytes = (size_t)lay->nlocal * A_N * sizeof(int64_t);
+  unsigned char *buf, *at;
+  ovl_status st = OVL_OK;
+  int64_t aux[OVL__MSG_AUX] = {0};
+
+  for (int r = lay->first; r < lay->first + lay->nlocal; r++)
+    bytes += coll_send_elems(bw, &sl->a[r], r) * ovl_dtype_size(sl->a[r].dtype);
+  buf = malloc(bytes);
+  if (buf == NULL) {
+    snprintf(why, size, "ring %d collective #%llu (%s): out of memory",
+             rg->id, (unsigned long long)sl->seq + 1, op);
+    return OVL_ENOMEM;
+  }
+  at = buf;
+  for (int r = lay->first; r < lay->first + lay->nlocal; r++) {
+    const arrival *a = &sl->a[r];
+    size_t b = coll_send_elems(bw, a, r) * ovl_dtype_size(a->dtype);
+    int64_t h[A_N] = {a->coll,  a->redop, a->dtype,  (int64_t)a->count,
+                      a->root,  a->skipped, (int64_t)b};
+    memcpy(at, h, sizeof h);
+    at += sizeof h;
+    if (b > 0)
+      memcpy(at, a->send, b);
+    at += b;
+  }
+  aux[0] = lay->first;
+  aux[1] = lay->nlocal;
+  for (int q = 0; q < nprocs && st == OVL_OK; q++)
+    if (q != me)
+      st = ovl__procs_send(p, q, &key, aux, buf, bytes, &e);
+  free(buf);
+  if (st != OVL_OK) {
+    snprintf(why, size, "ring %d collective #%llu (%s): %.900s", rg->id,
+             (unsigned long long)sl->seq + 1, op, e.msg);
+    return st;
+  }
+  for (int q = 0; q < nprocs; q++) {
+    ovl__msg *m;
+    int first, nlocal;
+    if (q == me)
+      continue;
+    key.from = q;
+    st = ovl__procs_wait(p, &key, deadline, stop_aborted, bw, &m);
+    if (st == OVL_ETIMEDOUT) {
+      size_t len = (size_t)snprintf(
+          why, size,
+          "ring %d collective #%llu (%s): timed out after %.*f s waiting "
+          "for ",
+          rg->id, (unsigned long long)sl->seq + 1, op,
+          secs_prec(bw->timeout_s), bw->timeout_s);
+      uint64_t missing = 0;
+      for (int q2 = q; q2 < nprocs; q2++)
+        if (q2 != me)
+          for (int r = lay->proc_first[q2]; r < lay->proc_first[q2 + 1]; r++)
+            missing |= 1ull << r;
+      len = append_ranks(why, size, len, missing, bw->nranks);
+      if (len < size)
+        snprintf(why + len, size - len, " (another process)");
+      return st;
+    }
+    if (st != OVL_OK) {
+      snprintf(why, size, "ring %d collective #%llu (%s): aborted", rg->id,
+               (unsigned long long)sl->seq + 1, op);
+      return st;
+    }
+    msgs[(*nmsgs)++] = m;
+    first = (int)m->aux[0];
+    nlocal = (int)m->aux[1];
+    at = m->data;
+    for (int r = first; r < first + nlocal; r++) {
+      int64_t h[A_N];
+      arrival *a = &sl->a[r];
+      if (r < 0 || r >= bw->nranks ||
+          (size_t)(at - m->data) + sizeof h > m->len) {
+        snprintf(why, size,
+                 "ring %d collective #%llu (%s): a malformed message from "
+                 "process %d",
+                 rg->id, (unsigned long long)sl->seq + 1, op, q);
+        return OVL_EBACKEND;
+      }
+      memcpy(h, at, sizeof h);
+      at += sizeof h;
+      a->coll = (ovl__coll)h[A_COLL];
+      a->redop = (ovl__redop)h[A_REDOP];
+      a->dtype = (ovl_dtype)h[A_DTYPE];
+      a->count = (size_t)h[A_COUNT];
+      a->root = (int)h[A_ROOT];
+      a->skipped = h[A_SKIPPED] != 0;
+      a->send = h[A_BYTES] > 0 ? at : NULL;
+      a->recv = NULL; /* written where it lives */
+      at += h[A_BYTES];
+      sl->arrived |= 1ull << r;
+      if (a->skipped) {
+        snprintf(why, size,
+                 "ring %d collective #%llu (%s): rank %d did not take part "
+                 "because its stream had already failed",
+                 rg->id, (unsigned long long)sl->seq + 1, op, r);
+        return OVL_EABORTED;
+      }
+    }
+  }
+  return OVL_OK;
+}
+
 /* Run one collective of rank `rank`: arrive, wait for the others, and
  * return OVL_OK once the result is in every recv buffer. */
 ovl_status ovl__cpu_rendezvous(ovl__bworld *bw, ring *rg, uint64_t seq,
@@ -201,7 +355,7 @@ ovl_status ovl__cpu_rendezvous(ovl__bworld *bw, ring *rg, uint64_t seq,
                   "ring %d collective #%llu (%s): arrived after the other "
                   "ranks had failed: %s",
                   rg->id, (unsigned long long)seq + 1, op, sl->msg);
-    slot_leave(rg, sl, n);
+    slot_leave(rg, sl, bw->lay.nlocal);
     pthread_mutex_unlock(&rg->mu);
     return st;
   }
@@ -214,7 +368,31 @@ ovl_status ovl__cpu_rendezvous(ovl__bworld *bw, ring *rg, uint64_t seq,
     slot_fail(rg, sl, OVL_EABORTED,
               "ring %d collective #%llu (%s): aborted", rg->id,
               (unsigned long long)seq + 1, op);
-  } else if (sl->narrived == n) {
+  } else if (sl->narrived == bw->lay.nlocal && bw->lay.procs != NULL &&
+             ovl__procs_size(bw->lay.procs) > 1) {
+    /* Every local rank is here: meet the other processes' ranks. */
+    ovl__msg *msgs[OVL_MAX_RANKS] = {0};
+    int nmsgs = 0;
+    sl->state = SLOT_EXCHANGING;
+    pthread_mutex_unlock(&rg->mu);
+    st = exchange(bw, rg, sl, op, msgs, &nmsgs, buf, sizeof buf);
+    pthread_mutex_lock(&rg->mu);
+    if (st != OVL_OK) {
+      slot_fail(rg, sl, st, "%s", buf);
+    } else if (find_mismatch(bw, rg, sl, buf, sizeof buf)) {
+      slot_fail(rg, sl, OVL_EMISMATCH, "%s", buf);
+    } else {
+      sl->state = SLOT_COMPUTING;
+      pthread_mutex_unlock(&rg->mu);
+      ovl__cpu_collective_compute(sl, n);
+      pthread_mutex_lock(&rg->mu);
+      sl->state = SLOT_DONE;
+      pthread_cond_broadcast(&rg->cv);
+    }
+    st = OVL_OK;
+    for (int i = 0; i < nmsgs; i++)
+      free(msgs[i]);
+  } else if (sl->narrived == bw->lay.nlocal) {
     if (find_mismatch(bw, rg, sl, buf, sizeof buf)) {
       slot_fail(rg, sl, OVL_EMISMATCH, "%s", buf);
     } else {
@@ -247,13 +425,14 @@ ovl_status ovl__cpu_rendezvous(ovl__bworld *bw, ring *rg, uint64_t seq,
         slot_fail(rg, sl, OVL_ETIMEDOUT, "%s", buf);
       }
     }
-    /* The last rank is writing into every recv buffer: let it finish. */
-    while (sl->state == SLOT_COMPUTING)
+    /* The last rank is writing into every recv buffer (or meeting the
+     * other processes first, under its own deadline): let it finish. */
+    while (sl->state == SLOT_COMPUTING || sl->state == SLOT_EXCHANGING)
       pthread_cond_wait(&rg->cv, &rg->mu);
   }
   if (sl->state == SLOT_FAILED)
     st = ovl__err(err, sl->status, "%s", sl->msg);
-  slot_leave(rg, sl, n);
+  slot_leave(rg, sl, bw->lay.nlocal);
   pthread_mutex_unlock(&rg->mu);
   return st;
 }
@@ -407,6 +586,94 @@ static bool p2p_post(ovl__bworld *bw, ring *rg, int rank, p2p_item *it,
   return true;
 }
 
+/* Where a point-to-point item with another process's peer is. */
+enum { R_WAIT, R_DONE, R_FAILED };
+/* DATA's aux: dtype, count, status (not OVL_OK: the sender gave up, the
+ * payload says why); ACK's: status (not OVL_OK: refused or given up, the
+ * payload says why). */
+enum { D_DTYPE, D_COUNT, D_STATUS };
+
+static ovl__msg_key item_key(const ring *rg, int rank, const p2p_item *it,
+                             int kind) {
+  ovl__msg_key k = {kind, 0, rg->id, 0, 0, it->k, it->proc};
+  /* DATA and ACK are both keyed by the message: (sender, receiver, k). */
+  k.a = it->send ? rank : it->peer;
+  k.b = it->send ? it->peer : rank;
+  return k;
+}
+
+/* Send an item's DATA (a send) or ACK (a receive) with `status` and, when
+ * it is not OVL_OK, `why`. */
+static void remote_say(ovl__bworld *bw, const ring *rg, int rank,
+                       const p2p_item *it, ovl_status status,
+                       const char *why) {
+  ovl__msg_key k = item_key(rg, rank, it, it->send ? OVL__MSG_DATA
+                                                   : OVL__MSG_ACK);
+  int64_t aux[OVL__MSG_AUX] = {0};
+  const void *data = why;
+  size_t len = why != NULL ? strlen(why) + 1 : 0;
+  if (it->send) {
+    aux[D_DTYPE] = it->dtype;
+    aux[D_COUNT] = (int64_t)it->count;
+    aux[D_STATUS] = status;
+    if (status == OVL_OK) {
+      data = it->buf;
+      len = it->count * ovl_dtype_size(it->dtype);
+    }
+  } else {
+    aux[0] = status;
+  }
+  /* A send that fails leaves the peer to its timeout or to the abort that
+   * this rank's failure sends every process. */
+  (void)ovl__procs_send(bw->lay.procs, it->proc, &k, aux, data, len, NULL);
+}
+
+/* Take what an open remote item waits for, if it came: the ACK of a send,
+ * the DATA of a receive (then check, copy and acknowledge it). Sets
+ * it->rstate; on failure *st and why (when *st was OVL_OK). */
+static void remote_poll(ovl__bworld *bw, const ring *rg, int rank,
+                        p2p_item *it, ovl_status *st, char *why,
+                        size_t size) {
+  ovl__msg_key k = item_key(rg, rank, it, it->send ? OVL__MSG_ACK
+                                                   : OVL__MSG_DATA);
+  ovl__msg *m = ovl__procs_take(bw->lay.procs, &k);
+  ovl_status fail = OVL_OK;
+  char text[OVL_ERROR_MSG_MAX];
+  if (m == NULL)
+    return;
+  if (it->send || m->aux[D_STATUS] != OVL_OK) {
+    fail = (ovl_status)(it->send ? m->aux[0] : m->aux[D_STATUS]);
+    snprintf(text, sizeof text, "%.*s", (int)(m->len < sizeof text ? m->len : sizeof text - 1),
+             (const char *)m->data);
+  } else if ((ovl_dtype)m->aux[D_DTYPE] != it->dtype ||
+             (size_t)m->aux[D_COUNT] != it->count) {
+    fail = OVL_EMISMATCH;
+    snprintf(text, sizeof text,
+             "ring %d p2p: send #%llu from rank %d to rank %d is %s "
+             "count=%zu, but the matching recv on rank %d is %s count=%zu",
+             rg->id, (unsigned long long)it->k + 1, it->peer, rank,
+             ovl_dtype_name((ovl_dtype)m->aux[D_DTYPE]),
+             (size_t)m->aux[D_COUNT], rank, ovl_dtype_name(it->dtype),
+             it->count);
+    remote_say(bw, rg, rank, it, fail, text);
+  } else {
+    size_t bytes = it->count * ovl_dtype_size(it->dtype);
+    if (bytes > 0 && m->len >= bytes)
+      memcpy(it->buf, m->data, bytes);
+    remote_say(bw, rg, rank, it, OVL_OK, NULL);
+  }
+  if (fail == OVL_OK) {
+    it->rstate = R_DONE;
+  } else {
+    it->rstate = R_FAILED;
+    if (*st == OVL_OK) {
+      *st = fail;
+      snprintf(why, size, "%s", text);
+    }
+  }
+  free(m);
+}
+
 ovl_status ovl__cpu_p2p_run(ovl__bworld *bw, ring *rg, int rank,
                             p2p_item *items, int n, bool skipped,
                             ovl_error *err) {
@@ -416,12 +683,44 @@ ovl_status ovl__cpu_p2p_run(ovl__bworld *bw, ring *rg, int rank,
   char why[OVL_ERROR_MSG_MAX] = "", late[OVL_ERROR_MSG_MAX];
   char item[96], partner[96];
   bool copies = false, timed_out = false;
+  int nremote = 0;
   double deadline;
+
+  /* Items whose peer is another process's: posted first, without the
+   * ring's lock (a send's DATA goes out now). */
+  for (int i = 0; i < n; i++) {
+    p2p_item *it = &items[i];
+    it->proc = ovl__layout_proc(&bw->lay, it->peer);
+    it->remote = bw->lay.procs != NULL &&
+                 it->proc != ovl__procs_rank(bw->lay.procs);
+    it->pr = NULL;
+    if (!it->remote)
+      continue;
+    nremote++;
+    it->rstate = R_WAIT;
+    if (skipped) {
+      describe_item(it, item, sizeof item);
+      snprintf(late, sizeof late,
+               "ring %d p2p: %s of rank %d: rank %d did not take part "
+               "because its stream had already failed",
+               rg->id, item, rank, rank);
+      remote_say(bw, rg, rank, it, OVL_EABORTED, late);
+      it->rstate = R_FAILED;
+      if (st == OVL_OK) {
+        st = OVL_EABORTED;
+        memcpy(why, late, sizeof why);
+      }
+    } else if (it->send) {
+      remote_say(bw, rg, rank, it, OVL_OK, NULL);
+    }
+  }
 
   pthread_mutex_lock(&rg->mu);
   for (int i = 0; i < n; i++) {
     p2p_item *it = &items[i];
     it->copies = false;
+    if (it->remote)
+      continue;
     it->pr = pair_get(rg, nranks, it->send ? rank : it->peer,
                       it->send ? it->peer : rank, it->k);
     if (it->pr == NULL) {
@@ -461,12 +760,26 @@ ovl_status ovl__cpu_p2p_run(ovl__bworld *bw, ring *rg, int rank,
   /* Wait until every item is done or failed. Once one fails (or the
    * world is aborted, or the timeout passes) the items still open are
    * given up, so that their other sides fail at once too; messages being
-   * copied are let finish (the copier writes into a buffer of ours). */
+   * copied are let finish (the copier writes into a buffer of ours).
+   * Remote items are polled, outside the lock, between short waits. */
   deadline = ovl__now() + timeout;
-  for (;;) {
-    int open = 0, copying = 0, first_open = -1, bad = -1;
+  for (unsigned round = 0;; round++) {
+    int open = 0, copying = 0, first_open = -1, bad = -1, ropen = 0;
+    if (nremote > 0 && st == OVL_OK) {
+      pthread_mutex_unlock(&rg->mu);
+      for (int i = 0; i < n; i++)
+        if (items[i].remote && items[i].rstate == R_WAIT)
+          remote_poll(bw, rg, rank, &items[i], &st, why, sizeof why);
+      pthread_mutex_lock(&rg->mu);
+    }
     for (int i = 0; i < n; i++) {
       pair *p = items[i].pr;
+      if (items[i].remote) {
+        if (items[i].rstate == R_WAIT && open++ == 0)
+          first_open = i;
+        ropen += items[i].rstate == R_WAIT;
+        continue;
+      }
       if (p == NULL)
         continue;
       if (p->state == PAIR_OPEN && open++ == 0)
@@ -503,7 +816,20 @@ ovl_status ovl__cpu_p2p_run(ovl__bworld *bw, ring *rg, int rank,
     if (st != OVL_OK && open > 0) {
       /* Give up the rest: each message says why to its other side. */
       for (int i = 0; i < n; i++) {
-        const p2p_item *it = &items[i];
+        p2p_item *it = &items[i];
+        if (it->remote) {
+          if (it->rstate != R_WAIT)
+            continue;
+          it->rstate = R_FAILED;
+          if (it->send)
+            continue; /* its DATA is out; the abort tells the rest */
+          describe_item(it, item, sizeof item);
+          snprintf(late, sizeof late, "ring %d p2p: %s of rank %d given up: %.800s",
+                   rg->id, item, rank, why);
+          remote_say(bw, rg, rank, it, st == OVL_ETIMEDOUT ? OVL_EABORTED : st,
+                     late);
+          continue;
+        }
         if (it->pr == NULL || it->pr->state != PAIR_OPEN)
           continue;
         describe_item(it, item, sizeof item);
@@ -524,10 +850,19 @@ ovl_status ovl__cpu_p2p_run(ovl__bworld *bw, ring *rg, int rank,
     }
     if (open == 0 && copying == 0)
       break;
-    if (open == 0)
+    if (open == 0) {
       pthread_cond_wait(&rg->cv, &rg->mu);
-    else if (!cond_wait_until(&rg->cv, &rg->mu, deadline))
+    } else if (ropen > 0) {
+      /* Poll again soon: 10 us, doubling to 1 ms. */
+      double step = 1e-5 * (double)(1u << (round < 7 ? round : 7));
+      double until = ovl__now() + (step < 1e-3 ? step : 1e-3);
+      if (!cond_wait_until(&rg->cv, &rg->mu,
+                           until < deadline ? until : deadline) &&
+          ovl__now() >= deadline)
+        timed_out = true;
+    } else if (!cond_wait_until(&rg->cv, &rg->mu, deadline)) {
       timed_out = true;
+    }
   }
   for (int i = 0; i < n; i++)
     if (items[i].pr != NULL)

@@ -268,13 +268,16 @@ void ovl__cpu_collective_compute(const slot *sl, int nranks) {
                    (const char *)sl->a[q].send + off * esize, &tmp, n,
                    nranks);
       for (int r = 0; r < nranks; r++)
-        memcpy((char *)sl->a[r].recv + off * esize, &acc, n * esize);
+        if (sl->a[r].recv != NULL)
+          memcpy((char *)sl->a[r].recv + off * esize, &acc, n * esize);
     }
     break;
   case OVL_COLL_REDUCESCATTER:
     /* recv_r = reduction of the r-th piece of every send. In place (recv_r
      * inside send_r at r * count) reads each block before writing it. */
     for (int r = 0; r < nranks; r++) {
+      if (sl->a[r].recv == NULL)
+        continue;
       for (size_t off = 0; off < count; off += BLOCK) {
         size_t n = count - off < BLOCK ? count - off : BLOCK;
         size_t src = ((size_t)r * count + off) * esize;
@@ -290,13 +293,13 @@ void ovl__cpu_collective_compute(const slot *sl, int nranks) {
   case OVL_COLL_BROADCAST: {
     const void *src = sl->a[a0->root].send;
     for (int r = 0; r < nranks; r++)
-      if (sl->a[r].recv != src)
+      if (sl->a[r].recv != NULL && sl->a[r].recv != src)
         memmove(sl->a[r].recv, src, count * esize);
     break;
   }
   case OVL_COLL_ALLGATHER:
     for (int r = 0; r < nranks; r++)
-      for (int q = 0; q < nranks; q++) {
+      for (int q = 0; q < nranks && sl->a[r].recv != NULL; q++) {
         char *dst = (char *)sl->a[r].recv + (size_t)q * count * esize;
         if (dst != sl->a[q].send)
           memmove(dst, sl->a[q].send, count * esize);
@@ -305,7 +308,8 @@ void ovl__cpu_collective_compute(const slot *sl, int nranks) {
   case OVL_COLL_REDUCE:
     /* Only the root's output is written (NCCL uses recvbuff on the root
      * only); in place there, each block is read from every rank first. */
-    for (size_t off = 0; off < count; off += BLOCK) {
+    for (size_t off = 0; off < count && sl->a[a0->root].recv != NULL;
+         off += BLOCK) {
       size_t n = count - off < BLOCK ? count - off : BLOCK;
       first_block(a0->dtype, a0->redop, &acc,
                   (const char *)sl->a[0].send + off * esize, n, nranks);
@@ -322,7 +326,8 @@ void ovl__cpu_collective_compute(const slot *sl, int nranks) {
     size_t part = count / (size_t)nranks * esize;
     for (int i = 0; i < nranks; i++)
       for (int j = 0; j < nranks; j++)
-        memcpy((char *)sl->a[j].recv + (size_t)i * part,
+        if (sl->a[j].recv != NULL)
+          memcpy((char *)sl->a[j].recv + (size_t)i * part,
                (const char *)sl->a[i].send + (size_t)j * part, part);
     break;
   }

@@ -242,7 +242,7 @@ void ovl__cuda_sleep_ns(long ns);
 
 int ovl__cuda_device_count(void);
 int ovl__cuda_default_ranks(void);
-ovl_status ovl__cuda_world_init(int nranks, double timeout_s,
+ovl_status ovl__cuda_world_init(const ovl__layout *lay, double timeout_s,
                                 ovl__bworld **out, ovl_error *err);
 ovl_status ovl__cuda_world_rings(ovl__bworld *bw, int nrings,
                                  uint32_t comm_mask, ovl_error *err);

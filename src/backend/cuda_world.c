@@ -187,11 +187,11 @@ static void world_free(ovl__bworld *bw) {
   free(bw);
 }
 
-ovl_status ovl__cuda_world_init(int nranks, double timeout_s,
+ovl_status ovl__cuda_world_init(const ovl__layout *lay, double timeout_s,
                                   ovl__bworld **out, ovl_error *err) {
   ovl__bworld *bw;
   ovl_status st;
-  int count = 0;
+  int count = 0, nranks = lay->nranks;
   cudaError_t e;
 
   *out = NULL;

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "run/procs.h"
 #include "run/run.h"
 
 /* ------------------------------------------------------------------ */
@@ -40,6 +41,8 @@ void ovl__barrier_init(ovl__barrier *b, int n) {
   b->waiting = 0;
   b->gen = 0;
   b->aborted = false;
+  b->outer = NULL;
+  b->outer_ctx = NULL;
 }
 
 void ovl__barrier_destroy(ovl__barrier *b) {
@@ -53,6 +56,14 @@ bool ovl__barrier_wait(ovl__barrier *b) {
   if (!b->aborted) {
     unsigned long gen = b->gen;
     if (++b->waiting == b->n) {
+      if (b->outer != NULL) {
+        bool ok;
+        pthread_mutex_unlock(&b->mu);
+        ok = b->outer(b->outer_ctx);
+        pthread_mutex_lock(&b->mu);
+        if (!ok)
+          b->aborted = true;
+      }
       b->waiting = 0;
       b->gen++;
       pthread_cond_broadcast(&b->cv);
@@ -128,6 +139,9 @@ typedef struct run_s {
    * thread writes them) and the last completed (read from the backend
    * once its streams are quiet). */
   ovl__flight flight;
+  /* More than one process: the barriers met so far (the last local rank
+   * to arrive meets the other processes: procs_barrier). */
+  uint64_t barrier_seq;
 } run_t;
 
 /* Graph mode: one segment of an iteration, the stream work up to a host
@@ -187,7 +201,119 @@ static void run_fail(run_t *run, const ovl_error *e) {
   if (abort_now) {
     run->world->be->world_abort(run->world->bw);
     ovl__barrier_abort(&run->barrier);
+    if (run->world->lay.procs != NULL)
+      ovl__procs_abort_peers(run->world->lay.procs);
   }
+}
+
+/* ------------------------------------------------------------------ */
+/* Between processes                                                   */
+/* ------------------------------------------------------------------ */
+
+/* Another process's rank failed: fail ours promptly too (their errors
+ * are aborts; the agreement after the run keeps the real one). */
+static void procs_on_abort(void *ctx) {
+  run_t *run = ctx;
+  run->world->be->world_abort(run->world->bw);
+  ovl__barrier_abort(&run->barrier);
+}
+
+static bool procs_stop(void *ctx) {
+  run_t *run = ctx;
+  bool failed;
+  pthread_mutex_lock(&run->err_mu);
+  failed = run->failed;
+  pthread_mutex_unlock(&run->err_mu);
+  return failed;
+}
+
+/* The run barrier's outer part: this process's ranks are all there; meet
+ * every other process's. The deadline is twice the timeout and more, so
+ * that a process whose collective hangs fails by its own timeout (the
+ * better message) before the others give up here. */
+static bool procs_barrier(void *ctx) {
+  run_t *run = ctx;
+  ovl_procs *p = run->world->lay.procs;
+  int me = ovl__procs_rank(p), nprocs = ovl__procs_size(p);
+  ovl__msg_key key = {OVL__MSG_BARRIER, 0, 0, 0, 0, 0, -1};
+  double deadline = ovl__now() + 2 * run->world->timeout_s + 5;
+  ovl_error e;
+  key.seq = ++run->barrier_seq;
+  for (int q = 0; q < nprocs; q++)
+    if (q != me && ovl__procs_send(p, q, &key, NULL, NULL, 0, &e) != OVL_OK) {
+      ovl__err_prefix(&e, "the barrier of the processes: ");
+      run_fail(run, &e);
+      return false;
+    }
+  for (int q = 0; q < nprocs; q++) {
+    ovl__msg *m = NULL;
+    ovl_status st;
+    if (q == me)
+      continue;
+    key.from = q;
+    st = ovl__procs_wait(p, &key, deadline, procs_stop, run, &m);
+    free(m);
+    if (st == OVL_ETIMEDOUT) {
+      const ovl__layout *lay = &run->world->lay;
+      ovl__err(&e, OVL_ETIMEDOUT,
+               "the barrier of the processes: timed out after %.1f s "
+               "waiting for process %d (ranks %d to %d)",
+               2 * run->world->timeout_s + 5, q, lay->proc_first[q],
+               lay->proc_first[q + 1] - 1);
+      run_fail(run, &e);
+      return false;
+    }
+    if (st != OVL_OK)
+      return false;
+  }
+  return true;
+}
+
+/* The flight record's and the positions' rows of every process, and the
+ * one error every process ends with (ovl__procs_agree). */
+static ovl_status procs_agree_failure(run_t *run, ovl_error *err) {
+  const ovl__layout *lay = &run->world->lay;
+  ovl_status st = run->failed ? run->first.status : OVL_OK;
+  ovl_error e = run->first;
+  size_t nr = (size_t)run->flight.nrings;
+  int *counts;
+  st = ovl__procs_agree(lay->procs, st, &e);
+  if (st == OVL_OK)
+    return OVL_OK;
+  counts = ovl__layout_counts(lay);
+  if (counts == NULL)
+    return ovl__err(err, OVL_ENOMEM, "out of memory");
+  /* Where this process's ranks were: at their failure, or at the end. */
+  if (!run->failed)
+    for (int r = lay->first; r < lay->first + lay->nlocal; r++)
+      run->pos_at_fail[r] = atomic_load(&run->pos[r]);
+  {
+    ovl_error ge;
+    size_t o = (size_t)lay->first * nr;
+    if (ovl__procs_allgather_rows(lay->procs, run->pos_at_fail + lay->first,
+                                  run->pos_at_fail, counts,
+                                  sizeof *run->pos_at_fail, &ge) != OVL_OK ||
+        (nr > 0 &&
+         (ovl__procs_allgather_rows(lay->procs, run->flight.enq_tag + o,
+                                    run->flight.enq_tag, counts,
+                                    nr * sizeof *run->flight.enq_tag,
+                                    &ge) != OVL_OK ||
+          ovl__procs_allgather_rows(lay->procs, run->flight.enq_op + o,
+                                    run->flight.enq_op, counts,
+                                    nr * sizeof *run->flight.enq_op,
+                                    &ge) != OVL_OK ||
+          ovl__procs_allgather_rows(lay->procs, run->flight.done_tag + o,
+                                    run->flight.done_tag, counts,
+                                    nr * sizeof *run->flight.done_tag,
+                                    &ge) != OVL_OK)))
+      ovl__err_prefix(&e, "(the other processes' positions could not be "
+                          "gathered) ");
+  }
+  free(counts);
+  run->failed = true;
+  run->first = e;
+  run->first.status = st;
+  return st;
 }
 
 static void set_pos(rank_t *rk, at_kind kind, int iter, size_t op) {
@@ -1147,6 +1273,7 @@ ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
   pthread_t *threads;
   ovl_status st;
   int started = 0;
+  const ovl__layout *lay = world != NULL ? &world->lay : NULL;
 
   if (world == NULL || prog == NULL || opts == NULL || out == NULL)
     return ovl__err(err, OVL_EINVAL, "ovl_world_run: NULL argument");
@@ -1222,11 +1349,20 @@ ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
   }
   for (int r = 0; r < world->nranks; r++)
     atomic_init(&run.pos[r], pos_pack(AT_SETUP, 0, 0));
-  ovl__barrier_init(&run.barrier, world->nranks);
-  ovl__barrier_init(&run.teardown, world->nranks);
+  ovl__barrier_init(&run.barrier, lay->nlocal);
+  ovl__barrier_init(&run.teardown, lay->nlocal);
   pthread_mutex_init(&run.err_mu, NULL);
+  run.res->lo = lay->first;
+  run.res->hi = lay->first + lay->nlocal;
+  run.res->procs = lay->procs;
+  if (lay->procs != NULL) {
+    run.barrier.outer = procs_barrier;
+    run.barrier.outer_ctx = &run;
+    ovl__procs_run_begin(lay->procs, procs_on_abort, &run);
+  }
 
-  for (int r = 0; r < world->nranks; r++) {
+  /* This process's ranks, one thread each. */
+  for (int r = lay->first; r < lay->first + lay->nlocal; r++) {
     ranks[r].run = &run;
     ranks[r].rank = r;
     ranks[r].graph = opts->graph != 0;
@@ -1240,8 +1376,21 @@ ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
     }
     started++;
   }
-  for (int r = 0; r < started; r++)
+  for (int r = lay->first; r < lay->first + started; r++)
     pthread_join(threads[r], NULL);
+  if (lay->procs != NULL) {
+    ovl_status ast;
+    ovl__procs_run_end(lay->procs);
+    /* Every process ends the same: the first real error of any, with
+     * every rank's place and flight record; or every rank's result. */
+    ast = procs_agree_failure(&run, err);
+    if (ast == OVL_OK)
+      ast = ovl__result_merge(run.res, lay, prog, &run.first);
+    if (ast != OVL_OK && !run.failed) {
+      run.failed = true;
+      run.first.status = ast;
+    }
+  }
 
   pthread_mutex_destroy(&run.err_mu);
   ovl__barrier_destroy(&run.barrier);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "run/procs.h"
 #include "run/run.h"
 
 /* The order the modes run in, whatever the order of their bits. */
@@ -368,6 +369,10 @@ static ovl_status run_trials(ovl_report *r, ovl_world *world,
         progress(o, r, OVL_PIPELINE_RAN, i);
     }
     spent += ovl__now() - t0;
+    /* More than one process: process 0's clock decides, so that every
+     * process runs as many trials. */
+    if (world->lay.procs != NULL && st == OVL_OK)
+      st = ovl__procs_bcast(world->lay.procs, &spent, sizeof spent, 0, e);
   }
   return st;
 }

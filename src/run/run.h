@@ -16,6 +16,12 @@ struct ovl_world_s {
   int nranks;
   double timeout_s;
   bool ran; /* ovl_world_run was called: no more tuning */
+  /* More than one process: the layout (procs NULL for one process); per
+   * rank its device's name and the world's devices in words, gathered
+   * from every process. */
+  ovl__layout lay;
+  char (*names)[64];
+  char devices[192];
 };
 
 struct ovl_result_s {
@@ -40,7 +46,25 @@ struct ovl_result_s {
   /* The machine, copied from the world (ovl__result_set_machine). */
   char *backend, *devices;
   char **device_names; /* [rank] */
+  /* More than one process: the ranks whose values this process fetched,
+   * [lo, hi) (the others' fetched values are here too when they were
+   * small enough to gather: ovl__result_merge), and the processes, over
+   * which ovl_check_result is collective. One process: [0, nranks), NULL. */
+  int lo, hi;
+  ovl_procs *procs;
 };
+
+/* After a run of several processes that every process completed: gather
+ * into `res` every rank's op times, spans and trace base, process 0's
+ * iteration times (rank 0's clock decides), and the fetched values of
+ * every rank when they are at most OVL__GATHER_FETCHED_MAX bytes (as
+ * doubles, all ranks) per variable. Collective. */
+#define OVL__GATHER_FETCHED_MAX ((size_t)64 << 20)
+ovl_status ovl__result_merge(ovl_result *res, const ovl__layout *lay,
+                             const ovl_program *prog, ovl_error *err);
+/* Per process, its number of ranks ([nprocs], malloc'd; NULL when out of
+ * memory). */
+int *ovl__layout_counts(const ovl__layout *lay);
 
 /* The refusal of graph mode (ovl_run_opts.graph) by a backend that has
  * no graphs: OVL_EINVAL. */
@@ -143,6 +167,11 @@ typedef struct {
   int n, waiting;
   unsigned long gen;
   bool aborted;
+  /* When set, the last thread to arrive calls it (without the lock)
+   * before it lets everyone go: the other processes' ranks meet there
+   * (false: it failed, the barrier is aborted). */
+  bool (*outer)(void *ctx);
+  void *outer_ctx;
 } ovl__barrier;
 
 void ovl__barrier_init(ovl__barrier *b, int n);

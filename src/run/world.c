@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "run/procs.h"
 #include "run/run.h"
 
 static const ovl__backend_ops *pick_backend(const char *name,
@@ -35,6 +36,157 @@ static const ovl__backend_ops *pick_backend(const char *name,
   return be;
 }
 
+int ovl__layout_proc(const ovl__layout *lay, int rank) {
+  int q = 0;
+  if (lay->procs == NULL)
+    return 0;
+  while (q + 1 < ovl__procs_size(lay->procs) && rank >= lay->proc_first[q + 1])
+    q++;
+  return q;
+}
+
+/* The layout of a world of several processes: every process's local
+ * ranks, gathered; errors agreed, so that every process fails alike. */
+static ovl_status procs_layout(const ovl__backend_ops *be, int ndev,
+                               const ovl_world_opts *o, ovl__layout *lay,
+                               ovl_error *err) {
+  ovl_procs *p = o->procs;
+  int nprocs = ovl__procs_size(p), me = ovl__procs_rank(p);
+  int local = o->local_ranks == 0 ? 1 : o->local_ranks;
+  int *counts;
+  long total = 0;
+  ovl_status st = OVL_OK;
+
+  counts = calloc((size_t)nprocs, sizeof *counts);
+  if (counts == NULL)
+    return ovl__err(err, OVL_ENOMEM, "out of memory creating the world");
+  if (local < 1 || local > OVL_MAX_RANKS)
+    st = ovl__err(err, OVL_EINVAL, "ranks per process must be 1..%d, got %d",
+                  OVL_MAX_RANKS, local);
+  if (st == OVL_OK)
+    st = ovl__procs_allgather(p, &local, counts, sizeof local, err);
+  if (st != OVL_OK) {
+    free(counts);
+    return st;
+  }
+  lay->procs = p;
+  lay->nlocal = local;
+  lay->first = 0;
+  lay->proc_first = calloc((size_t)nprocs + 1, sizeof *lay->proc_first);
+  if (lay->proc_first == NULL) {
+    free(counts);
+    return ovl__err(err, OVL_ENOMEM, "out of memory creating the world");
+  }
+  for (int q = 0; q < nprocs; q++) {
+    if (q < me)
+      lay->first += counts[q];
+    total += counts[q];
+    lay->proc_first[q + 1] =
+        (int)(total < OVL_MAX_RANKS ? total : OVL_MAX_RANKS);
+  }
+  free(counts);
+  if (total > OVL_MAX_RANKS)
+    st = ovl__err(err, OVL_EINVAL,
+                  "%d processes of %d rank%s make %ld ranks; at most %d",
+                  nprocs, local, local == 1 ? "" : "s", total,
+                  OVL_MAX_RANKS);
+  else if (o->nranks != 0 && o->nranks != total)
+    st = ovl__err(err, OVL_EINVAL,
+                  "asked for %d ranks, but %d process%s of %d rank%s each "
+                  "make %ld (ranks = processes x ranks per process)",
+                  o->nranks, nprocs, nprocs == 1 ? "" : "es", local,
+                  local == 1 ? "" : "s", total);
+  else if (ovl__procs_node_rank(p) * local + local > ndev)
+    st = ovl__err(err, OVL_ENODEV,
+                  "backend '%s': process %d is process %d of its node and "
+                  "drives %d rank%s, devices %d to %d, but %d device%s "
+                  "visible (one process a device: --gpus-per-process=1; or "
+                  "give each process its own CUDA_VISIBLE_DEVICES)",
+                  be->name, me, ovl__procs_node_rank(p), local,
+                  local == 1 ? "" : "s", ovl__procs_node_rank(p) * local,
+                  ovl__procs_node_rank(p) * local + local - 1, ndev,
+                  ndev == 1 ? " is" : "s are");
+  lay->nranks = (int)total;
+  return ovl__procs_agree(p, st, err);
+}
+
+/* Every rank's device name, and the devices in words ("4 x emulated
+ * (cpu) in 2 processes"), gathered. */
+static ovl_status procs_devices(ovl_world *w, ovl_error *err) {
+  const ovl__layout *lay = &w->lay;
+  int nprocs = ovl__procs_size(lay->procs);
+  int *counts = calloc((size_t)nprocs, sizeof *counts);
+  ovl_status st;
+  size_t len = 0;
+  w->names = calloc((size_t)w->nranks, sizeof *w->names);
+  if (counts == NULL || w->names == NULL) {
+    free(counts);
+    return ovl__err(err, OVL_ENOMEM, "out of memory creating the world");
+  }
+  for (int i = 0; i < lay->nlocal; i++)
+    snprintf(w->names[lay->first + i], sizeof w->names[0], "%s",
+             w->be->device_name(w->bw, lay->first + i));
+  st = ovl__procs_allgather(lay->procs, &lay->nlocal, counts,
+                            sizeof lay->nlocal, err);
+  if (st == OVL_OK)
+    st = ovl__procs_allgather_rows(lay->procs, w->names[lay->first],
+                                   w->names, counts, sizeof w->names[0],
+                                   err);
+  free(counts);
+  if (st != OVL_OK)
+    return st;
+  for (int r = 0; r < w->nranks;) {
+    int run = 1;
+    while (r + run < w->nranks && strcmp(w->names[r + run], w->names[r]) == 0)
+      run++;
+    if (len < sizeof w->devices)
+      len += (size_t)snprintf(w->devices + len, sizeof w->devices - len,
+                              "%s%d x %s", r > 0 ? ", " : "", run,
+                              w->names[r]);
+    r += run;
+  }
+  if (len < sizeof w->devices)
+    snprintf(w->devices + len, sizeof w->devices - len, " in %d process%s",
+             nprocs, nprocs == 1 ? "" : "es");
+  return OVL_OK;
+}
+
+static ovl_status world_create_procs(const ovl__backend_ops *be, int ndev,
+                                     const ovl_world_opts *o,
+                                     ovl_world **out, ovl_error *err) {
+  ovl_world *w = calloc(1, sizeof *w);
+  ovl_status st;
+  if (w == NULL)
+    st = ovl__err(err, OVL_ENOMEM, "out of memory creating the world");
+  else
+    st = OVL_OK;
+  st = ovl__procs_agree(o->procs, st, err);
+  if (st == OVL_OK)
+    st = procs_layout(be, ndev, o, &w->lay, err);
+  if (st != OVL_OK) {
+    free(w->lay.proc_first);
+    free(w);
+    return st;
+  }
+  w->be = be;
+  w->nranks = w->lay.nranks;
+  w->timeout_s = o->timeout_s;
+  st = be->world_init(&w->lay, o->timeout_s, &w->bw, err);
+  st = ovl__procs_agree(o->procs, st, err);
+  if (st == OVL_OK)
+    st = procs_devices(w, err);
+  if (st != OVL_OK) {
+    if (w->bw != NULL)
+      be->world_fini(w->bw);
+    free(w->names);
+    free(w->lay.proc_first);
+    free(w);
+    return st;
+  }
+  *out = w;
+  return OVL_OK;
+}
+
 ovl_status ovl_world_create(const ovl_world_opts *opts, ovl_world **out,
                             ovl_error *err) {
   ovl_world_opts o = {0};
@@ -54,6 +206,10 @@ ovl_status ovl_world_create(const ovl_world_opts *opts, ovl_world **out,
   if (ndev <= 0)
     return ovl__err(err, OVL_ENODEV, "backend '%s': no device is visible",
                     be->name);
+  if (o.timeout_s <= 0)
+    o.timeout_s = 60.0;
+  if (o.procs != NULL)
+    return world_create_procs(be, ndev, &o, out, err);
   if (o.nranks == 0)
     o.nranks = be->default_ranks();
   if (o.nranks < 1 || o.nranks > OVL_MAX_RANKS)
@@ -64,15 +220,15 @@ ovl_status ovl_world_create(const ovl_world_opts *opts, ovl_world **out,
                     "backend '%s': asked for %d ranks but %d device%s "
                     "visible",
                     be->name, o.nranks, ndev, ndev == 1 ? " is" : "s are");
-  if (o.timeout_s <= 0)
-    o.timeout_s = 60.0;
   w = calloc(1, sizeof *w);
   if (w == NULL)
     return ovl__err(err, OVL_ENOMEM, "out of memory creating the world");
   w->be = be;
   w->nranks = o.nranks;
   w->timeout_s = o.timeout_s;
-  st = be->world_init(o.nranks, o.timeout_s, &w->bw, err);
+  w->lay.nranks = o.nranks;
+  w->lay.nlocal = o.nranks;
+  st = be->world_init(&w->lay, o.timeout_s, &w->bw, err);
   if (st != OVL_OK) {
     free(w);
     return st;
@@ -113,6 +269,8 @@ void ovl_world_free(ovl_world *world) {
   if (world == NULL)
     return;
   world->be->world_fini(world->bw);
+  free(world->names);
+  free(world->lay.proc_first);
   free(world);
 }
 
@@ -121,6 +279,8 @@ const char *ovl_world_backend_name(const ovl_world *world) {
 }
 int ovl_world_nranks(const ovl_world *world) { return world->nranks; }
 const char *ovl_world_devices(const ovl_world *world) {
+  if (world->lay.procs != NULL)
+    return world->devices;
   return world->be->world_devices(world->bw);
 }
 int ovl_world_has_graphs(const ovl_world *world) {
@@ -137,6 +297,8 @@ ovl_status ovl__err_no_graphs(ovl_error *err, const char *backend) {
 const char *ovl_world_device_name(const ovl_world *world, int rank) {
   if (world == NULL || rank < 0 || rank >= world->nranks)
     return NULL;
+  if (world->lay.procs != NULL)
+    return world->names[rank];
   return world->be->device_name(world->bw, rank);
 }
 
