@@ -132,7 +132,13 @@ typedef struct ovl__layout {
   /* With procs: process q drives ranks [proc_first[q], proc_first[q +
    * 1]) ([nprocs + 1], owned by the world). */
   int *proc_first;
+  /* The device of this process's first rank (the others follow it). */
+  int dev0;
 } ovl__layout;
+
+/* The layout of one process driving all of n ranks (a compound literal:
+ * for world_init in tests). */
+#define OVL__ONE_PROCESS(n) (&(ovl__layout){.nranks = (n), .nlocal = (n)})
 
 /* The process that drives `rank` (0 for one process). */
 int ovl__layout_proc(const ovl__layout *lay, int rank);
@@ -147,7 +153,7 @@ typedef struct ovl__backend_ops {
    * drives layout->nlocal (only those get rank_init; device_name, the
    * communicators and every per-rank call are of local ranks). With
    * procs, a collective call over the processes (cuda: the local ranks'
-   * devices start at node_rank * nlocal). */
+   * devices start at layout->dev0). */
   ovl_status (*world_init)(const ovl__layout *layout, double timeout_s,
                            ovl__bworld **out, ovl_error *err);
   /* (main) Make sure rings [0, nrings) exist, and a communicator for each

@@ -53,7 +53,7 @@ typedef struct env {
 } env;
 
 static void env_open(env *v, int nrings, double timeout_s) {
-  CK_OK(B->world_init(1, timeout_s, &v->bw, E));
+  CK_OK(B->world_init(OVL__ONE_PROCESS(1), timeout_s, &v->bw, E));
   CK_OK(B->world_rings(v->bw, nrings, (1u << nrings) - 1, E));
   CK_OK(B->rank_init(v->bw, 0, nrings, &v->br, E));
 }
@@ -163,9 +163,9 @@ START_TEST(test_basics) {
   ck_assert_str_eq(B->name, "cpu");
   ck_assert_int_ge(B->device_count(), OVL_MAX_RANKS);
   ck_assert_int_eq(B->default_ranks(), 2);
-  ck_assert_int_eq(B->world_init(0, 0, &bw, &err), OVL_EINVAL);
-  ck_assert_int_eq(B->world_init(OVL_MAX_RANKS + 1, 0, &bw, &err), OVL_EINVAL);
-  CK_OK(B->world_init(3, 0, &bw, E));
+  ck_assert_int_eq(B->world_init(OVL__ONE_PROCESS(0), 0, &bw, &err), OVL_EINVAL);
+  ck_assert_int_eq(B->world_init(OVL__ONE_PROCESS(OVL_MAX_RANKS + 1), 0, &bw, &err), OVL_EINVAL);
+  CK_OK(B->world_init(OVL__ONE_PROCESS(3), 0, &bw, E));
   ck_assert_str_eq(B->world_devices(bw), "3 emulated (cpu)");
   CK_OK(B->world_rings(bw, 1, 1u, E));
   CK_OK(B->world_rings(bw, 2, 3u, E)); /* grows */
@@ -509,7 +509,7 @@ static double time_kernels(unsigned seed, int n) {
   ovl__brank *br;
   char v[32];
   snprintf(v, sizeof v, "%u", seed);
-  CK_OK(B->world_init(1, 0, &bw, E));
+  CK_OK(B->world_init(OVL__ONE_PROCESS(1), 0, &bw, E));
   if (seed != 0)
     CK_OK(B->world_set(bw, "chaos_seed", v, E));
   CK_OK(B->world_rings(bw, 1, 1u, E));
@@ -550,7 +550,7 @@ END_TEST
 START_TEST(test_tune_refuses_cuda_knobs) {
   ovl__bworld *bw;
   ovl_error err;
-  CK_OK(B->world_init(2, 0, &bw, E));
+  CK_OK(B->world_init(OVL__ONE_PROCESS(2), 0, &bw, E));
   ck_assert_int_eq(B->world_set(bw, "comm_priority", "high", &err),
                    OVL_EINVAL);
   ck_assert_str_eq(err.msg, "backend 'cpu' has no comm stream priority or "
@@ -1050,7 +1050,7 @@ static void collectives_for(int n) {
   rank_arg args[OVL_MAX_RANKS];
   for (int d = 0; d < OVL_DTYPE_COUNT; d++) {
     coll_ctx cx = {(ovl_dtype)d};
-    CK_OK(B->world_init(n, 5.0, &bw, E));
+    CK_OK(B->world_init(OVL__ONE_PROCESS(n), 5.0, &bw, E));
     CK_OK(B->world_rings(bw, 1, 1u, E));
     run_ranks(bw, n, coll_rank, &cx, args);
     B->world_fini(bw);
@@ -1140,7 +1140,7 @@ START_TEST(test_mismatch) {
   rank_arg args[3];
   for (int variant = 0; variant < 2; variant++) {
     err_ctx cx = {variant};
-    CK_OK(B->world_init(3, 5.0, &bw, E));
+    CK_OK(B->world_init(OVL__ONE_PROCESS(3), 5.0, &bw, E));
     CK_OK(B->world_rings(bw, 1, 1u, E));
     run_ranks(bw, 3, mismatch_rank, &cx, args);
     for (int r = 0; r < 3; r++) {
@@ -1196,7 +1196,7 @@ START_TEST(test_timeout) {
   rank_arg args[3];
   pthread_barrier_t bar;
   pthread_barrier_init(&bar, NULL, 3);
-  CK_OK(B->world_init(3, 0.3, &bw, E));
+  CK_OK(B->world_init(OVL__ONE_PROCESS(3), 0.3, &bw, E));
   CK_OK(B->world_rings(bw, 1, 1u, E));
   run_ranks(bw, 3, timeout_rank, &bar, args);
   for (int r = 0; r < 2; r++) {
@@ -1261,7 +1261,7 @@ START_TEST(test_abort_collective) {
   ovl__bworld *bw;
   rank_arg args[2];
   pthread_t th;
-  CK_OK(B->world_init(2, 10.0, &bw, E));
+  CK_OK(B->world_init(OVL__ONE_PROCESS(2), 10.0, &bw, E));
   CK_OK(B->world_rings(bw, 1, 1u, E));
   abort_ctx cx = {bw, 0.1};
   pthread_create(&th, NULL, abort_later, &cx);
@@ -1379,7 +1379,7 @@ static void sticky_rank(rank_arg *a) {
 START_TEST(test_sticky_error) {
   ovl__bworld *bw;
   rank_arg args[2];
-  CK_OK(B->world_init(2, 5.0, &bw, E));
+  CK_OK(B->world_init(OVL__ONE_PROCESS(2), 5.0, &bw, E));
   CK_OK(B->world_rings(bw, 1, 1u, E));
   run_ranks(bw, 2, sticky_rank, NULL, args);
   for (int r = 0; r < 2; r++)
@@ -1434,7 +1434,7 @@ static void many_rank(rank_arg *a) {
 START_TEST(test_many_collectives) {
   ovl__bworld *bw;
   rank_arg args[4];
-  CK_OK(B->world_init(4, 5.0, &bw, E));
+  CK_OK(B->world_init(OVL__ONE_PROCESS(4), 5.0, &bw, E));
   CK_OK(B->world_rings(bw, 2, 3u, E));
   run_ranks(bw, 4, many_rank, NULL, args);
   B->world_fini(bw);
@@ -1478,7 +1478,7 @@ static void seq_rank(rank_arg *a) {
 START_TEST(test_seq_by_enqueue) {
   ovl__bworld *bw;
   rank_arg args[2];
-  CK_OK(B->world_init(2, 5.0, &bw, E));
+  CK_OK(B->world_init(OVL__ONE_PROCESS(2), 5.0, &bw, E));
   CK_OK(B->world_rings(bw, 1, 1u, E));
   run_ranks(bw, 2, seq_rank, NULL, args);
   B->world_fini(bw);
@@ -1593,7 +1593,7 @@ static void rab_rank(rank_arg *a) {
 static void reduce_alltoall_barrier_for(int n) {
   ovl__bworld *bw;
   rank_arg args[OVL_MAX_RANKS];
-  CK_OK(B->world_init(n, 5.0, &bw, E));
+  CK_OK(B->world_init(OVL__ONE_PROCESS(n), 5.0, &bw, E));
   CK_OK(B->world_rings(bw, 1, 1u, E));
   run_ranks(bw, n, rab_rank, NULL, args);
   for (int r = 0; r < n; r++)
@@ -1615,7 +1615,7 @@ START_TEST(test_reduce_alltoall_barrier_args) {
   ovl__brank *br;
   ovl_error err;
   void *p, *q;
-  CK_OK(B->world_init(2, 1.0, &bw, E));
+  CK_OK(B->world_init(OVL__ONE_PROCESS(2), 1.0, &bw, E));
   CK_OK(B->world_rings(bw, 1, 1u, E));
   CK_OK(B->rank_init(bw, 0, 1, &br, E));
   CK_OK(B->mem_alloc(br, 16 * sizeof(float), &p, E));
@@ -1670,7 +1670,7 @@ static void rab_mismatch_rank(rank_arg *a) {
 START_TEST(test_reduce_barrier_mismatch) {
   ovl__bworld *bw;
   rank_arg args[2];
-  CK_OK(B->world_init(2, 5.0, &bw, E));
+  CK_OK(B->world_init(OVL__ONE_PROCESS(2), 5.0, &bw, E));
   CK_OK(B->world_rings(bw, 1, 1u, E));
   run_ranks(bw, 2, rab_mismatch_rank, NULL, args);
   for (int r = 0; r < 2; r++) {
@@ -1795,7 +1795,7 @@ static void p2p_order_rank(rank_arg *a) {
 START_TEST(test_p2p_order) {
   ovl__bworld *bw;
   rank_arg args[2];
-  CK_OK(B->world_init(2, 5.0, &bw, E));
+  CK_OK(B->world_init(OVL__ONE_PROCESS(2), 5.0, &bw, E));
   CK_OK(B->world_rings(bw, 1, 1u, E));
   run_ranks(bw, 2, p2p_order_rank, NULL, args);
   ck_assert_msg(args[0].t[0] < 0.1, "rank 0's comm send took %.3f s",
@@ -1838,7 +1838,7 @@ START_TEST(test_p2p_group) {
   ovl__bworld *bw;
   rank_arg args[OVL_MAX_RANKS];
   int n = _i;
-  CK_OK(B->world_init(n, 5.0, &bw, E));
+  CK_OK(B->world_init(OVL__ONE_PROCESS(n), 5.0, &bw, E));
   CK_OK(B->world_rings(bw, 1, 1u, E));
   run_ranks(bw, n, p2p_group_rank, NULL, args);
   B->world_fini(bw);
@@ -1913,7 +1913,7 @@ START_TEST(test_p2p_mismatch) {
   rank_arg args[2];
   for (int variant = 0; variant < 2; variant++) {
     err_ctx cx = {variant};
-    CK_OK(B->world_init(2, 5.0, &bw, E));
+    CK_OK(B->world_init(OVL__ONE_PROCESS(2), 5.0, &bw, E));
     CK_OK(B->world_rings(bw, 1, 1u, E));
     run_ranks(bw, 2, p2p_mismatch_rank, &cx, args);
     for (int r = 0; r < 2; r++) {
@@ -1981,7 +1981,7 @@ START_TEST(test_p2p_timeout) {
   rank_arg args[2];
   pthread_barrier_t bar;
   pthread_barrier_init(&bar, NULL, 2);
-  CK_OK(B->world_init(2, 0.3, &bw, E));
+  CK_OK(B->world_init(OVL__ONE_PROCESS(2), 0.3, &bw, E));
   CK_OK(B->world_rings(bw, 1, 1u, E));
   run_ranks(bw, 2, p2p_timeout_rank, &bar, args);
   /* The first to time out skips its send, which tells the other at once
@@ -2062,7 +2062,7 @@ START_TEST(test_p2p_abort) {
   ovl__bworld *bw;
   rank_arg args[2];
   pthread_t th;
-  CK_OK(B->world_init(2, 10.0, &bw, E));
+  CK_OK(B->world_init(OVL__ONE_PROCESS(2), 10.0, &bw, E));
   CK_OK(B->world_rings(bw, 1, 1u, E));
   abort_ctx cx = {bw, 0.1};
   pthread_create(&th, NULL, abort_later, &cx);
@@ -2088,7 +2088,7 @@ START_TEST(test_p2p_args) {
   ovl__brank *br;
   ovl_error err;
   void *p;
-  CK_OK(B->world_init(2, 1.0, &bw, E));
+  CK_OK(B->world_init(OVL__ONE_PROCESS(2), 1.0, &bw, E));
   CK_OK(B->world_rings(bw, 1, 1u, E));
   CK_OK(B->rank_init(bw, 1, 1, &br, E));
   CK_OK(B->mem_alloc(br, 16 * sizeof(float), &p, E));
@@ -2139,7 +2139,7 @@ static void progress_rank(rank_arg *a) {
 START_TEST(test_ring_progress) {
   ovl__bworld *bw;
   rank_arg args[2];
-  CK_OK(B->world_init(2, 5.0, &bw, E));
+  CK_OK(B->world_init(OVL__ONE_PROCESS(2), 5.0, &bw, E));
   CK_OK(B->world_rings(bw, 2, 3u, E));
   run_ranks(bw, 2, progress_rank, NULL, args);
   ck_assert_int_eq(args[0].st[0], OVL_EMISMATCH);

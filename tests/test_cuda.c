@@ -215,7 +215,7 @@ static void run_world(int nranks, int comm_rings, int stream_rings,
   w->body = body;
   pthread_mutex_init(&w->mu, NULL);
   pthread_cond_init(&w->cv, NULL);
-  CK_OK(B->world_init(nranks, timeout_s, &w->bw, E));
+  CK_OK(B->world_init(OVL__ONE_PROCESS(nranks), timeout_s, &w->bw, E));
   if (comm_rings > 1)
     CK_OK(B->world_rings(w->bw, 1, 1u, E));
   CK_OK(B->world_rings(w->bw, comm_rings, (1u << comm_rings) - 1, E));
@@ -343,16 +343,16 @@ START_TEST(test_devices) {
   ck_assert_int_eq(B->default_ranks(), all_ranks());
 
   if (ngpus < OVL_MAX_RANKS) {
-    ck_assert_int_eq(B->world_init(ngpus + 1, 0, &bw, &err), OVL_ENODEV);
+    ck_assert_int_eq(B->world_init(OVL__ONE_PROCESS(ngpus + 1), 0, &bw, &err), OVL_ENODEV);
     ck_assert_ptr_null(bw);
     ck_assert_msg(strstr(err.msg, "asked for") != NULL &&
                       strstr(err.msg, "visible") != NULL,
                   "%s", err.msg);
   }
-  ck_assert_int_eq(B->world_init(0, 0, &bw, &err), OVL_EINVAL);
-  ck_assert_int_eq(B->world_init(1, -1.0, &bw, &err), OVL_EINVAL);
+  ck_assert_int_eq(B->world_init(OVL__ONE_PROCESS(0), 0, &bw, &err), OVL_EINVAL);
+  ck_assert_int_eq(B->world_init(OVL__ONE_PROCESS(1), -1.0, &bw, &err), OVL_EINVAL);
 
-  CK_OK(B->world_init(all_ranks(), 0, &bw, E));
+  CK_OK(B->world_init(OVL__ONE_PROCESS(all_ranks()), 0, &bw, E));
   ck_assert_int_eq(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
   snprintf(want, sizeof want, " x %s", prop.name);
   ck_assert_msg(strstr(B->world_devices(bw), want) != NULL,
@@ -1121,7 +1121,7 @@ END_TEST
 START_TEST(test_chaos_refused) {
   ovl__bworld *bw;
   ovl_error err;
-  CK_OK(B->world_init(1, 0, &bw, E));
+  CK_OK(B->world_init(OVL__ONE_PROCESS(1), 0, &bw, E));
   ck_assert_int_eq(B->world_set(bw, "chaos_seed", "42", &err), OVL_EINVAL);
   ck_assert_msg(strstr(err.msg, "--chaos needs the cpu backend") != NULL,
                 "%s", err.msg);
@@ -1267,7 +1267,7 @@ START_TEST(test_invalid) {
   ovl__brank *br = NULL;
   ovl_error err;
   run_world(1, 1, 1, 30, invalid_body);
-  CK_OK(B->world_init(1, 0, &bw, E));
+  CK_OK(B->world_init(OVL__ONE_PROCESS(1), 0, &bw, E));
   ck_assert_int_eq(B->rank_init(bw, 1, 0, &br, &err), OVL_EINVAL);
   ck_assert_int_eq(B->rank_init(bw, 0, OVL_MAX_RINGS + 1, &br, &err),
                    OVL_EINVAL);

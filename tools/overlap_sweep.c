@@ -209,6 +209,9 @@ static void print_csv_header(void) {
 
 /* ------------------------------------------------------------------ */
 
+/* Under mpirun: the processes (tool_procs_init); NULL for one. */
+static ovl_procs *procs;
+
 /* The tool; main() adds the check of what went to stdout. */
 static int overlap_sweep(int argc, char **argv) {
   options o = {.coll = C_ALLREDUCE, .redop = "sum",
@@ -244,6 +247,8 @@ static int overlap_sweep(int argc, char **argv) {
   wopts.backend = o.backend;
   wopts.nranks = o.ranks;
   wopts.timeout_s = o.timeout_s;
+  wopts.procs = procs;
+  wopts.local_ranks = o.gpus_per_process;
   st = ovl_world_create(&wopts, &world, &err);
   if (st == OVL_OK)
     st = tool_tune_world(world, 0, o.comm_priority_high, o.nccl_min_ctas,
@@ -674,7 +679,14 @@ out:
 }
 
 int main(int argc, char **argv) {
+  int rc = tool_procs_init(&argc, &argv, &procs);
+  if (rc >= 0)
+    return rc;
   /* Every way out, --help included: the table must have arrived (a full
    * disk, a closed pipe), or the exit says so. */
-  return close_output(stdout, "standard output", overlap_sweep(argc, argv));
+  rc = close_output(stdout, "standard output", overlap_sweep(argc, argv));
+  /* Under mpirun every process exits with the same status. */
+  rc = ovl_procs_agree_exit(procs, rc);
+  ovl_procs_free(procs);
+  return rc;
 }

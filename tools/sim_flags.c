@@ -321,18 +321,12 @@ int sim_parse_flags(int argc, char **argv, sim_options *o) {
                            "1000000",
                            optarg);
       break;
-    case OPT_GPUS_PER_PROCESS:
-      if (!parse_int(optarg, 1, 64, &o->gpus_per_process))
-        return usage_error("--gpus-per-process: '%s' is not a number from "
-                           "1 to 64",
-                           escape_arg(optarg, quoted, sizeof quoted));
-      if (ovl_launcher_rank() < 0 || !ovl_mpi_compiled())
-        return usage_error(
-            "--gpus-per-process: only under an MPI launch (mpirun -np P "
-            "%s ...) of a build with MPI (./configure --with-mpi)%s",
-            "overlap_sim",
-            ovl_mpi_compiled() ? "" : "; this one was built without");
+    case OPT_GPUS_PER_PROCESS: {
+      int rc = parse_gpus_per_process(optarg, &o->gpus_per_process);
+      if (rc >= 0)
+        return rc;
       break;
+    }
     case OPT_TRIALS:
       if (!parse_int(optarg, 1, 1000, &o->trials))
         return usage_error("--trials: '%s' is not a number from 1 to 1000",

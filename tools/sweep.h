@@ -66,6 +66,7 @@ typedef struct {
   bool compute_bytes_given, matmul_n_given;
   const char *backend;
   int ranks;
+  int gpus_per_process; /* --gpus-per-process; 0: one */
   double timeout_s;
   int root;
   bool root_given;

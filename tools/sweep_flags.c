@@ -107,6 +107,10 @@ static void usage(FILE *f) {
       "      --backend=NAME     auto (cuda if a GPU is visible, else cpu), "
       "cpu, cuda\n"
       "      --ranks=N          ranks (default: cpu 2, cuda every GPU)\n"
+      "      --gpus-per-process=G  under mpirun (a build with --with-mpi): "
+      "the ranks\n"
+      "                         each process drives (default 1); ranks = "
+      "processes x G\n"
       "      --timeout=SEC      a collective or stream stuck this long is an "
       "error\n"
       "                         (default 60)\n"
@@ -192,7 +196,8 @@ int sweep_parse_flags(int argc, char **argv, options *o) {
     OPT_GRAPH,
     OPT_COMPUTE,
     OPT_MATMUL_SIZE,
-    OPT_TF32
+    OPT_TF32,
+    OPT_GPUS_PER_PROCESS
   };
   static const struct option longopts[] = {
       {"collective", required_argument, NULL, 'c'},
@@ -215,6 +220,7 @@ int sweep_parse_flags(int argc, char **argv, options *o) {
       {"graph", no_argument, NULL, OPT_GRAPH},
       {"backend", required_argument, NULL, OPT_BACKEND},
       {"ranks", required_argument, NULL, OPT_RANKS},
+      {"gpus-per-process", required_argument, NULL, OPT_GPUS_PER_PROCESS},
       {"timeout", required_argument, NULL, OPT_TIMEOUT},
       {"rtol", required_argument, NULL, OPT_RTOL},
       {"atol", required_argument, NULL, OPT_ATOL},
@@ -384,6 +390,12 @@ int sweep_parse_flags(int argc, char **argv, options *o) {
                            optarg);
       o->backend = optarg;
       break;
+    case OPT_GPUS_PER_PROCESS: {
+      int rc = parse_gpus_per_process(optarg, &o->gpus_per_process);
+      if (rc >= 0)
+        return rc;
+      break;
+    }
     case OPT_RANKS:
       if (!parse_int(optarg, 1, 64, &o->ranks))
         return usage_error("--ranks: '%s' is not a number from 1 to 64",

@@ -338,3 +338,19 @@ int tool_procs_init(int *argc, char ***argv, ovl_procs **out) {
   }
   return -1;
 }
+
+int parse_gpus_per_process(const char *arg, int *out) {
+  char quoted[64];
+  if (!parse_int(arg, 1, 64, out))
+    return usage_error("--gpus-per-process: '%s' is not a number from 1 "
+                       "to 64",
+                       escape_arg(arg, quoted, sizeof quoted));
+  if (!ovl_mpi_compiled())
+    return usage_error("--gpus-per-process: this build has no MPI "
+                       "(./configure --with-mpi)");
+  if (ovl_launcher_rank() < 0)
+    return usage_error("--gpus-per-process: only under an MPI launcher "
+                       "(mpirun -np P %s ...)",
+                       progname);
+  return -1;
+}

@@ -87,6 +87,9 @@ void flush_output(FILE *f);
  * A build without MPI says once that each process runs alone. Returns
  * -1, or the exit status (message printed). */
 int tool_procs_init(int *argc, char ***argv, ovl_procs **out);
+/* --gpus-per-process=G: 1 to 64, and only under an MPI launch of a build
+ * with MPI. Returns -1, or the exit status (message printed). */
+int parse_gpus_per_process(const char *arg, int *out);
 
 /* Flushes and closes `f`, a stream of the tool's output (stdout) that
  * `name` names in the message ("standard output"). A write error on it,

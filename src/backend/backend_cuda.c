@@ -40,6 +40,7 @@
  * NCCL lock only.
  */
 #include "backend/cuda.h"
+#include "run/procs.h"
 
 /* ------------------------------------------------------------------ */
 /* Ranks                                                               */
@@ -197,9 +198,11 @@ static ovl_status cuda_rank_init(ovl__bworld *bw, int rank, int nrings,
   char where[96];
 
   *out = NULL;
-  if (rank < 0 || rank >= bw->nranks)
-    return ovl__err(err, OVL_EINVAL, "rank %d does not exist (%d ranks)",
-                    rank, bw->nranks);
+  if (rank < bw->first || rank >= bw->first + bw->nlocal)
+    return ovl__err(err, OVL_EINVAL,
+                    "rank %d is not one of this process's (%d to %d of %d "
+                    "ranks)",
+                    rank, bw->first, bw->first + bw->nlocal - 1, bw->nranks);
   if (nrings < 0 || nrings > OVL_MAX_RINGS)
     return ovl__err(err, OVL_EINVAL,
                     "rank %d: %d rings asked for; 0 to %d are possible", rank,
@@ -209,7 +212,7 @@ static ovl_status cuda_rank_init(ovl__bworld *bw, int rank, int nrings,
     return ovl__err(err, OVL_ENOMEM, "rank %d: out of memory", rank);
   br->bw = bw;
   br->rank = rank;
-  br->device = rank;
+  br->device = DEV(bw, rank);
   br->nrings = nrings;
 
   OVL__CUDACHECK_GOTO(err, rank, NULL, cudaSetDevice, (br->device), st, fail);
@@ -539,6 +542,12 @@ static ovl_status cuda_stream_sync(ovl__brank *br, int stream,
                        __LINE__);
     now = ovl__now();
     if (now >= next_check) {
+      /* Another process's rank failed: fail at once too (the agreement
+       * after the run keeps its error). */
+      if (bw->procs != NULL && ovl__procs_aborted(bw->procs)) {
+        ovl__cuda_world_abort(bw);
+        return aborted_err(br, what, err);
+      }
       st = comms_check(br, what, err);
       if (st != OVL_OK) {
         if (st != OVL_EABORTED)

@@ -35,6 +35,12 @@
 #define SYNC_SPIN_S 200e-6
 #define SYNC_SLEEP_NS 20000L
 #define SYNC_NCCL_CHECK_S 1e-3
+
+/* The local ranks of a world, in a for loop. */
+/* The device of local rank r. */
+#define DEV(bw, r) ((bw)->dev0 + (r) - (bw)->first)
+#define FOR_LOCAL_RANKS(bw, r) \
+  for (int r = (bw)->first; r < (bw)->first + (bw)->nlocal; r++)
 /* world_abort waits this long in all for ranks to leave the NCCL call they
  * are in (an enqueue takes microseconds). */
 #define ABORT_LOCK_WAIT_S 2
@@ -59,6 +65,11 @@
 
 struct ovl__bworld {
   int nranks;
+  /* The ranks this process drives, [first, first + nlocal), on devices
+   * dev0, dev0 + 1, ...; the processes (NULL: one). Per-rank state is
+   * indexed by the global rank and exists for local ranks only. */
+  int first, nlocal, dev0;
+  ovl_procs *procs;
   double timeout_s;
   /* Rings [0, nrings) have communicators: comms[ring][rank]. */
   int nrings;

@@ -5,6 +5,7 @@
  * backend_cuda.c for the model.
  */
 #include "backend/cuda.h"
+#include "run/procs.h"
 
 /* ------------------------------------------------------------------ */
 /* Error reporting                                                     */
@@ -154,15 +155,17 @@ int ovl__cuda_default_ranks(void) {
 static ovl_status describe_devices(ovl__bworld *bw, ovl_error *err) {
   char (*names)[128] = bw->names;
   size_t len = 0;
-  for (int r = 0; r < bw->nranks; r++) {
+  FOR_LOCAL_RANKS(bw, r) {
     struct cudaDeviceProp prop;
-    OVL__CUDACHECK(err, -1, NULL, cudaGetDeviceProperties, (&prop, r));
+    OVL__CUDACHECK(err, r, NULL, cudaGetDeviceProperties,
+                   (&prop, bw->dev0 + r - bw->first));
     snprintf(names[r], sizeof names[r], "%.127s", prop.name);
   }
   bw->devices[0] = '\0';
-  for (int r = 0; r < bw->nranks;) {
+  for (int r = bw->first; r < bw->first + bw->nlocal;) {
     int run = 1;
-    while (r + run < bw->nranks && strcmp(names[r + run], names[r]) == 0)
+    while (r + run < bw->first + bw->nlocal &&
+           strcmp(names[r + run], names[r]) == 0)
       run++;
     int w = snprintf(bw->devices + len, sizeof bw->devices - len, "%s%d x %s",
                      len > 0 ? ", " : "", run, names[r]);
@@ -182,7 +185,7 @@ static void world_free(ovl__bworld *bw) {
   if (bw->abort_flag != NULL && cudaFreeHost(bw->abort_flag) != cudaSuccess)
     (void)cudaGetLastError();
   pthread_mutex_destroy(&bw->abort_lock);
-  for (int r = 0; r < bw->nranks; r++)
+  FOR_LOCAL_RANKS(bw, r)
     pthread_mutex_destroy(&bw->nccl_lock[r]);
   free(bw);
 }
@@ -211,20 +214,30 @@ ovl_status ovl__cuda_world_init(const ovl__layout *lay, double timeout_s,
                     "cuda backend: no usable GPU: cudaGetDeviceCount: %s (%s)",
                     cudaGetErrorString(e), cudaGetErrorName(e));
   }
-  if (nranks > count)
+  if (lay->procs == NULL && nranks > count)
     return ovl__err(err, OVL_ENODEV, "asked for %d ranks but %d GPU%s %s visible",
                     nranks, count, count == 1 ? "" : "s",
                     count == 1 ? "is" : "are");
+  if (lay->procs != NULL && lay->dev0 + lay->nlocal > count)
+    return ovl__err(err, OVL_ENODEV,
+                    "this process drives %d rank%s from device %d, but %d "
+                    "GPU%s %s visible",
+                    lay->nlocal, lay->nlocal == 1 ? "" : "s", lay->dev0,
+                    count, count == 1 ? "" : "s", count == 1 ? "is" : "are");
 
   bw = calloc(1, sizeof *bw);
   if (bw == NULL)
     return ovl__err(err, OVL_ENOMEM, "cuda backend: out of memory");
   bw->nranks = nranks;
+  bw->first = lay->first;
+  bw->nlocal = lay->nlocal;
+  bw->procs = lay->procs;
+  bw->dev0 = lay->dev0;
   bw->timeout_s = timeout_s > 0.0 ? timeout_s : DEFAULT_TIMEOUT_S;
   atomic_init(&bw->aborted, 0);
   atomic_init(&bw->dirty, 0);
   pthread_mutex_init(&bw->abort_lock, NULL);
-  for (int r = 0; r < nranks; r++)
+  FOR_LOCAL_RANKS(bw, r)
     pthread_mutex_init(&bw->nccl_lock[r], NULL);
 
   st = describe_devices(bw, err);
@@ -254,46 +267,78 @@ fail:
  * Nothing else depends on how they were made. */
 static ovl_status comms_create(ovl__bworld *bw, int ring, ovl_error *err) {
   int devlist[OVL_MAX_RANKS];
-  char where[48];
+  char where[64];
+  const char *call = "ncclCommInitAll";
   ncclResult_t r;
 
-  for (int i = 0; i < bw->nranks; i++)
-    devlist[i] = i;
-  if (bw->nccl_min_ctas == 0 && bw->nccl_max_ctas == 0) {
+  FOR_LOCAL_RANKS(bw, i)
+    devlist[i] = bw->dev0 + i - bw->first;
+  if (bw->procs == NULL && bw->nccl_min_ctas == 0 && bw->nccl_max_ctas == 0) {
     r = ncclCommInitAll(bw->comms[ring], bw->nranks, devlist);
   } else {
-    /* ncclCommInitAll takes no config: its documented equivalent, one
-     * ncclCommInitRankConfig per device inside one group. */
+    /* ncclCommInitAll takes no config and knows one process only: its
+     * documented equivalent, one ncclCommInitRank(Config) per local rank
+     * inside one group, with one unique id, made by process 0 and
+     * broadcast to the others when there are several. */
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     ncclUniqueId id;
+    bool configured = bw->nccl_min_ctas > 0 || bw->nccl_max_ctas > 0;
     if (bw->nccl_min_ctas > 0)
       config.minCTAs = bw->nccl_min_ctas;
     if (bw->nccl_max_ctas > 0)
       config.maxCTAs = bw->nccl_max_ctas;
-    r = ncclGetUniqueId(&id);
-    if (r == ncclSuccess)
+    memset(&id, 0, sizeof id);
+    call = "ncclGetUniqueId";
+    r = bw->procs == NULL || ovl__procs_rank(bw->procs) == 0
+            ? ncclGetUniqueId(&id)
+            : ncclSuccess;
+    if (bw->procs != NULL) {
+      /* Every process takes part, even one whose id failed: the id is
+       * agreed after. */
+      int ok = r == ncclSuccess;
+      ovl_status st = ovl__procs_bcast(bw->procs, &id, sizeof id, 0, err);
+      if (st == OVL_OK)
+        st = ovl__procs_bcast(bw->procs, &ok, sizeof ok, 0, err);
+      if (st != OVL_OK)
+        return st;
+      if (!ok && r == ncclSuccess)
+        return ovl__err(err, OVL_EBACKEND,
+                        "ring %d: process 0 could not make the NCCL unique "
+                        "id",
+                        ring);
+    }
+    if (r == ncclSuccess) {
+      call = "ncclGroupStart";
       r = ncclGroupStart();
-    for (int i = 0; r == ncclSuccess && i < bw->nranks; i++) {
+    }
+    FOR_LOCAL_RANKS(bw, i) {
+      if (r != ncclSuccess)
+        break;
       if (cudaSetDevice(devlist[i]) != cudaSuccess) {
         r = ncclUnhandledCudaError;
         break;
       }
-      r = ncclCommInitRankConfig(&bw->comms[ring][i], bw->nranks, id, i,
-                                 &config);
+      call = configured ? "ncclCommInitRankConfig" : "ncclCommInitRank";
+      r = configured ? ncclCommInitRankConfig(&bw->comms[ring][i],
+                                              bw->nranks, id, i, &config)
+                     : ncclCommInitRank(&bw->comms[ring][i], bw->nranks, id,
+                                        i);
     }
     {
       ncclResult_t r2 = ncclGroupEnd();
-      if (r == ncclSuccess)
+      if (r == ncclSuccess && r2 != ncclSuccess) {
+        call = "ncclGroupEnd";
         r = r2;
+      }
     }
   }
   if (r != ncclSuccess) {
     snprintf(where, sizeof where, "ring %d (%d rank%s)", ring, bw->nranks,
              bw->nranks == 1 ? "" : "s");
-    for (int i = 0; i < bw->nranks; i++)
+    FOR_LOCAL_RANKS(bw, i)
       bw->comms[ring][i] = NULL;
-    return ovl__cuda_nccl_fail(err, -1, where, "ncclCommInitAll", r, NULL, __FILE__,
-                     __LINE__);
+    return ovl__cuda_nccl_fail(err, -1, where, call, r, NULL, __FILE__,
+                               __LINE__);
   }
   return OVL_OK;
 }
@@ -315,7 +360,7 @@ ovl_status ovl__cuda_world_rings(ovl__bworld *bw, int nrings,
    * earlier program needed is kept. */
   bool missing = false;
   for (int ring = 0; ring < nrings; ring++)
-    missing |= ((comm_mask >> ring) & 1) && bw->comms[ring][0] == NULL;
+    missing |= ((comm_mask >> ring) & 1) && bw->comms[ring][bw->first] == NULL;
   if (!missing) {
     if (nrings > bw->nrings)
       bw->nrings = nrings;
@@ -337,7 +382,7 @@ ovl_status ovl__cuda_world_rings(ovl__bworld *bw, int nrings,
   /* NCCL switches devices while it builds the communicators. */
   OVL__CUDACHECK(err, -1, NULL, cudaGetDevice, (&device));
   for (int ring = 0; ring < nrings; ring++) {
-    if (!((comm_mask >> ring) & 1) || bw->comms[ring][0] != NULL)
+    if (!((comm_mask >> ring) & 1) || bw->comms[ring][bw->first] != NULL)
       continue;
     st = comms_create(bw, ring, err);
     if (st != OVL_OK)
@@ -365,8 +410,10 @@ static ovl_status p2p_connect(ovl__bworld *bw, int ring, ovl_error *err) {
 
   snprintf(where, sizeof where, "ring %d (connecting point-to-point peers)",
            ring);
-  for (int i = 0; i < n && st == OVL_OK; i++) {
-    OVL__CUDACHECK_GOTO(err, i, where, cudaSetDevice, (i), st, done);
+  FOR_LOCAL_RANKS(bw, i) {
+    if (st != OVL_OK)
+      break;
+    OVL__CUDACHECK_GOTO(err, i, where, cudaSetDevice, (DEV(bw, i)), st, done);
     OVL__CUDACHECK_GOTO(err, i, where, cudaMalloc,
                         ((void **)&buf[i], 2 * (size_t)n * sizeof(float)), st,
                         done);
@@ -376,7 +423,7 @@ static ovl_status p2p_connect(ovl__bworld *bw, int ring, ovl_error *err) {
                         (&s[i], cudaStreamNonBlocking), st, done);
   }
   r = ncclGroupStart();
-  for (int i = 0; r == ncclSuccess && i < n; i++)
+  FOR_LOCAL_RANKS(bw, i)
     for (int peer = 0; r == ncclSuccess && peer < n; peer++) {
       call = "ncclSend";
       r = ncclSend(buf[i] + peer, 1, ncclFloat32, peer, bw->comms[ring][i],
@@ -403,16 +450,18 @@ static ovl_status p2p_connect(ovl__bworld *bw, int ring, ovl_error *err) {
                              __FILE__, __LINE__);
     goto done;
   }
-  for (int i = 0; i < n && st == OVL_OK; i++) {
-    OVL__CUDACHECK_GOTO(err, i, where, cudaSetDevice, (i), st, done);
+  FOR_LOCAL_RANKS(bw, i) {
+    if (st != OVL_OK)
+      break;
+    OVL__CUDACHECK_GOTO(err, i, where, cudaSetDevice, (DEV(bw, i)), st, done);
     OVL__CUDACHECK_GOTO(err, i, where, cudaStreamSynchronize, (s[i]), st,
                         done);
   }
 done:
-  for (int i = 0; i < n; i++) {
+  FOR_LOCAL_RANKS(bw, i) {
     if (s[i] == NULL && buf[i] == NULL)
       continue;
-    (void)cudaSetDevice(i);
+    (void)cudaSetDevice(DEV(bw, i));
     if (s[i] != NULL)
       (void)cudaStreamDestroy(s[i]);
     if (buf[i] != NULL)
@@ -434,7 +483,7 @@ ovl_status ovl__cuda_world_p2p(ovl__bworld *bw, uint32_t p2p_mask,
   for (int ring = 0; ring < bw->nrings && st == OVL_OK; ring++) {
     if (!((p2p_mask >> ring) & 1) || (bw->p2p_connected >> ring) & 1)
       continue;
-    if (bw->comms[ring][0] == NULL)
+    if (bw->comms[ring][bw->first] == NULL)
       return ovl__err(err, OVL_EINVAL,
                       "cuda backend: ring %d carries point-to-point but has "
                       "no communicator",
@@ -505,7 +554,7 @@ static void comms_abort(ovl__bworld *bw) {
    */
   clock_gettime(CLOCK_REALTIME, &deadline);
   deadline.tv_sec += ABORT_LOCK_WAIT_S;
-  for (int r = 0; r < bw->nranks; r++)
+  FOR_LOCAL_RANKS(bw, r)
     locked[r] = pthread_mutex_timedlock(&bw->nccl_lock[r], &deadline) == 0;
 
   have_device = cudaGetDevice(&device) == cudaSuccess;
@@ -521,7 +570,7 @@ static void comms_abort(ovl__bworld *bw) {
    * above. A capture in progress also holds references: its rank ends it
    * at its next NCCL call or graph_end, which now fail at once.
    */
-  for (int r = 0; r < bw->nranks; r++)
+  FOR_LOCAL_RANKS(bw, r)
     if (locked[r] && bw->ranks[r] != NULL)
       ovl__cuda_graphs_drop(bw->ranks[r]);
   /*
@@ -534,7 +583,7 @@ static void comms_abort(ovl__bworld *bw) {
    */
   (void)ncclGroupStart();
   for (int ring = 0; ring < bw->nrings; ring++)
-    for (int r = 0; r < bw->nranks; r++)
+    FOR_LOCAL_RANKS(bw, r)
       if (bw->comms[ring][r] != NULL) {
         (void)ncclCommAbort(bw->comms[ring][r]);
         bw->comms[ring][r] = NULL;
@@ -545,7 +594,7 @@ static void comms_abort(ovl__bworld *bw) {
     (void)cudaSetDevice(device);
   (void)cudaGetLastError();
 
-  for (int r = 0; r < bw->nranks; r++)
+  FOR_LOCAL_RANKS(bw, r)
     if (locked[r])
       pthread_mutex_unlock(&bw->nccl_lock[r]);
 }
@@ -561,7 +610,7 @@ void ovl__cuda_world_abort(ovl__bworld *bw) {
   if (!bw->comms_released) {
     /* The flight record as it stands: once the communicators are aborted
      * their kernels leave and every progress event completes. */
-    for (int r = 0; r < bw->nranks; r++) {
+    FOR_LOCAL_RANKS(bw, r) {
       ovl__brank *br = bw->ranks[r];
       if (br == NULL || atomic_load(&br->frozen))
         continue;
@@ -579,7 +628,7 @@ void ovl__cuda_world_abort(ovl__bworld *bw) {
  * could then wait forever). Called with no rank threads running. */
 static bool comms_broken(ovl__bworld *bw) {
   for (int ring = 0; ring < bw->nrings; ring++)
-    for (int r = 0; r < bw->nranks; r++) {
+    FOR_LOCAL_RANKS(bw, r) {
       ncclResult_t async = ncclSuccess;
       if (bw->comms[ring][r] == NULL)
         continue;
@@ -604,7 +653,7 @@ void ovl__cuda_world_fini(ovl__bworld *bw) {
      * communicator and runs it for all of them there. */
     have_device = cudaGetDevice(&device) == cudaSuccess;
     for (int ring = 0; ring < bw->nrings; ring++)
-      for (int r = 0; r < bw->nranks; r++)
+      FOR_LOCAL_RANKS(bw, r)
         if (bw->comms[ring][r] != NULL) {
           (void)ncclCommDestroy(bw->comms[ring][r]);
           bw->comms[ring][r] = NULL;

@@ -1294,6 +1294,8 @@ ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
   st = world->be->world_rings(world->bw, prog->nrings, prog->ring_comm, err);
   if (st == OVL_OK && world->be->world_p2p != NULL)
     st = world->be->world_p2p(world->bw, ovl__program_p2p_rings(prog), err);
+  if (world->lay.procs != NULL)
+    st = ovl__procs_agree(world->lay.procs, st, err);
   if (st != OVL_OK)
     return st;
 

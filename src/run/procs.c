@@ -66,6 +66,10 @@ int ovl__procs_node_rank(const ovl_procs *p) {
   (void)p;
   return 0;
 }
+int ovl__procs_node_size(const ovl_procs *p) {
+  (void)p;
+  return 1;
+}
 static ovl_status no_mpi(ovl_error *err) {
   return ovl__err(err, OVL_EINVAL, "built without MPI");
 }
@@ -156,7 +160,7 @@ typedef struct pend {
 } pend;
 
 struct ovl_procs_s {
-  int rank, size, node_rank;
+  int rank, size, node_rank, node_size;
   MPI_Comm comm, ctl;
   /* Guards everything below and every MPI call of the mailbox. */
   pthread_mutex_t mu;
@@ -225,6 +229,7 @@ ovl_status ovl_procs_init(int *argc, char ***argv, ovl_procs **out,
     return mpi_err(err, rc, "MPI_Comm_dup");
   }
   MPI_Comm_rank(node, &p->node_rank);
+  MPI_Comm_size(node, &p->node_size);
   MPI_Comm_free(&node);
   MPI_Comm_set_errhandler(p->comm, MPI_ERRORS_RETURN);
   MPI_Comm_set_errhandler(p->ctl, MPI_ERRORS_RETURN);
@@ -242,6 +247,7 @@ int ovl_procs_size(const ovl_procs *procs) {
 int ovl__procs_rank(const ovl_procs *p) { return p->rank; }
 int ovl__procs_size(const ovl_procs *p) { return p->size; }
 int ovl__procs_node_rank(const ovl_procs *p) { return p->node_rank; }
+int ovl__procs_node_size(const ovl_procs *p) { return p->node_size; }
 
 int ovl_procs_agree_exit(ovl_procs *procs, int code) {
   int all = code;

@@ -59,6 +59,7 @@ typedef struct ovl__msg {
 int ovl__procs_rank(const ovl_procs *p);
 int ovl__procs_size(const ovl_procs *p);
 int ovl__procs_node_rank(const ovl_procs *p);
+int ovl__procs_node_size(const ovl_procs *p);
 
 /* ---- ctl: blocking collectives (main thread, no rank thread running) */
 

@@ -96,16 +96,19 @@ static ovl_status procs_layout(const ovl__backend_ops *be, int ndev,
                   "make %ld (ranks = processes x ranks per process)",
                   o->nranks, nprocs, nprocs == 1 ? "" : "es", local,
                   local == 1 ? "" : "s", total);
-  else if (ovl__procs_node_rank(p) * local + local > ndev)
+  else if (local > ndev)
     st = ovl__err(err, OVL_ENODEV,
-                  "backend '%s': process %d is process %d of its node and "
-                  "drives %d rank%s, devices %d to %d, but %d device%s "
-                  "visible (one process a device: --gpus-per-process=1; or "
-                  "give each process its own CUDA_VISIBLE_DEVICES)",
-                  be->name, me, ovl__procs_node_rank(p), local,
-                  local == 1 ? "" : "s", ovl__procs_node_rank(p) * local,
-                  ovl__procs_node_rank(p) * local + local - 1, ndev,
+                  "backend '%s': process %d drives %d rank%s but %d "
+                  "device%s visible to it",
+                  be->name, me, local, local == 1 ? "" : "s", ndev,
                   ndev == 1 ? " is" : "s are");
+  /* The processes of a node share its devices when it has enough for all
+   * (process k of the node from device k * local); else each process has
+   * its own (a launcher that sets CUDA_VISIBLE_DEVICES per process, as
+   * Slurm's --gpus-per-task does) and starts at device 0. */
+  lay->dev0 = ovl__procs_node_size(p) * local <= ndev
+                  ? ovl__procs_node_rank(p) * local
+                  : 0;
   lay->nranks = (int)total;
   return ovl__procs_agree(p, st, err);
 }
