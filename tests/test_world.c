@@ -213,6 +213,33 @@ START_TEST(world_rejects_bad_options) {
 }
 END_TEST
 
+/* Without an MPI launcher's environment there is one process: no MPI
+ * call is made, with or without MPI built in, and the stubs say so. */
+START_TEST(procs_one_process_without_launcher) {
+  ovl_procs *p = (ovl_procs *)1;
+  ovl_error err = {0};
+  unsetenv("OMPI_COMM_WORLD_RANK");
+  unsetenv("PMIX_RANK");
+  unsetenv("PMI_RANK");
+  ck_assert_int_eq(ovl_launcher_rank(), -1);
+  ck_assert_int_eq(ovl_procs_init(NULL, NULL, &p, &err), OVL_OK);
+  ck_assert_ptr_null(p);
+  ck_assert_int_eq(ovl_procs_rank(NULL), 0);
+  ck_assert_int_eq(ovl_procs_size(NULL), 1);
+  ck_assert_int_eq(ovl_procs_agree_exit(NULL, 4), 4);
+  ovl_procs_free(NULL);
+  /* The launcher's variables, in their order; junk is no rank. */
+  setenv("PMI_RANK", "3", 1);
+  ck_assert_int_eq(ovl_launcher_rank(), 3);
+  setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+  ck_assert_int_eq(ovl_launcher_rank(), 1);
+  setenv("OMPI_COMM_WORLD_RANK", "x1", 1);
+  ck_assert_int_eq(ovl_launcher_rank(), 3);
+  unsetenv("OMPI_COMM_WORLD_RANK");
+  unsetenv("PMI_RANK");
+}
+END_TEST
+
 START_TEST(run_rejects_program_for_other_rank_count) {
   ovl_world *w = make_world(2);
   ovl_program *prog = load("schedules/good/seed_small.sched", 3, NULL, 0);
@@ -1488,6 +1515,7 @@ static Suite *world_suite(void) {
   tcase_add_test(tc, missing_wait_compute_gives_wrong_result);
   tcase_add_loop_test(tc, all_ops_match_reference, 1, 5);
   tcase_add_test(tc, world_rejects_bad_options);
+  tcase_add_test(tc, procs_one_process_without_launcher);
   tcase_add_test(tc, run_rejects_program_for_other_rank_count);
   tcase_add_test(tc, sync_comm_stream_orders_fetch);
   tcase_add_test(tc, op_times_measure_stream_ops);
