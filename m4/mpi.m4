@@ -3,7 +3,9 @@
 # MPI, for running the tools as many processes (mpirun -np P; DESIGN 3.1).
 # Off unless asked for:
 #
-#   --with-mpi=DIR   the MPI in DIR: DIR/bin/mpicc, else the pkg-config
+#   --with-mpi=DIR   the MPI in DIR: DIR/bin/mpicc (or Debian's names for
+#                    it, mpicc.openmpi, mpicc.mpich: a package unpacked
+#                    with dpkg -x has no mpicc), else the pkg-config
 #                    modules of DIR/lib*/pkgconfig
 #   --with-mpi       mpicc from PATH, else the pkg-config modules
 #   (nothing), --without-mpi   no MPI: nothing of it reaches the build
@@ -15,8 +17,11 @@
 # pkg-config modules ompi-c, ompi, mpich (the first that exists). MPICC
 # names another wrapper. Then mpi.h must compile and MPI_Init_thread link
 # with those flags. The launcher for tests/mpi.sh goes into MPIEXEC (unless
-# set): mpirun, then mpiexec, next to the wrapper first (DIR/bin with DIR),
-# then in PATH; none only warns (tests/mpi.sh then skips).
+# set): mpirun, then mpiexec (then Debian's mpirun.openmpi,
+# mpiexec.openmpi, mpiexec.mpich) next to the wrapper first (DIR/bin with
+# DIR), then mpirun, mpiexec in PATH; none only warns (tests/mpi.sh then
+# skips). An Open MPI moved from where it was built (unpacked elsewhere)
+# needs OPAL_PREFIX set, for the wrapper too.
 #
 # --with-mpi given and MPI not usable stops configure with what failed.
 # CPPFLAGS, LDFLAGS and LIBS are left as they were: the results go into
@@ -65,7 +70,11 @@ AS_IF([test "x$with_mpi" != xno], [
            AS_IF([test -z "$ovl_mpicc"],
              [AC_MSG_ERROR([MPI requested ($ovl_mpi_asked) but MPICC=$MPICC is not a program])])],
         [test -n "$ovl_mpi_dir"],
-          [AS_IF([test -x "$ovl_mpi_dir/bin/mpicc"], [ovl_mpicc=$ovl_mpi_dir/bin/mpicc])],
+          [for ovl_mpi_w in mpicc mpicc.openmpi mpicc.mpich; do
+             AS_IF([test -x "$ovl_mpi_dir/bin/$ovl_mpi_w"],
+               [ovl_mpicc=$ovl_mpi_dir/bin/$ovl_mpi_w
+                break])
+           done],
         [ovl_mpicc=`command -v mpicc 2>/dev/null` || ovl_mpicc=])
   AC_MSG_RESULT([${ovl_mpicc:-none}])
 
@@ -125,7 +134,7 @@ AS_IF([test "x$with_mpi" != xno], [
       [AS_IF([test -n "$ovl_mpicc"],
          [mpi_why="$ovl_mpicc prints no flags (neither --showme:link nor -show), and no pkg-config module ompi-c, ompi or mpich"],
          [test -n "$ovl_mpi_dir"],
-         [mpi_why="no $ovl_mpi_dir/bin/mpicc, and no pkg-config module ompi-c, ompi or mpich in $ovl_mpi_dir/{lib,lib64,share}/pkgconfig"],
+         [mpi_why="no $ovl_mpi_dir/bin/mpicc (nor mpicc.openmpi, mpicc.mpich), and no pkg-config module ompi-c, ompi or mpich in $ovl_mpi_dir/{lib,lib64,share}/pkgconfig"],
          [mpi_why="no mpicc in PATH, and no pkg-config module ompi-c, ompi or mpich (Debian: apt-get install libopenmpi-dev openmpi-bin)"])])])
   MPI_CPPFLAGS=`echo $MPI_CPPFLAGS`
   MPI_LDFLAGS=`echo $MPI_LDFLAGS`
@@ -185,7 +194,7 @@ AS_IF([test "x$with_mpi" != xno], [
           [ovl_mpi_bindir=$ovl_mpi_dir/bin])
   AC_MSG_CHECKING([for the MPI launcher])
   AS_IF([test -z "$MPIEXEC" && test -n "$ovl_mpi_bindir"],
-    [for ovl_mpi_w in mpirun mpiexec; do
+    [for ovl_mpi_w in mpirun mpiexec mpirun.openmpi mpiexec.openmpi mpiexec.mpich; do
        AS_IF([test -x "$ovl_mpi_bindir/$ovl_mpi_w"],
          [MPIEXEC=$ovl_mpi_bindir/$ovl_mpi_w
           break])
