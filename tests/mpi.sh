@@ -1,0 +1,231 @@
+#!/bin/sh
+# The tools under MPI (configure --with-mpi; DESIGN 3.1), cpu backend:
+# for P = 2 and 3, `$MPIEXEC -np P tools/overlap_sim -b cpu ARGS` (one rank
+# a process) against one process with as many ranks,
+# `tools/overlap_sim -b cpu -r P ARGS`: the same exit code and the same
+# deterministic lines of the report (see filter_sim below), the values
+# --show prints (%.9g: bit-exact for float32) included. The cases: the seed
+# (small), the seed --mode=all, the seed --races, every schedule of
+# schedules/good and schedules/bad, two racy bad ones run with --no-races
+# (wrong numbers, exit 1), --races on a race, a mismatch and a deadlock;
+# tools/overlap_sweep (allreduce and sendrecv, tiny) against one process.
+# Then the faults: one rank that never arrives in an all-reduce, one that
+# never reaches the barrier ending an iteration (tests/schedules/hang_*),
+# and the send/send cycle of schedules/bad/pipeline_1f1b, run with
+# --no-races --timeout=2: every process must end, mpirun with exit 3 within
+# 20 s, and stderr must carry the flight record.
+#
+# Skips (77) when MPIEXEC is empty. With Open MPI's launcher it adds
+# --oversubscribe (more processes than cores), --allow-run-as-root (CI runs
+# as root) and --bind-to none (each process runs a thread per stream).
+# Every launch runs under `timeout`, so that a hang fails the case instead
+# of the suite.
+set -u
+
+tool=${OVL_TOOL:-tools/overlap_sim}
+sweep=${OVL_SWEEP:-${OVL_BUILDDIR:-.}/tools/overlap_sweep}
+src=${srcdir:-.}
+
+if [ -z "${MPIEXEC:-}" ]; then
+  echo "SKIP: no MPI launcher (MPIEXEC is empty: configure --with-mpi, or set MPIEXEC)"
+  exit 77
+fi
+if ! command -v timeout >/dev/null 2>&1; then
+  echo "SKIP: no timeout(1) to bound the launches"
+  exit 77
+fi
+mpiflags=
+if $MPIEXEC --version 2>&1 | grep -q 'Open MPI\|OpenRTE'; then
+  mpiflags="--oversubscribe --allow-run-as-root --bind-to none"
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ovl-mpi.XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT INT TERM
+pass=0
+fail=0
+started=$(date +%s)
+
+ok() { pass=$((pass + 1)); echo "PASS: $1"; }
+# ko NAME: the reason ($tmp/why) and what differs ($tmp/diff), and the
+# launch's stderr.
+ko() {
+  fail=$((fail + 1)); echo "FAIL: $1"
+  sed 's/^/    | /' "$tmp/why"
+  if [ -s "$tmp/diff" ]; then
+    echo "    diff (one process, then mpirun):"
+    sed 's/^/    | /' "$tmp/diff" | head -60
+  fi
+  if [ -s "$tmp/mpi.err" ]; then
+    echo "    mpirun's stderr:"
+    sed 's/^/    | /' "$tmp/mpi.err" | head -30
+  fi
+}
+
+# filter_sim: the lines of overlap_sim's report that do not depend on
+# timing, from stdin:
+#   - each row of the mode table as "MODE CHECK" (its time columns, and the
+#     trial number if any, dropped): "async  MISMATCH (8192 of 8192
+#     elements); RACES: 1 (below)";
+#   - the numeric check's details: "  async: rank R VAR: N of M elements
+#     differ; first at [i]: got X, expected Y" and "  async: the check
+#     failed in ...";
+#   - the static check: the "== FORM ==" sections, the findings ("race K:",
+#     "mismatch K:", "deadlock K:") with their indented write/read/fix/note
+#     lines, the totals ("no races in ...", "2 mismatches in ..."), and the
+#     "check: ..." line;
+#   - the values --show prints: "rank R NAME [SHAPE]: v0 v1 ...";
+#   - "result: ...".
+# Dropped: the header (host memory), the cpu backend's note, the table's
+# head, and the speedup, ideal speedup, overlap efficiency and trial
+# summary lines (times), and anything else.
+filter_sim() {
+  sed -nE \
+    -e 's/^(sync|async|comp|comm)( +[0-9]+)?( +[0-9.]+){4}  +(.*)$/\1  \4/p' \
+    -e '/^  (sync|async|comp|comm)( \(trial [0-9]+\))?: /p' \
+    -e '/^== .* ==$/p' \
+    -e '/^(race|mismatch|deadlock) [0-9]+: /p' \
+    -e '/^  (write|read|fix|note)[ :(]/p' \
+    -e '/^(no|[0-9]+) (races?|mismatch(es)?|deadlocks?) in /p' \
+    -e '/^check: /p' \
+    -e '/^rank [0-9]+ [^ ]+ \[[0-9,]*\]: /p' \
+    -e '/^result: /p'
+}
+
+# filter_sweep: overlap_sweep's check, from stdin: of each row the size,
+# count, type, redop, root and the four #wrong columns (calc stream, comm
+# stream, in place, compute beside); and "# result: ...". Times, bandwidths,
+# slowdowns and the comment lines (kernel times) are dropped.
+filter_sweep() {
+  awk '/^# result: / { print; next }
+       /^#/ { next }
+       NF >= 21 { print $1, $2, $3, $4, $5, "wrong:", $9, $13, $17, $21 }'
+}
+
+# launch NP PROGRAM ARGS...: PROGRAM under the launcher with NP processes,
+# at most $limit seconds; stdout, stderr and the exit status into
+# $tmp/mpi.{out,err,rc}, the seconds into $tmp/mpi.secs.
+limit=${OVL_MPI_LIMIT:-60}
+launch() {
+  np=$1
+  shift
+  t0=$(date +%s)
+  # shellcheck disable=SC2086
+  timeout -k 10 "$limit" $MPIEXEC $mpiflags -np "$np" "$@" \
+    >"$tmp/mpi.out" 2>"$tmp/mpi.err" </dev/null
+  echo $? >"$tmp/mpi.rc"
+  echo $(($(date +%s) - t0)) >"$tmp/mpi.secs"
+}
+
+# compare NAME FILTER: one process ($tmp/one.*) against the launch
+# ($tmp/mpi.*): the same exit code and the same filtered stdout, which
+# must hold the verdict (so that a filter that drops everything fails).
+compare() {
+  name=$1 filter=$2
+  : >"$tmp/why"; : >"$tmp/diff"
+  one_rc=$(cat "$tmp/one.rc"); mpi_rc=$(cat "$tmp/mpi.rc")
+  $filter <"$tmp/one.out" >"$tmp/one.f"
+  $filter <"$tmp/mpi.out" >"$tmp/mpi.f"
+  if [ "$mpi_rc" -eq 124 ] || [ "$mpi_rc" -eq 137 ]; then
+    echo "the launch timed out after $limit s (exit $mpi_rc)" >"$tmp/why"
+  elif [ "$one_rc" -ne "$mpi_rc" ]; then
+    echo "exit $mpi_rc under mpirun, $one_rc as one process" >"$tmp/why"
+  fi
+  if ! grep -Eq '^(# )?(result|check): ' "$tmp/one.f"; then
+    echo "no verdict line in the one-process run's output (exit $one_rc):" >>"$tmp/why"
+    sed 's/^/  /' "$tmp/one.out" "$tmp/one.err" | head -20 >>"$tmp/why"
+  fi
+  if ! cmp -s "$tmp/one.f" "$tmp/mpi.f"; then
+    echo "the deterministic lines differ" >>"$tmp/why"
+    diff "$tmp/one.f" "$tmp/mpi.f" >"$tmp/diff"
+  fi
+  if [ -s "$tmp/why" ]; then ko "$name"; else ok "$name"; fi
+}
+
+# words ARGS...: ARGS for a case's name, the source tree's path dropped.
+words() {
+  case $src in
+  /*) echo "$*" | sed "s|$src/||g" ;;
+  *) echo "$*" ;;
+  esac
+}
+
+# sim NP ARGS...: overlap_sim -b cpu ARGS as one process with NP ranks and
+# as NP processes.
+sim() {
+  np=$1
+  shift
+  "$tool" -b cpu -r "$np" "$@" >"$tmp/one.out" 2>"$tmp/one.err" </dev/null
+  echo $? >"$tmp/one.rc"
+  launch "$np" "$tool" -b cpu "$@"
+  compare "mpirun -np $np overlap_sim -b cpu $(words "$@") (against -r $np)" filter_sim
+}
+
+# sweep NP ARGS...: the same for overlap_sweep --backend=cpu.
+sweep() {
+  np=$1
+  shift
+  "$sweep" --backend=cpu --ranks="$np" "$@" >"$tmp/one.out" 2>"$tmp/one.err" </dev/null
+  echo $? >"$tmp/one.rc"
+  launch "$np" "$sweep" --backend=cpu "$@"
+  compare "mpirun -np $np overlap_sweep --backend=cpu $(words "$@") (against --ranks=$np)" filter_sweep
+}
+
+# hang NP ARGS...: overlap_sim -b cpu --no-races --timeout=2 ARGS as NP
+# processes must end within 20 s with exit 3 and the flight record.
+hang() {
+  np=$1
+  shift
+  launch "$np" "$tool" -b cpu --no-races --timeout=2 "$@"
+  : >"$tmp/why"; : >"$tmp/diff"
+  rc=$(cat "$tmp/mpi.rc"); secs=$(cat "$tmp/mpi.secs")
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    echo "still running after $limit s: killed (exit $rc)" >"$tmp/why"
+  elif [ "$rc" -ne 3 ]; then
+    echo "exit $rc, expected 3" >"$tmp/why"
+  fi
+  if [ "$secs" -gt 20 ]; then
+    echo "took $secs s, expected at most 20" >>"$tmp/why"
+  fi
+  if ! grep -q 'flight record' "$tmp/mpi.err"; then
+    echo "no 'flight record' on stderr" >>"$tmp/why"
+  fi
+  name="mpirun -np $np overlap_sim -b cpu --no-races --timeout=2 $(words "$@"): exit 3 within 20 s, with the flight record (exit $rc after $secs s)"
+  if [ -s "$tmp/why" ]; then ko "$name"; else ok "$name"; fi
+}
+
+# min_ranks FILE: its "# min-ranks: N" header (1 if none).
+min_ranks() {
+  n=$(sed -n 's/^# min-ranks: *\([0-9][0-9]*\).*/\1/p' "$1" | head -1)
+  echo "${n:-1}"
+}
+
+run="-n 2 -w 1 --trials=1 --show=6"
+seed="-D steps=2 -D rows=8 -D cols=16"
+for np in 2 3; do
+  # shellcheck disable=SC2086
+  {
+    sim "$np" $run $seed "$src/schedules/seed.sched"
+    sim "$np" $run $seed --mode=all "$src/schedules/seed.sched"
+    sim "$np" --races $seed "$src/schedules/seed.sched"
+    for f in "$src"/schedules/good/*.sched "$src"/schedules/bad/*.sched; do
+      [ -f "$f" ] || continue
+      [ "$(min_ranks "$f")" -le "$np" ] || continue
+      sim "$np" $run "$f"
+    done
+    # Run anyway: the races give wrong numbers (exit 1), unreported.
+    sim "$np" $run --no-races "$src/schedules/bad/missing_wait_comm.sched"
+    sim "$np" $run --no-races "$src/schedules/bad/loop_carried_race.sched"
+    # The static check alone: a race, a mismatch, a deadlock (exit 4).
+    sim "$np" --races "$src/schedules/bad/missing_wait_comm.sched"
+    sim "$np" --races "$src/schedules/bad/ddp_buckets.sched"
+    sim "$np" --races "$src/schedules/bad/pipeline_1f1b.sched"
+    sweep "$np" -c allreduce -b 1K -e 4K -n 1 -w 0 --reps=4
+    sweep "$np" -c sendrecv -b 1K -e 4K -n 1 -w 0 --reps=4
+    hang "$np" -n 1 -w 0 "$src/tests/schedules/hang_in_collective.sched"
+    hang "$np" -n 1 -w 0 "$src/tests/schedules/hang_at_barrier.sched"
+    hang "$np" -n 1 -w 0 "$src/schedules/bad/pipeline_1f1b.sched"
+  }
+done
+
+echo "mpi.sh: $pass passed, $fail failed in $(($(date +%s) - started)) s (launcher: $MPIEXEC $mpiflags)"
+[ "$fail" -eq 0 ]
