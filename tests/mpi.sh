@@ -18,8 +18,8 @@
 # Skips (77) when MPIEXEC is empty. With Open MPI's launcher it adds
 # --oversubscribe (more processes than cores), --allow-run-as-root (CI runs
 # as root) and --bind-to none (each process runs a thread per stream).
-# Every launch runs under `timeout`, so that a hang fails the case instead
-# of the suite.
+# Every launch runs under `timeout` (OVL_MPI_LIMIT seconds, default 60),
+# so that a hang fails the case instead of the suite.
 set -u
 
 tool=${OVL_TOOL:-tools/overlap_sim}
