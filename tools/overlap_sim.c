@@ -323,8 +323,8 @@ static int make_world(const sim_options *o, ovl_world **world) {
 
 /* The race check of every form asked; with --replay, then the replay of
  * every race found (or race K) on the world the flags ask for. --races
- * alone touches no device: it binds for --ranks (default 2) with the plain
- * defaults. */
+ * alone touches no device: it binds for --ranks (default 2; under mpirun,
+ * processes x --gpus-per-process) with the plain defaults. */
 static int check_only(sim_options *o, const char *path, unsigned modes,
                       const outfile *json) {
   const char *defs[SIM_MAX_DEFINES + 1];
@@ -350,6 +350,10 @@ static int check_only(sim_options *o, const char *path, unsigned modes,
 
   if ((rc = parse_schedule(o, path, &sched)) >= 0)
     return rc;
+  /* Under mpirun: the ranks of every process, as a run would have. */
+  if (procs != NULL && o->ranks == 0)
+    bopts.nranks = ovl_procs_size(procs) *
+                   (o->gpus_per_process > 0 ? o->gpus_per_process : 1);
   if (o->replay != 0) {
     if ((rc = make_world(o, &world)) >= 0)
       goto out;
