@@ -368,17 +368,20 @@ ovl_status ovl__cpu_rendezvous(ovl__bworld *bw, ring *rg, uint64_t seq,
     slot_fail(rg, sl, OVL_EABORTED,
               "ring %d collective #%llu (%s): aborted", rg->id,
               (unsigned long long)seq + 1, op);
-  } else if (sl->narrived == bw->lay.nlocal && bw->lay.procs != NULL &&
-             ovl__procs_size(bw->lay.procs) > 1) {
-    /* Every local rank is here: meet the other processes' ranks. */
+  } else if (sl->narrived == bw->lay.nlocal) {
+    /* Every local rank is here; with other processes, meet their ranks
+     * first. */
     ovl__msg *msgs[OVL_MAX_RANKS] = {0};
     int nmsgs = 0;
-    sl->state = SLOT_EXCHANGING;
-    pthread_mutex_unlock(&rg->mu);
-    st = exchange(bw, rg, sl, op, msgs, &nmsgs, buf, sizeof buf);
-    pthread_mutex_lock(&rg->mu);
-    if (st != OVL_OK) {
-      slot_fail(rg, sl, st, "%s", buf);
+    ovl_status xst = OVL_OK;
+    if (bw->lay.procs != NULL && ovl__procs_size(bw->lay.procs) > 1) {
+      sl->state = SLOT_EXCHANGING;
+      pthread_mutex_unlock(&rg->mu);
+      xst = exchange(bw, rg, sl, op, msgs, &nmsgs, buf, sizeof buf);
+      pthread_mutex_lock(&rg->mu);
+    }
+    if (xst != OVL_OK) {
+      slot_fail(rg, sl, xst, "%s", buf);
     } else if (find_mismatch(bw, rg, sl, buf, sizeof buf)) {
       slot_fail(rg, sl, OVL_EMISMATCH, "%s", buf);
     } else {
@@ -389,20 +392,8 @@ ovl_status ovl__cpu_rendezvous(ovl__bworld *bw, ring *rg, uint64_t seq,
       sl->state = SLOT_DONE;
       pthread_cond_broadcast(&rg->cv);
     }
-    st = OVL_OK;
     for (int i = 0; i < nmsgs; i++)
       free(msgs[i]);
-  } else if (sl->narrived == bw->lay.nlocal) {
-    if (find_mismatch(bw, rg, sl, buf, sizeof buf)) {
-      slot_fail(rg, sl, OVL_EMISMATCH, "%s", buf);
-    } else {
-      sl->state = SLOT_COMPUTING;
-      pthread_mutex_unlock(&rg->mu);
-      ovl__cpu_collective_compute(sl, n);
-      pthread_mutex_lock(&rg->mu);
-      sl->state = SLOT_DONE;
-      pthread_cond_broadcast(&rg->cv);
-    }
   } else {
     double deadline = ovl__now() + timeout;
     while (sl->state == SLOT_OPEN) {
