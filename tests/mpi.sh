@@ -9,8 +9,11 @@
 # schedules/good, every one of schedules/bad (their static check alone: a
 # racy program's numbers depend on timing), two races shown by --replay
 # (deterministic), --races on a race, a mismatch and a deadlock;
-# tools/overlap_sweep (allreduce and sendrecv, tiny) against one process.
-# Then the faults: one rank that never arrives in an all-reduce, one that
+# tools/overlap_sweep (allreduce and sendrecv, tiny) against one process;
+# --gpus-per-process=2 against twice the ranks. Failures that only some
+# processes see (an output only process 0 writes, a memory limit of one
+# process, Open MPI's MPMD launch) and a wrong --ranks must stop every
+# process at once with one message. Then the faults: one rank that never arrives in an all-reduce, one that
 # never reaches the barrier ending an iteration (tests/schedules/hang_*),
 # and the send/send cycle of schedules/bad/pipeline_1f1b, run with
 # --no-races --timeout=2: every process must end, mpirun with exit 3 within
@@ -226,6 +229,38 @@ hang() {
   if [ -s "$tmp/why" ]; then ko "$name"; else ok "$name"; fi
 }
 
+# fails NP EXIT PATTERN ARGS...: overlap_sim -b cpu ARGS as NP processes
+# (ARGS may hold ':' and another program: an MPMD launch) must end within
+# 20 s with EXIT, PATTERN on stderr exactly once (one process prints it),
+# and no more than one "overlap_sim:" line there: a failure only some
+# processes see (an output only process 0 writes, a limit of one process's
+# host) must stop them all, not leave some in a collective for ever.
+fails() {
+  np=$1 want=$2 pattern=$3
+  shift 3
+  launch "$np" "$tool" -b cpu "$@"
+  : >"$tmp/why"; : >"$tmp/diff"
+  rc=$(cat "$tmp/mpi.rc"); secs=$(cat "$tmp/mpi.secs")
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    echo "still running after $limit s: killed (exit $rc)" >"$tmp/why"
+  elif [ "$rc" -ne "$want" ]; then
+    echo "exit $rc, expected $want" >"$tmp/why"
+  fi
+  if [ "$secs" -gt 20 ]; then
+    echo "took $secs s, expected at most 20" >>"$tmp/why"
+  fi
+  n=$(grep -c -- "$pattern" "$tmp/mpi.err")
+  if [ "$n" -ne 1 ]; then
+    echo "'$pattern' $n times on stderr, expected once" >>"$tmp/why"
+  fi
+  n=$(grep -c 'overlap_sim: ' "$tmp/mpi.err")
+  if [ "$n" -gt 1 ]; then
+    echo "$n messages on stderr, expected one" >>"$tmp/why"
+  fi
+  name="mpirun -np $np overlap_sim -b cpu $(words "$@"): exit $want with '$pattern' once (exit $rc after $secs s)"
+  if [ -s "$tmp/why" ]; then ko "$name"; else ok "$name"; fi
+}
+
 # min_ranks FILE: its "# min-ranks: N" header (1 if none).
 min_ranks() {
   n=$(sed -n 's/^# min-ranks: *\([0-9][0-9]*\).*/\1/p' "$1" | head -1)
@@ -261,6 +296,21 @@ for np in 2 3; do
     sim "$np" --races "$src/schedules/bad/pipeline_1f1b.sched"
     sweep "$np" -c allreduce -b 1K -e 4K -n 1 -w 0 --reps=4
     sweep "$np" -c sendrecv -b 1K -e 4K -n 1 -w 0 --reps=4
+    # Ranks per process: NP processes of 2 ranks against 2 x NP ranks.
+    "$tool" -b cpu -r $((2 * np)) $run $seed "$src/schedules/seed.sched" \
+      >"$tmp/one.out" 2>"$tmp/one.err" </dev/null
+    echo $? >"$tmp/one.rc"
+    launch "$np" "$tool" -b cpu --gpus-per-process=2 $run $seed "$src/schedules/seed.sched"
+    compare "mpirun -np $np overlap_sim -b cpu --gpus-per-process=2 $(words $run $seed) seed.sched (against -r $((2 * np)))" filter_sim
+    # What one process alone can fail, and what does not fit.
+    fails "$np" 2 "asked for 9 ranks" -r 9 "$src/schedules/good/seed_small.sched"
+    fails "$np" 3 "cannot create it" --json="$tmp/no/such/dir/out.json" "$src/schedules/good/seed_small.sched"
+    if [ -n "$mpiflags" ]; then
+      # Open MPI's MPMD launch: the last process alone has a tiny memory.
+      fails "$((np - 1))" 2 "^process $((np - 1)): overlap_sim: .*OVL_HOST_MEMORY" \
+        --trials=1 "$src/schedules/good/seed_small.sched" \
+        : -np 1 -x OVL_HOST_MEMORY=100000 "$tool" -b cpu --trials=1 "$src/schedules/good/seed_small.sched"
+    fi
     hang "$np" -n 1 -w 0 "$src/tests/schedules/hang_in_collective.sched"
     hang "$np" -n 1 -w 0 "$src/tests/schedules/hang_at_barrier.sched"
     hang "$np" -n 1 -w 0 "$src/schedules/bad/pipeline_1f1b.sched"

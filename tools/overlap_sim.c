@@ -348,7 +348,7 @@ static int check_only(sim_options *o, const char *path, unsigned modes,
   mem_plan mem;
   int rc;
 
-  if ((rc = parse_schedule(o, path, &sched)) >= 0)
+  if ((rc = tool_agree(procs, parse_schedule(o, path, &sched))) >= 0)
     return rc;
   /* Under mpirun: the ranks of every process, as a run would have. */
   if (procs != NULL && o->ranks == 0)
@@ -365,13 +365,16 @@ static int check_only(sim_options *o, const char *path, unsigned modes,
   sim_plan_memory(&mem, o, count_modes(modes),
                   world != NULL ? ovl_world_backend_name(world) : NULL,
                   world != NULL ? ovl_world_nranks(world) : 0);
-  if ((rc = sim_bind_schedule(sched, &bopts, &mem, &prog)) >= 0)
+  if ((rc = tool_agree(procs, sim_bind_schedule(sched, &bopts, &mem,
+                                                 &prog))) >= 0)
     goto out;
   /* The fixes are re-checked against the schedule: kept to the end. */
   pl.schedule = sched;
   pl.bind = &bopts;
-  rc = sim_check_host_memory(prog, path, &mem,
-                             ovl_pipeline_needs_reference(prog, &pl));
+  rc = tool_agree(procs,
+                  sim_check_host_memory(prog, path, &mem,
+                                        ovl_pipeline_needs_reference(prog,
+                                                                     &pl)));
   if (rc >= 0)
     goto out;
   st = ovl_pipeline_run(world, prog, &pl, &report, &err);
@@ -600,13 +603,16 @@ static int overlap_sim(int argc, char **argv) {
     progname = slash ? slash + 1 : argv[0];
   }
   sim_options_init(&o);
-  rc = sim_parse_flags(argc, argv, &o);
+  rc = tool_agree(procs, sim_parse_flags(argc, argv, &o));
   if (rc >= 0)
     return rc;
   path = o.schedule != NULL ? resolve_schedule(o.schedule, false)
                             : resolve_schedule("seed.sched", true);
   memset(outs, 0, sizeof outs);
-  rc = prepare_outputs(&o, path, outs);
+  /* Under mpirun only process 0 has outputs: every process learns whether
+   * it can go on (tool_agree), as after each step that one process may
+   * fail alone. */
+  rc = tool_agree(procs, prepare_outputs(&o, path, outs));
   if (rc >= 0)
     goto out;
   /* Modes, in the order they run: sync, async, comp, comm. */
@@ -626,14 +632,16 @@ static int overlap_sim(int argc, char **argv) {
         dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
       fprintf(stderr, "%s: --json=-: %s\n", progname, strerror(errno));
       rc = EXIT_RUNTIME;
-      goto out;
+    } else {
+      stdout_name = "standard error (the report, with --json=-)";
     }
-    stdout_name = "standard error (the report, with --json=-)";
   }
+  if ((rc = tool_agree(procs, rc)) >= 0)
+    goto out;
 
   /* Parse before making the world (which may take seconds on GPUs); bind
    * once its rank count and backend are known. */
-  if ((rc = parse_schedule(&o, path, &sched)) >= 0)
+  if ((rc = tool_agree(procs, parse_schedule(&o, path, &sched))) >= 0)
     goto out;
   if ((rc = make_world(&o, &world)) >= 0)
     goto out;
@@ -650,7 +658,7 @@ static int overlap_sim(int argc, char **argv) {
                                 stepsdef, sizeof stepsdef);
   bopts.nranks = ovl_world_nranks(world);
   bopts.cpu_defaults = strcmp(ovl_world_backend_name(world), "cpu") == 0;
-  rc = sim_bind_schedule(sched, &bopts, &mem, &prog);
+  rc = tool_agree(procs, sim_bind_schedule(sched, &bopts, &mem, &prog));
   if (rc >= 0)
     goto out;
   if (o.no_races) {
@@ -681,8 +689,10 @@ static int overlap_sim(int argc, char **argv) {
   table.world = world;
   table.path = path;
   table.per_op = mem.per_op;
-  rc = sim_check_host_memory(prog, path, &mem,
-                             ovl_pipeline_needs_reference(prog, &pl));
+  rc = tool_agree(procs,
+                  sim_check_host_memory(prog, path, &mem,
+                                        ovl_pipeline_needs_reference(prog,
+                                                                     &pl)));
   if (rc >= 0)
     goto out;
   st = ovl_pipeline_run(world, prog, &pl, &report, &err);

@@ -240,7 +240,7 @@ static int overlap_sweep(int argc, char **argv) {
     const char *slash = strrchr(argv[0], '/');
     progname = slash ? slash + 1 : argv[0];
   }
-  rc = sweep_parse_flags(argc, argv, &o);
+  rc = tool_agree(procs, sweep_parse_flags(argc, argv, &o));
   if (rc >= 0)
     return rc;
 

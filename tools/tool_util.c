@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -315,6 +316,11 @@ const char *format_bytes(uint64_t b, char *buf, size_t len) {
   return buf;
 }
 
+/* Processes other than 0: their stderr goes to a temporary file, read
+ * back by tool_agree when this process alone failed; the real stderr. */
+static FILE *err_capture;
+static int real_stderr = -1;
+
 int tool_procs_init(int *argc, char ***argv, ovl_procs **out) {
   int who = ovl_launcher_rank();
   ovl_error err = {0};
@@ -329,14 +335,62 @@ int tool_procs_init(int *argc, char ***argv, ovl_procs **out) {
               progname);
     return -1;
   }
-  if (who > 0 && (freopen("/dev/null", "w", stdout) == NULL ||
-                  freopen("/dev/null", "w", stderr) == NULL))
-    return TOOL_EXIT_RUNTIME;
+  if (who > 0) {
+    fflush(stderr);
+    real_stderr = dup(STDERR_FILENO);
+    err_capture = tmpfile();
+    if (freopen("/dev/null", "w", stdout) == NULL || real_stderr < 0 ||
+        err_capture == NULL ||
+        dup2(fileno(err_capture), STDERR_FILENO) < 0)
+      return TOOL_EXIT_RUNTIME;
+  }
   if (ovl_procs_init(argc, argv, out, &err) != OVL_OK) {
     fprintf(stderr, "%s: %s\n", progname, err.msg);
     return TOOL_EXIT_RUNTIME;
   }
   return -1;
+}
+
+/* What this process wrote to stderr since the last call, on the real
+ * stderr, each line led by "process P: "; then forgotten. */
+static void capture_flush(int who, bool show) {
+  char buf[4096];
+  size_t n;
+  bool line_start = true;
+  if (err_capture == NULL)
+    return;
+  fflush(stderr);
+  if (show && real_stderr >= 0) {
+    FILE *out = fdopen(dup(real_stderr), "w");
+    rewind(err_capture);
+    while (out != NULL && (n = fread(buf, 1, sizeof buf, err_capture)) > 0)
+      for (size_t i = 0; i < n; i++) {
+        if (line_start)
+          fprintf(out, "process %d: ", who);
+        fputc(buf[i], out);
+        line_start = buf[i] == '\n';
+      }
+    if (out != NULL)
+      fclose(out);
+  }
+  if (ftruncate(fileno(err_capture), 0) != 0)
+    return;
+  rewind(err_capture);
+}
+
+int tool_agree(ovl_procs *procs, int rc) {
+  int mine = rc < 0 ? -1 : rc, who = ovl_procs_rank(procs), any, first;
+  if (procs == NULL)
+    return rc;
+  any = ovl_procs_agree_exit(procs, mine);
+  if (any < 0) {
+    capture_flush(who, false);
+    return -1;
+  }
+  /* Process 0's own status: was its message printed? */
+  first = ovl_procs_agree_exit(procs, who == 0 ? mine : -1);
+  capture_flush(who, mine >= 0 && first < 0);
+  return any;
 }
 
 int parse_gpus_per_process(const char *arg, int *out) {

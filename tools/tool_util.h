@@ -82,11 +82,20 @@ uint64_t host_memory_from(const char *proc_cgroup, const char *cgroup_root,
 void flush_output(FILE *f);
 
 /* Join an MPI launch (ovl_procs_init) when an MPI launcher started the
- * tool: every process but process 0 then prints nothing (its stdout and
- * stderr go to /dev/null; every process gets the same report and errors).
- * A build without MPI says once that each process runs alone. Returns
- * -1, or the exit status (message printed). */
+ * tool: every process but process 0 then prints nothing (every process
+ * gets the same report and errors): its stdout goes to /dev/null, its
+ * stderr is kept aside for tool_agree. A build without MPI says once that
+ * each process runs alone. Returns -1, or the exit status (message
+ * printed). */
 int tool_procs_init(int *argc, char ***argv, ovl_procs **out);
+/* Under mpirun, after a step each process may fail alone (a file of its
+ * host, an output only process 0 writes, its memory): every process
+ * brings its status (-1: go on) and gets the largest, so that all stop
+ * together, before the next collective step, instead of some waiting in
+ * it for ever. A process other than 0 that failed when process 0 did not
+ * prints what it wrote to stderr since the last step, each line led by
+ * "process P: ". One process (procs NULL): rc. */
+int tool_agree(ovl_procs *procs, int rc);
 /* --gpus-per-process=G: 1 to 64, and only under an MPI launch of a build
  * with MPI. Returns -1, or the exit status (message printed). */
 int parse_gpus_per_process(const char *arg, int *out);

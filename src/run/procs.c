@@ -339,7 +339,7 @@ ovl_status ovl__procs_agree(ovl_procs *p, ovl_status st, ovl_error *err) {
     return OVL_OK;
   }
   rc = (ovl_status)all[pick].status;
-  if (strstr(all[pick].msg, "rank ") != NULL)
+  if (pick == 0 || strstr(all[pick].msg, "rank ") != NULL)
     ovl__err(err, rc, "%s", all[pick].msg);
   else
     ovl__err(err, rc, "process %d: %s", pick, all[pick].msg);

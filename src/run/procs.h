@@ -79,7 +79,7 @@ ovl_status ovl__procs_bcast(ovl_procs *p, void *buf, size_t bytes, int root,
  * NULL when st is OVL_OK); every process gets back the same: OVL_OK if
  * all are, else the error of the first process whose error is not an
  * abort caused by another (else the first), its message led by "process
- * Q: " when it names no rank. */
+ * Q: " when Q is not 0 and it names no rank. */
 ovl_status ovl__procs_agree(ovl_procs *p, ovl_status st, ovl_error *err);
 
 /* ---- the mailbox (any thread) */

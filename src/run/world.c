@@ -60,11 +60,32 @@ static ovl_status procs_layout(const ovl__backend_ops *be, int ndev,
   counts = calloc((size_t)nprocs, sizeof *counts);
   if (counts == NULL)
     return ovl__err(err, OVL_ENOMEM, "out of memory creating the world");
-  if (local < 1 || local > OVL_MAX_RANKS)
-    st = ovl__err(err, OVL_EINVAL, "ranks per process must be 1..%d, got %d",
-                  OVL_MAX_RANKS, local);
-  if (st == OVL_OK)
-    st = ovl__procs_allgather(p, &local, counts, sizeof local, err);
+  /* Every process takes part in both collectives whatever it found;
+   * then they agree. */
+  {
+    char mine[16] = {0}, first[16] = {0};
+    ovl_status cst;
+    snprintf(mine, sizeof mine, "%s", be->name);
+    memcpy(first, mine, sizeof first);
+    cst = ovl__procs_allgather(p, &local, counts, sizeof local, err);
+    if (cst == OVL_OK)
+      cst = ovl__procs_bcast(p, first, sizeof first, 0, err);
+    if (cst != OVL_OK) {
+      free(counts);
+      return cst; /* MPI itself failed: nothing more to agree over */
+    }
+    if (local < 1 || local > OVL_MAX_RANKS)
+      st = ovl__err(err, OVL_EINVAL,
+                    "ranks per process must be 1..%d, got %d",
+                    OVL_MAX_RANKS, local);
+    /* One backend for all ('auto' decides by what each host shows). */
+    else if (strcmp(first, mine) != 0)
+      st = ovl__err(err, OVL_ENODEV,
+                    "process %d has backend '%s' but process 0 has '%s' "
+                    "(--backend picks one for all)",
+                    me, mine, first);
+  }
+  st = ovl__procs_agree(p, st, err);
   if (st != OVL_OK) {
     free(counts);
     return st;
@@ -154,20 +175,29 @@ static ovl_status procs_devices(ovl_world *w, ovl_error *err) {
   return OVL_OK;
 }
 
-static ovl_status world_create_procs(const ovl__backend_ops *be, int ndev,
-                                     const ovl_world_opts *o,
+/* ovl_world_create of a world of several processes: each step that one
+ * process may fail alone (no backend, no device, memory) is agreed before
+ * the next collective one, so that every process fails alike and none
+ * waits in a collective the others left. */
+static ovl_status world_create_procs(const ovl_world_opts *o,
                                      ovl_world **out, ovl_error *err) {
-  ovl_world *w = calloc(1, sizeof *w);
-  ovl_status st;
-  if (w == NULL)
+  const ovl__backend_ops *be = pick_backend(o->backend, err);
+  ovl_world *w = NULL;
+  ovl_status st = OVL_OK;
+  int ndev = 0;
+  if (be == NULL)
+    st = OVL_ENODEV;
+  else if ((ndev = be->device_count()) <= 0)
+    st = ovl__err(err, OVL_ENODEV, "backend '%s': no device is visible",
+                  be->name);
+  else if ((w = calloc(1, sizeof *w)) == NULL)
     st = ovl__err(err, OVL_ENOMEM, "out of memory creating the world");
-  else
-    st = OVL_OK;
   st = ovl__procs_agree(o->procs, st, err);
   if (st == OVL_OK)
     st = procs_layout(be, ndev, o, &w->lay, err);
   if (st != OVL_OK) {
-    free(w->lay.proc_first);
+    if (w != NULL)
+      free(w->lay.proc_first);
     free(w);
     return st;
   }
@@ -202,6 +232,10 @@ ovl_status ovl_world_create(const ovl_world_opts *opts, ovl_world **out,
     return ovl__err(err, OVL_EINVAL, "ovl_world_create: out is NULL");
   if (opts != NULL)
     o = *opts;
+  if (o.timeout_s <= 0)
+    o.timeout_s = 60.0;
+  if (o.procs != NULL)
+    return world_create_procs(&o, out, err);
   be = pick_backend(o.backend, err);
   if (be == NULL)
     return OVL_ENODEV;
@@ -209,10 +243,6 @@ ovl_status ovl_world_create(const ovl_world_opts *opts, ovl_world **out,
   if (ndev <= 0)
     return ovl__err(err, OVL_ENODEV, "backend '%s': no device is visible",
                     be->name);
-  if (o.timeout_s <= 0)
-    o.timeout_s = 60.0;
-  if (o.procs != NULL)
-    return world_create_procs(be, ndev, &o, out, err);
   if (o.nranks == 0)
     o.nranks = be->default_ranks();
   if (o.nranks < 1 || o.nranks > OVL_MAX_RANKS)
