@@ -129,11 +129,11 @@ filter_sweep() {
 # $tmp/mpi.{out,err,rc}, the seconds into $tmp/mpi.secs.
 limit=${OVL_MPI_LIMIT:-60}
 launch() {
-  np=$1
+  lnp=$1 # (not np: sh has no locals, and the callers' loop uses np)
   shift
   t0=$(date +%s)
   # shellcheck disable=SC2086
-  timeout -k 10 "$limit" $MPIEXEC $mpiflags -np "$np" "$@" \
+  timeout -k 10 "$limit" $MPIEXEC $mpiflags -np "$lnp" "$@" \
     >"$tmp/mpi.out" 2>"$tmp/mpi.err" </dev/null
   echo $? >"$tmp/mpi.rc"
   echo $(($(date +%s) - t0)) >"$tmp/mpi.secs"
@@ -236,9 +236,9 @@ hang() {
 # processes see (an output only process 0 writes, a limit of one process's
 # host) must stop them all, not leave some in a collective for ever.
 fails() {
-  np=$1 want=$2 pattern=$3
+  fnp=$1 want=$2 pattern=$3 # (not np: see launch)
   shift 3
-  launch "$np" "$tool" -b cpu "$@"
+  launch "$fnp" "$tool" -b cpu "$@"
   : >"$tmp/why"; : >"$tmp/diff"
   rc=$(cat "$tmp/mpi.rc"); secs=$(cat "$tmp/mpi.secs")
   if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
@@ -257,7 +257,7 @@ fails() {
   if [ "$n" -gt 1 ]; then
     echo "$n messages on stderr, expected one" >>"$tmp/why"
   fi
-  name="mpirun -np $np overlap_sim -b cpu $(words "$@"): exit $want with '$pattern' once (exit $rc after $secs s)"
+  name="mpirun -np $fnp overlap_sim -b cpu $(words "$@"): exit $want with '$pattern' once (exit $rc after $secs s)"
   if [ -s "$tmp/why" ]; then ko "$name"; else ok "$name"; fi
 }
 
