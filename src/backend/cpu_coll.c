@@ -211,11 +211,11 @@ static bool stop_aborted(void *ctx) { return is_aborted(ctx); }
 
 /* The last local rank of collective `sl`: send the local arrivals to every
  * other process and take theirs (into sl->a, their data left in the
- * messages, msgs[0..*nmsgs), which the caller frees after computing).
+ * messages, msgs[process], which the caller frees after computing).
  * On failure, its words in why. */
 static ovl_status exchange(ovl__bworld *bw, ring *rg, slot *sl,
-                           const char *op, ovl__msg **msgs, int *nmsgs,
-                           char *why, size_t size) {
+                           const char *op, ovl__msg **msgs, char *why,
+                           size_t size) {
   const ovl__layout *lay = &bw->lay;
   ovl_procs *p = lay->procs;
   int me = ovl__procs_rank(p), nprocs = ovl__procs_size(p);
@@ -226,6 +226,7 @@ static ovl_status exchange(ovl__bworld *bw, ring *rg, slot *sl,
   unsigned char *buf, *at;
   ovl_status st = OVL_OK;
   int64_t aux[OVL__MSG_AUX] = {0};
+  int missing = -1;
 
   for (int r = lay->first; r < lay->first + lay->nlocal; r++)
     bytes += coll_send_elems(bw, &sl->a[r], r) * ovl_dtype_size(sl->a[r].dtype);
@@ -249,45 +250,42 @@ static ovl_status exchange(ovl__bworld *bw, ring *rg, slot *sl,
   }
   aux[0] = lay->first;
   aux[1] = lay->nlocal;
-  for (int q = 0; q < nprocs && st == OVL_OK; q++)
-    if (q != me)
-      st = ovl__procs_send(p, q, &key, aux, buf, bytes, &e);
+  st = ovl__procs_exchange(p, &key, aux, buf, bytes, deadline, stop_aborted,
+                           bw, msgs, &missing, &e);
   free(buf);
+  if (st == OVL_ETIMEDOUT) {
+    /* The ranks of the processes not heard from: `missing` and after. */
+    size_t len = (size_t)snprintf(
+        why, size,
+        "ring %d collective #%llu (%s): timed out after %.*f s waiting "
+        "for ",
+        rg->id, (unsigned long long)sl->seq + 1, op,
+        secs_prec(bw->timeout_s), bw->timeout_s);
+    uint64_t ranks = 0;
+    for (int q = missing; q < nprocs; q++)
+      if (q != me)
+        for (int r = lay->proc_first[q]; r < lay->proc_first[q + 1]; r++)
+          ranks |= 1ull << r;
+    len = append_ranks(why, size, len, ranks, bw->nranks);
+    if (len < size)
+      snprintf(why + len, size - len, " (another process)");
+    return st;
+  }
+  if (st == OVL_EABORTED) {
+    snprintf(why, size, "ring %d collective #%llu (%s): aborted", rg->id,
+             (unsigned long long)sl->seq + 1, op);
+    return st;
+  }
   if (st != OVL_OK) {
     snprintf(why, size, "ring %d collective #%llu (%s): %.900s", rg->id,
              (unsigned long long)sl->seq + 1, op, e.msg);
     return st;
   }
   for (int q = 0; q < nprocs; q++) {
-    ovl__msg *m;
+    const ovl__msg *m = msgs[q];
     int first, nlocal;
-    if (q == me)
-      continue;
-    key.from = q;
-    st = ovl__procs_wait(p, &key, deadline, stop_aborted, bw, &m);
-    if (st == OVL_ETIMEDOUT) {
-      size_t len = (size_t)snprintf(
-          why, size,
-          "ring %d collective #%llu (%s): timed out after %.*f s waiting "
-          "for ",
-          rg->id, (unsigned long long)sl->seq + 1, op,
-          secs_prec(bw->timeout_s), bw->timeout_s);
-      uint64_t missing = 0;
-      for (int q2 = q; q2 < nprocs; q2++)
-        if (q2 != me)
-          for (int r = lay->proc_first[q2]; r < lay->proc_first[q2 + 1]; r++)
-            missing |= 1ull << r;
-      len = append_ranks(why, size, len, missing, bw->nranks);
-      if (len < size)
-        snprintf(why + len, size - len, " (another process)");
-      return st;
-    }
-    if (st != OVL_OK) {
-      snprintf(why, size, "ring %d collective #%llu (%s): aborted", rg->id,
-               (unsigned long long)sl->seq + 1, op);
-      return st;
-    }
-    msgs[(*nmsgs)++] = m;
+    if (m == NULL)
+      continue; /* this process */
     first = (int)m->aux[0];
     nlocal = (int)m->aux[1];
     at = m->data;
@@ -304,6 +302,14 @@ static ovl_status exchange(ovl__bworld *bw, ring *rg, slot *sl,
       }
       memcpy(h, at, sizeof h);
       at += sizeof h;
+      if (h[A_BYTES] < 0 ||
+          (size_t)h[A_BYTES] > m->len - (size_t)(at - m->data)) {
+        snprintf(why, size,
+                 "ring %d collective #%llu (%s): a malformed message from "
+                 "process %d",
+                 rg->id, (unsigned long long)sl->seq + 1, op, q);
+        return OVL_EBACKEND;
+      }
       a->coll = (ovl__coll)h[A_COLL];
       a->redop = (ovl__redop)h[A_REDOP];
       a->dtype = (ovl_dtype)h[A_DTYPE];
@@ -371,13 +377,12 @@ ovl_status ovl__cpu_rendezvous(ovl__bworld *bw, ring *rg, uint64_t seq,
   } else if (sl->narrived == bw->lay.nlocal) {
     /* Every local rank is here; with other processes, meet their ranks
      * first. */
-    ovl__msg *msgs[OVL_MAX_RANKS] = {0};
-    int nmsgs = 0;
+    ovl__msg *msgs[OVL_MAX_RANKS] = {0}; /* per process */
     ovl_status xst = OVL_OK;
     if (bw->lay.procs != NULL && ovl__procs_size(bw->lay.procs) > 1) {
       sl->state = SLOT_EXCHANGING;
       pthread_mutex_unlock(&rg->mu);
-      xst = exchange(bw, rg, sl, op, msgs, &nmsgs, buf, sizeof buf);
+      xst = exchange(bw, rg, sl, op, msgs, buf, sizeof buf);
       pthread_mutex_lock(&rg->mu);
     }
     if (xst != OVL_OK) {
@@ -392,8 +397,8 @@ ovl_status ovl__cpu_rendezvous(ovl__bworld *bw, ring *rg, uint64_t seq,
       sl->state = SLOT_DONE;
       pthread_cond_broadcast(&rg->cv);
     }
-    for (int i = 0; i < nmsgs; i++)
-      free(msgs[i]);
+    for (int q = 0; q < OVL_MAX_RANKS; q++)
+      free(msgs[q]);
   } else {
     double deadline = ovl__now() + timeout;
     while (sl->state == SLOT_OPEN) {
@@ -496,6 +501,21 @@ static void pair_fail(ring *rg, pair *p, ovl_status status, const char *fmt,
   pthread_cond_broadcast(&rg->cv);
 }
 
+/* A matched send and receive that disagree, in words: "ring 0 p2p: send
+ * #2 from rank 0 to rank 1 is float32 count=8, but the matching recv on
+ * rank 1 is float32 count=16" (message k, from 0). */
+static void pair_mismatch_text(char *buf, size_t size, int ring, uint64_t k,
+                               int src, int dst, ovl_dtype send_dtype,
+                               size_t send_count, ovl_dtype recv_dtype,
+                               size_t recv_count) {
+  snprintf(buf, size,
+           "ring %d p2p: send #%llu from rank %d to rank %d is %s count=%zu, "
+           "but the matching recv on rank %d is %s count=%zu",
+           ring, (unsigned long long)k + 1, src, dst,
+           ovl_dtype_name(send_dtype), send_count, dst,
+           ovl_dtype_name(recv_dtype), recv_count);
+}
+
 /* An item as its rank sees it: "send #3 to rank 1", "recv #3 from rank
  * 0" (messages of the pair numbered from 1). */
 static void describe_item(const p2p_item *it, char *buf, size_t size) {
@@ -562,13 +582,11 @@ static bool p2p_post(ovl__bworld *bw, ring *rg, int rank, p2p_item *it,
   } else if (p->side[1 - sd].posted) {
     if (p->side[0].dtype != p->side[1].dtype ||
         p->side[0].count != p->side[1].count) {
-      pair_fail(rg, p, OVL_EMISMATCH,
-                "ring %d p2p: send #%llu from rank %d to rank %d is %s "
-                "count=%zu, but the matching recv on rank %d is %s "
-                "count=%zu",
-                rg->id, (unsigned long long)p->k + 1, p->src, p->dst,
-                ovl_dtype_name(p->side[0].dtype), p->side[0].count, p->dst,
-                ovl_dtype_name(p->side[1].dtype), p->side[1].count);
+      char text[OVL_ERROR_MSG_MAX];
+      pair_mismatch_text(text, sizeof text, rg->id, p->k, p->src, p->dst,
+                         p->side[0].dtype, p->side[0].count,
+                         p->side[1].dtype, p->side[1].count);
+      pair_fail(rg, p, OVL_EMISMATCH, "%s", text);
     } else {
       p->state = PAIR_COPYING;
       it->copies = true;
@@ -639,13 +657,9 @@ static void remote_poll(ovl__bworld *bw, const ring *rg, int rank,
   } else if ((ovl_dtype)m->aux[D_DTYPE] != it->dtype ||
              (size_t)m->aux[D_COUNT] != it->count) {
     fail = OVL_EMISMATCH;
-    snprintf(text, sizeof text,
-             "ring %d p2p: send #%llu from rank %d to rank %d is %s "
-             "count=%zu, but the matching recv on rank %d is %s count=%zu",
-             rg->id, (unsigned long long)it->k + 1, it->peer, rank,
-             ovl_dtype_name((ovl_dtype)m->aux[D_DTYPE]),
-             (size_t)m->aux[D_COUNT], rank, ovl_dtype_name(it->dtype),
-             it->count);
+    pair_mismatch_text(text, sizeof text, rg->id, it->k, it->peer, rank,
+                       (ovl_dtype)m->aux[D_DTYPE], (size_t)m->aux[D_COUNT],
+                       it->dtype, it->count);
     remote_say(bw, rg, rank, it, fail, text);
   } else {
     size_t bytes = it->count * ovl_dtype_size(it->dtype);

@@ -233,40 +233,31 @@ static bool procs_stop(void *ctx) {
  * better message) before the others give up here. */
 static bool procs_barrier(void *ctx) {
   run_t *run = ctx;
-  ovl_procs *p = run->world->lay.procs;
-  int me = ovl__procs_rank(p), nprocs = ovl__procs_size(p);
+  const ovl__layout *lay = &run->world->lay;
   ovl__msg_key key = {OVL__MSG_BARRIER, 0, 0, 0, 0, 0, -1};
-  double deadline = ovl__now() + 2 * run->world->timeout_s + 5;
+  ovl__msg *msgs[OVL_MAX_RANKS] = {0}; /* per process */
+  double wait_s = 2 * run->world->timeout_s + 5;
   ovl_error e;
+  ovl_status st;
+  int missing = -1;
   key.seq = ++run->barrier_seq;
-  for (int q = 0; q < nprocs; q++)
-    if (q != me && ovl__procs_send(p, q, &key, NULL, NULL, 0, &e) != OVL_OK) {
-      ovl__err_prefix(&e, "the barrier of the processes: ");
-      run_fail(run, &e);
-      return false;
-    }
-  for (int q = 0; q < nprocs; q++) {
-    ovl__msg *m = NULL;
-    ovl_status st;
-    if (q == me)
-      continue;
-    key.from = q;
-    st = ovl__procs_wait(p, &key, deadline, procs_stop, run, &m);
-    free(m);
-    if (st == OVL_ETIMEDOUT) {
-      const ovl__layout *lay = &run->world->lay;
-      ovl__err(&e, OVL_ETIMEDOUT,
-               "the barrier of the processes: timed out after %.1f s "
-               "waiting for process %d (ranks %d to %d)",
-               2 * run->world->timeout_s + 5, q, lay->proc_first[q],
-               lay->proc_first[q + 1] - 1);
-      run_fail(run, &e);
-      return false;
-    }
-    if (st != OVL_OK)
-      return false;
-  }
-  return true;
+  st = ovl__procs_exchange(lay->procs, &key, NULL, NULL, 0,
+                           ovl__now() + wait_s, procs_stop, run, msgs,
+                           &missing, &e);
+  for (int q = 0; q < OVL_MAX_RANKS; q++)
+    free(msgs[q]);
+  if (st == OVL_OK || st == OVL_EABORTED)
+    return st == OVL_OK;
+  if (st == OVL_ETIMEDOUT)
+    ovl__err(&e, OVL_ETIMEDOUT,
+             "the barrier of the processes: timed out after %.1f s "
+             "waiting for process %d (ranks %d to %d)",
+             wait_s, missing, lay->proc_first[missing],
+             lay->proc_first[missing + 1] - 1);
+  else
+    ovl__err_prefix(&e, "the barrier of the processes: ");
+  run_fail(run, &e);
+  return false;
 }
 
 /* The flight record's and the positions' rows of every process, and the

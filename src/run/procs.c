@@ -142,6 +142,24 @@ ovl_status ovl__procs_wait(ovl_procs *p, const ovl__msg_key *key,
   *out = NULL;
   return OVL_EINVAL;
 }
+ovl_status ovl__procs_exchange(ovl_procs *p, const ovl__msg_key *key,
+                               const int64_t *aux, const void *data,
+                               size_t len, double deadline,
+                               bool (*stop)(void *ctx), void *ctx,
+                               ovl__msg **msgs, int *missing,
+                               ovl_error *err) {
+  (void)p;
+  (void)key;
+  (void)aux;
+  (void)data;
+  (void)len;
+  (void)deadline;
+  (void)stop;
+  (void)ctx;
+  (void)msgs;
+  (void)missing;
+  return no_mpi(err);
+}
 void ovl__procs_backoff(unsigned n) { (void)n; }
 
 #else /* HAVE_MPI */
@@ -484,13 +502,18 @@ void ovl__procs_run_end(ovl_procs *p) {
   pthread_mutex_unlock(&p->mu);
 }
 
-bool ovl__procs_aborted(ovl_procs *p) {
+/* Whether another process aborted the current run, as last polled. */
+static bool aborted_flag(ovl_procs *p) {
   bool a;
-  poll(p);
   pthread_mutex_lock(&p->mu);
   a = p->aborted;
   pthread_mutex_unlock(&p->mu);
   return a;
+}
+
+bool ovl__procs_aborted(ovl_procs *p) {
+  poll(p);
+  return aborted_flag(p);
 }
 
 static ovl_status send_locked(ovl_procs *p, int to, const ovl__msg_key *key,
@@ -592,15 +615,40 @@ ovl_status ovl__procs_wait(ovl_procs *p, const ovl__msg_key *key,
                            void *ctx, ovl__msg **out) {
   *out = NULL;
   for (unsigned n = 0;; n++) {
+    /* take polled: the abort flag is fresh. */
     *out = ovl__procs_take(p, key);
     if (*out != NULL)
       return OVL_OK;
-    if ((stop != NULL && stop(ctx)) || ovl__procs_aborted(p))
+    if ((stop != NULL && stop(ctx)) || aborted_flag(p))
       return OVL_EABORTED;
     if (ovl__now() >= deadline)
       return OVL_ETIMEDOUT;
     ovl__procs_backoff(n);
   }
+}
+
+ovl_status ovl__procs_exchange(ovl_procs *p, const ovl__msg_key *key,
+                               const int64_t *aux, const void *data,
+                               size_t len, double deadline,
+                               bool (*stop)(void *ctx), void *ctx,
+                               ovl__msg **msgs, int *missing,
+                               ovl_error *err) {
+  ovl__msg_key k = *key;
+  ovl_status st = OVL_OK;
+  for (int q = 0; q < p->size; q++)
+    msgs[q] = NULL;
+  for (int q = 0; q < p->size && st == OVL_OK; q++)
+    if (q != p->rank)
+      st = ovl__procs_send(p, q, key, aux, data, len, err);
+  for (int q = 0; q < p->size && st == OVL_OK; q++) {
+    if (q == p->rank)
+      continue;
+    k.from = q;
+    st = ovl__procs_wait(p, &k, deadline, stop, ctx, &msgs[q]);
+    if (st != OVL_OK)
+      *missing = q;
+  }
+  return st;
 }
 
 void ovl_procs_free(ovl_procs *procs) {

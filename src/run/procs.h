@@ -111,6 +111,18 @@ ovl__msg *ovl__procs_take(ovl_procs *p, const ovl__msg_key *key);
 ovl_status ovl__procs_wait(ovl_procs *p, const ovl__msg_key *key,
                            double deadline, bool (*stop)(void *ctx),
                            void *ctx, ovl__msg **out);
+/* Send the same message (key, aux, data) to every other process, then
+ * take each one's message of that key (ovl__procs_wait), into msgs[q]
+ * (msgs: [nprocs]; NULL for this process; the caller frees what is
+ * there, on failure too). OVL_OK; OVL_ETIMEDOUT or OVL_EABORTED with
+ * *missing the first process not heard from (no message written); or a
+ * send's error (in err). */
+ovl_status ovl__procs_exchange(ovl_procs *p, const ovl__msg_key *key,
+                               const int64_t *aux, const void *data,
+                               size_t len, double deadline,
+                               bool (*stop)(void *ctx), void *ctx,
+                               ovl__msg **msgs, int *missing,
+                               ovl_error *err);
 /* Sleep a little between polls (the n-th time in a row). */
 void ovl__procs_backoff(unsigned n);
 
