@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include "backend/backend.h"
 
 static const ovl__backend_ops *const B = &ovl__backend_cpu;
 

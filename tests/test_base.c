@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "check_util.h"
-#include "internal.h"
+#include "core/op.h"
 
 /* ovl__sb_json_str of s, without the quotes; free() it. */
 static char *json_body(const char *s) {

@@ -87,7 +87,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "backend/backend.h"
+#include "check/check.h"
 
 #define MAX_RANKS 4
 /* Dim 0 is divisible by every rank count 1..4 (c_reducescatter). */

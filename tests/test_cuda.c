@@ -39,7 +39,7 @@
 #include <cuda_runtime_api.h>
 
 #include "base/half.h"
-#include "internal.h"
+#include "run/run.h"
 
 static const ovl__backend_ops *const B = &ovl__backend_cuda;
 

@@ -12,7 +12,7 @@
 
 #include "base/half.h"
 #include "check_util.h"
-#include "internal.h"
+#include "core/op.h"
 
 static float fbits(uint32_t u) { return ovl__f32_from_bits(u); }
 

@@ -7,6 +7,7 @@
  */
 #include <math.h>
 
+#include "check/check.h"
 #include "check/match.h"
 #include "check_util.h"
 

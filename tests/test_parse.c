@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "core/op.h"
 
 static const char seed_sched[] =
     "param rows = 1000\n"

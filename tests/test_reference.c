@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "check/check.h"
 
 #ifdef __SANITIZE_ADDRESS__
 /* The out-of-memory test needs malloc to return NULL for a huge request

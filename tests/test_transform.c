@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "core/op.h"
 
 static const char seed_text[] =
     "a = data(shape=[4, 8], init=uniform)\n"

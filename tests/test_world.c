@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include "check_util.h"
-#include "internal.h"
 #include "run/run.h"
 
 /* Built with ThreadSanitizer (gcc defines __SANITIZE_THREAD__, clang has

@@ -15,6 +15,12 @@ const char *const coll_names[C__COUNT] = {
     "allreduce", "broadcast", "allgather", "reducescatter",
     "reduce",    "alltoall",  "sendrecv"};
 
+bool coll_reduces(coll c) {
+  return c == C_ALLREDUCE || c == C_REDUCESCATTER || c == C_REDUCE;
+}
+
+bool coll_has_root(coll c) { return c == C_BROADCAST || c == C_REDUCE; }
+
 static void usage(FILE *f) {
   fprintf(
       f,

@@ -49,12 +49,6 @@ const char *busbw_formula(coll c) {
   }
 }
 
-bool coll_reduces(coll c) {
-  return c == C_ALLREDUCE || c == C_REDUCESCATTER || c == C_REDUCE;
-}
-
-bool coll_has_root(coll c) { return c == C_BROADCAST || c == C_REDUCE; }
-
 bool row_sizes_for(coll c, uint64_t bytes, size_t esize, int n,
                    row_sizes *rs) {
   uint64_t count = bytes / esize;

@@ -2,7 +2,7 @@
  * is simply not in the list, so callers carry no #ifdef. */
 #include <string.h>
 
-#include "internal.h"
+#include "backend/backend.h"
 
 const ovl__backend_ops *const ovl__backends[] = {
 #ifdef HAVE_CUDA

@@ -33,20 +33,24 @@
  * abort up for as long as they were asked to spin.
  *
  * Graphs (ovl_run_opts.graph): a rank's work captured on its streams as
- * CUDA graphs and launched on calc; see "Graphs" below. A graph holds
+ * CUDA graphs and launched on calc (cuda_graph.c). A graph holds
  * references on the communicators of the NCCL calls in it, and NCCL's
  * abort waits for every such graph to be destroyed: world_abort destroys
  * them first (comms_abort), and a rank makes or launches graphs under its
  * NCCL lock only.
+ *
+ * The files, each calling only those after it: backend_cuda.c (ranks,
+ * memory, events and syncs, kernels, timers, and the backend's table),
+ * cuda_world.c (devices, communicators, tuning, abort, teardown),
+ * cuda_comm.c (collectives, point-to-point, the flight record),
+ * cuda_graph.c (graphs), cuda_util.c (error texts, names, the NCCL
+ * section, the device count), kernels.cu (the CUDA C++ kernels).
  */
 #include "backend/cuda.h"
-#include "run/procs.h"
 
 /* ------------------------------------------------------------------ */
 /* Ranks                                                               */
 /* ------------------------------------------------------------------ */
-
-static void graphs_release(ovl__brank *br);
 
 static void rank_release(ovl__brank *br) {
   ovl__bworld *bw = br->bw;
@@ -62,7 +66,7 @@ static void rank_release(ovl__brank *br) {
     free(br->progress[ring]);
     free(br->progress_tag[ring]);
   }
-  graphs_release(br);
+  ovl__cuda_graphs_release(br);
   if (br->barrier_buf != NULL)
     (void)cudaFree(br->barrier_buf);
   if (br->blas != NULL)
@@ -507,11 +511,6 @@ static ovl_status comms_check(ovl__brank *br, const char *what,
   return st;
 }
 
-void ovl__cuda_sleep_ns(long ns) {
-  struct timespec ts = {0, ns};
-  nanosleep(&ts, NULL);
-}
-
 static ovl_status cuda_stream_sync(ovl__brank *br, int stream,
                                    ovl_error *err) {
   ovl__bworld *bw = br->bw;
@@ -691,323 +690,6 @@ static ovl_status cuda_matmul(ovl__brank *br, int stream, ovl_dtype dtype,
   return OVL_OK;
 }
 
-static ovl_status nccl_dtype(const ovl__brank *br, ovl_dtype dtype,
-                             ncclDataType_t *out, ovl_error *err) {
-  switch (dtype) {
-  case OVL_DTYPE_FLOAT32:
-    *out = ncclFloat32;
-    return OVL_OK;
-  case OVL_DTYPE_FLOAT64:
-    *out = ncclFloat64;
-    return OVL_OK;
-  /* NCCL reduces 16-bit elements pairwise, each step one rounding to the
-   * element type (its FuncSum on half and bfloat16, __hadd), in the order
-   * of its algorithm (ring or tree); on 2 ranks that is one rounding of
-   * a + b, as the reference and the cpu backend give. */
-  case OVL_DTYPE_FLOAT16:
-    *out = ncclFloat16;
-    return OVL_OK;
-  case OVL_DTYPE_BFLOAT16:
-    *out = ncclBfloat16;
-    return OVL_OK;
-  }
-  return ovl__err(err, OVL_EINVAL, "rank %d: unknown dtype %d", br->rank,
-                  (int)dtype);
-}
-
-static ovl_status nccl_redop(const ovl__brank *br, ovl__redop redop,
-                             ncclRedOp_t *out, ovl_error *err) {
-  switch (redop) {
-  case OVL_RED_SUM:
-    *out = ncclSum;
-    return OVL_OK;
-  case OVL_RED_MAX:
-    *out = ncclMax;
-    return OVL_OK;
-  case OVL_RED_MIN:
-    *out = ncclMin;
-    return OVL_OK;
-  case OVL_RED_PROD:
-    *out = ncclProd;
-    return OVL_OK;
-  case OVL_RED_AVG:
-    /* On one rank the average is its input (times 1.0: exact, NaN, inf
-     * and -0 kept), which ncclSum gives too. ncclAvg is not used there:
-     * NCCL 2.28.3 leaves float64 elements from index 1,000,000 on
-     * unwritten on one rank (seen on an H200 for n = 1,000,001 to
-     * 1,000,004; float32, and two ranks, are right). */
-    *out = br->bw->nranks == 1 ? ncclSum : ncclAvg;
-    return OVL_OK;
-  default:
-    break;
-  }
-  return ovl__err(err, OVL_EINVAL, "rank %d: unknown reduction %d", br->rank,
-                  (int)redop);
-}
-
-/* The communicator of `ring` for this rank, inside an NCCL section
- * (ovl__cuda_nccl_enter done by the caller); NULL with *err set if the ring
- * has none. */
-static ncclComm_t ring_comm(ovl__brank *br, int ring, ovl_status *st,
-                            ovl_error *err) {
-  ovl__bworld *bw = br->bw;
-  ncclComm_t comm = ring >= 0 && ring < bw->nrings ? bw->comms[ring][br->rank]
-                                                   : NULL;
-  if (comm == NULL)
-    *st = ovl__err(err, OVL_EINVAL,
-                   "rank %d: ring %d has no communicator (no collective or "
-                   "point-to-point op was declared on it)",
-                   br->rank, ring);
-  return comm;
-}
-
-/* The start of an NCCL call on `ring` from `stream`: its place in `where`
- * ("ring R, STREAM"), the NCCL section entered and the ring's
- * communicator; NULL with *st and *err set, and the section left, when
- * the world aborted or the ring has none. */
-static ncclComm_t nccl_begin(ovl__brank *br, int ring, int stream,
-                             char *where, size_t wsize, ovl_status *st,
-                             ovl_error *err) {
-  char sname[80];
-  ncclComm_t comm;
-  snprintf(where, wsize, "ring %d, %s", ring,
-           ovl__cuda_stream_name(br, sname, sizeof sname, stream));
-  if (!ovl__cuda_nccl_enter(br)) {
-    *st = aborted_err(br, where, err);
-    return NULL;
-  }
-  if ((comm = ring_comm(br, ring, st, err)) == NULL)
-    ovl__cuda_nccl_leave(br);
-  return comm;
-}
-
-/* Flight record: an event after the call tagged `tag` on `stream`. */
-static ovl_status progress_record(ovl__brank *br, int ring, int stream,
-                                  uint64_t tag, const char *where,
-                                  ovl_error *err) {
-  uint64_t k;
-  if (ring < 0 || ring >= br->nrings || br->progress[ring] == NULL)
-    return OVL_OK; /* a ring rank_init did not know: no record */
-  /* A captured call is not enqueued: the executor keeps the flight
-   * record of graphs (see "Graphs"). */
-  if (br->capturing)
-    return OVL_OK;
-  k = br->progress_n[ring] % PROGRESS_EVENTS;
-  OVL__CUDACHECK(err, br->rank, where, cudaEventRecord,
-                 (br->progress[ring][k], br->streams[stream]));
-  br->progress_tag[ring][k] = tag;
-  br->progress_n[ring]++;
-  return OVL_OK;
-}
-
-uint64_t ovl__cuda_progress_scan(ovl__brank *br, int ring) {
-  uint64_t n, lo, done = 0;
-  if (ring < 0 || ring >= br->nrings || br->progress[ring] == NULL)
-    return 0;
-  n = br->progress_n[ring];
-  lo = n > PROGRESS_EVENTS ? n - PROGRESS_EVENTS : 0;
-  /* Calls of one ring may sit on several streams: the last completed is
-   * the largest tag whose event has completed. */
-  for (uint64_t k = n; k-- > lo;) {
-    uint64_t i = k % PROGRESS_EVENTS, tag = br->progress_tag[ring][i];
-    if (tag > done && cudaEventQuery(br->progress[ring][i]) == cudaSuccess)
-      done = tag;
-  }
-  (void)cudaGetLastError();
-  if (done > br->done_cache[ring])
-    br->done_cache[ring] = done;
-  return br->done_cache[ring];
-}
-
-static uint64_t cuda_ring_progress(ovl__brank *br, int ring) {
-  if (ring < 0 || ring >= OVL_MAX_RINGS)
-    return 0;
-  if (atomic_load(&br->frozen))
-    return br->frozen_done[ring];
-  return ovl__cuda_progress_scan(br, ring);
-}
-
-static ovl_status cuda_collective(ovl__brank *br, int stream, int ring,
-                                  ovl__coll coll, ovl__redop redop,
-                                  ovl_dtype dtype, const void *send,
-                                  void *recv, size_t count, int root,
-                                  uint64_t tag, ovl_error *err) {
-  ovl__bworld *bw = br->bw;
-  ncclDataType_t dt = ncclFloat32;
-  ncclRedOp_t op = ncclSum;
-  ncclComm_t comm;
-  ncclResult_t r = ncclSuccess;
-  const char *call;
-  char where[128];
-  ovl_status st = OVL_OK;
-
-  if (!stream_valid(br, stream))
-    return bad_stream(br, stream, err);
-  if (ring < 0 || ring >= bw->nrings)
-    return ovl__err(err, OVL_EINVAL,
-                    "rank %d: ring %d has no communicator (%d ring%s set up)",
-                    br->rank, ring, bw->nrings, bw->nrings == 1 ? "" : "s");
-  if (coll == OVL_COLL_BARRIER) {
-    /* Paddle's barrier: a one-element allreduce; ours has its own buffer. */
-    dtype = OVL_DTYPE_FLOAT32;
-    send = recv = br->barrier_buf;
-    count = 1;
-    redop = OVL_RED_SUM;
-  }
-  if ((st = nccl_dtype(br, dtype, &dt, err)) != OVL_OK)
-    return st;
-  if (ovl__coll_has_redop(coll) && (st = nccl_redop(br, redop, &op, err)) != OVL_OK)
-    return st;
-  if (ovl__coll_has_root(coll) && (root < 0 || root >= bw->nranks))
-    return ovl__err(err, OVL_EINVAL,
-                    "rank %d: %s root %d does not exist (%d ranks)", br->rank,
-                    ovl__coll_name(coll), root, bw->nranks);
-  if (count > 0 && (send == NULL || recv == NULL))
-    return ovl__err(err, OVL_EINVAL, "rank %d: collective: NULL buffer",
-                    br->rank);
-  if (coll == OVL_COLL_ALLTOALL && (count % (size_t)bw->nranks != 0 ||
-                                    send == recv))
-    return ovl__err(err, OVL_EINVAL,
-                    "rank %d: alltoall of %zu elements on %d ranks: needs a "
-                    "multiple of the ranks and distinct buffers",
-                    br->rank, count, bw->nranks);
-
-  if ((comm = nccl_begin(br, ring, stream, where, sizeof where, &st, err)) ==
-      NULL)
-    return st;
-  cudaStream_t s = br->streams[stream];
-  switch (coll) {
-  case OVL_COLL_ALLREDUCE:
-  case OVL_COLL_BARRIER:
-    call = "ncclAllReduce";
-    r = ncclAllReduce(send, recv, count, dt, op, comm, s);
-    break;
-  case OVL_COLL_BROADCAST:
-    call = "ncclBroadcast";
-    r = ncclBroadcast(send, recv, count, dt, root, comm, s);
-    break;
-  case OVL_COLL_ALLGATHER:
-    call = "ncclAllGather";
-    r = ncclAllGather(send, recv, count, dt, comm, s);
-    break;
-  case OVL_COLL_REDUCESCATTER:
-    call = "ncclReduceScatter";
-    r = ncclReduceScatter(send, recv, count, dt, op, comm, s);
-    break;
-  case OVL_COLL_REDUCE:
-    call = "ncclReduce";
-    r = ncclReduce(send, recv, count, dt, op, root, comm, s);
-    break;
-  case OVL_COLL_ALLTOALL: {
-    /* As nccl-tests' alltoall: a send and a receive of one part with
-     * every rank, itself included, in one group. */
-    size_t part = count / (size_t)bw->nranks,
-           bytes = part * ovl_dtype_size(dtype);
-    call = "ncclGroupStart";
-    r = ncclGroupStart();
-    for (int peer = 0; r == ncclSuccess && peer < bw->nranks; peer++) {
-      call = "ncclSend";
-      r = ncclSend((const char *)send + (size_t)peer * bytes, part, dt, peer,
-                   comm, s);
-      if (r == ncclSuccess) {
-        call = "ncclRecv";
-        r = ncclRecv((char *)recv + (size_t)peer * bytes, part, dt, peer, comm,
-                     s);
-      }
-    }
-    {
-      /* End the group even after a failure inside it. */
-      ncclResult_t e = ncclGroupEnd();
-      if (r == ncclSuccess && e != ncclSuccess) {
-        call = "ncclGroupEnd";
-        r = e;
-      }
-    }
-    break;
-  }
-  default:
-    ovl__cuda_nccl_leave(br);
-    return ovl__err(err, OVL_EINVAL, "rank %d: unknown collective %d",
-                    br->rank, (int)coll);
-  }
-  if (r != ncclSuccess)
-    st = ovl__cuda_nccl_fail(err, br->rank, where, call, r, comm, __FILE__, __LINE__);
-  ovl__cuda_nccl_leave(br);
-  if (st == OVL_OK)
-    st = progress_record(br, ring, stream, tag, where, err);
-  return st;
-}
-
-/* Point-to-point: one ncclSend/ncclRecv, or several in a group. */
-static ovl_status cuda_p2p(ovl__brank *br, int stream, int ring,
-                           const ovl__p2p_item *items, int n, uint64_t tag,
-                           ovl_error *err) {
-  ovl__bworld *bw = br->bw;
-  ncclComm_t comm;
-  ncclResult_t r = ncclSuccess;
-  const char *call = "ncclSend";
-  char where[160], sname[80];
-  ovl_status st = OVL_OK;
-  bool group = n > 1;
-
-  if (!stream_valid(br, stream))
-    return bad_stream(br, stream, err);
-  if (n < 1 || items == NULL)
-    return ovl__err(err, OVL_EINVAL, "rank %d: point-to-point call of %d items",
-                    br->rank, n);
-  for (int k = 0; k < n; k++) {
-    ncclDataType_t dt;
-    if (items[k].peer < 0 || items[k].peer >= bw->nranks)
-      return ovl__err(err, OVL_EINVAL,
-                      "rank %d: %s peer %d does not exist (%d ranks)",
-                      br->rank, items[k].send ? "send" : "receive",
-                      items[k].peer, bw->nranks);
-    if ((st = nccl_dtype(br, items[k].dtype, &dt, err)) != OVL_OK)
-      return st;
-    if (items[k].count > 0 && items[k].buf == NULL)
-      return ovl__err(err, OVL_EINVAL, "rank %d: point-to-point: NULL buffer",
-                      br->rank);
-  }
-  if ((comm = nccl_begin(br, ring, stream, where, sizeof where, &st, err)) ==
-      NULL)
-    return st;
-  cudaStream_t s = br->streams[stream];
-  if (group) {
-    call = "ncclGroupStart";
-    r = ncclGroupStart();
-  }
-  for (int k = 0; r == ncclSuccess && k < n; k++) {
-    const ovl__p2p_item *it = &items[k];
-    ncclDataType_t dt = ncclFloat32;
-    (void)nccl_dtype(br, it->dtype, &dt, NULL); /* checked above */
-    if (it->send) {
-      call = "ncclSend";
-      r = ncclSend(it->buf, it->count, dt, it->peer, comm, s);
-    } else {
-      call = "ncclRecv";
-      r = ncclRecv(it->buf, it->count, dt, it->peer, comm, s);
-    }
-    if (r != ncclSuccess)
-      snprintf(where, sizeof where, "ring %d, %s, %s rank %d", ring,
-               ovl__cuda_stream_name(br, sname, sizeof sname, stream),
-               it->send ? "send to" : "receive from", it->peer);
-  }
-  if (group) {
-    ncclResult_t e = ncclGroupEnd();
-    if (r == ncclSuccess && e != ncclSuccess) {
-      call = "ncclGroupEnd";
-      r = e;
-    }
-  }
-  if (r != ncclSuccess)
-    st = ovl__cuda_nccl_fail(err, br->rank, where, call, r, comm, __FILE__,
-                             __LINE__);
-  ovl__cuda_nccl_leave(br);
-  if (st == OVL_OK)
-    st = progress_record(br, ring, stream, tag, where, err);
-  return st;
-}
-
 static ovl_status cuda_delay(ovl__brank *br, int stream, double us,
                              ovl_error *err) {
   char where[96];
@@ -1079,207 +761,6 @@ static ovl_status cuda_timer_elapsed(ovl__brank *br, size_t a, size_t b,
   return OVL_OK;
 }
 
-/* ------------------------------------------------------------------ */
-/* Graphs                                                              */
-/*                                                                     */
-/* A capture opens on the calc stream in thread-local mode: each rank's */
-/* thread captures its own device's work while the others capture      */
-/* theirs, and NCCL calls inside are captured (NCCL supports this since */
-/* 2.9; it relaxes the mode itself for what it must allocate). Every    */
-/* other stream of the rank joins the capture at once: graph_event is   */
-/* recorded on calc before any work, and each stream waits for it, so   */
-/* that no stream's work is ordered after anything the schedule does    */
-/* not order it after. At graph_end each stream records graph_event and */
-/* calc waits for it: the capture is one graph, and its launch on calc  */
-/* completes when all of its work, on every stream, has.                */
-/* ------------------------------------------------------------------ */
-
-/* Fork (record on `from`, the others wait) or join (each records, `to`
- * waits) the rank's streams through graph_event. */
-static ovl_status graph_fork(ovl__brank *br, ovl_error *err) {
-  char where[96];
-  OVL__CUDACHECK(err, br->rank, "calc stream (fork of the capture)",
-                 cudaEventRecord,
-                 (br->graph_event, br->streams[OVL_STREAM_CALC]));
-  for (int s = 0; s < br->nstreams; s++)
-    if (s != OVL_STREAM_CALC)
-      OVL__CUDACHECK(err, br->rank,
-                     ovl__cuda_stream_name(br, where, sizeof where, s),
-                     cudaStreamWaitEvent,
-                     (br->streams[s], br->graph_event, 0));
-  return OVL_OK;
-}
-
-static ovl_status graph_join(ovl__brank *br, ovl_error *err) {
-  char where[96];
-  for (int s = 0; s < br->nstreams; s++) {
-    if (s == OVL_STREAM_CALC)
-      continue;
-    OVL__CUDACHECK(err, br->rank,
-                   ovl__cuda_stream_name(br, where, sizeof where, s),
-                   cudaEventRecord, (br->graph_event, br->streams[s]));
-    OVL__CUDACHECK(err, br->rank, "calc stream (join of the capture)",
-                   cudaStreamWaitEvent,
-                   (br->streams[OVL_STREAM_CALC], br->graph_event, 0));
-  }
-  return OVL_OK;
-}
-
-static void cuda_graph_abort(ovl__brank *br) {
-  cudaGraph_t g = NULL;
-  ovl_error ignored;
-  if (!br->capturing)
-    return;
-  br->capturing = false;
-  /* Join first, so that ending the capture ends it on every stream; an
-   * invalidated capture refuses the joins, and ends all the same. */
-  (void)graph_join(br, &ignored);
-  if (cudaStreamEndCapture(br->streams[OVL_STREAM_CALC], &g) == cudaSuccess &&
-      g != NULL)
-    (void)cudaGraphDestroy(g);
-  for (int s = 0; s < br->nstreams; s++) {
-    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(br->streams[s], &cs) == cudaSuccess &&
-        cs != cudaStreamCaptureStatusNone) {
-      g = NULL;
-      if (cudaStreamEndCapture(br->streams[s], &g) == cudaSuccess &&
-          g != NULL)
-        (void)cudaGraphDestroy(g);
-    }
-  }
-  (void)cudaGetLastError();
-}
-
-static ovl_status cuda_graph_begin(ovl__brank *br, ovl_error *err) {
-  ovl_status st;
-  if (br->capturing)
-    return ovl__err(err, OVL_EINVAL,
-                    "rank %d: a graph capture is open already", br->rank);
-  if (br->graph_event == NULL)
-    OVL__CUDACHECK(err, br->rank, "the fork and join event of graphs",
-                   cudaEventCreateWithFlags,
-                   (&br->graph_event, cudaEventDisableTiming));
-  OVL__CUDACHECK(err, br->rank, "calc stream", cudaStreamBeginCapture,
-                 (br->streams[OVL_STREAM_CALC],
-                  cudaStreamCaptureModeThreadLocal));
-  br->capturing = true;
-  for (int e = 0; e < br->nevents; e++)
-    br->cap_recorded[e] = false;
-  st = graph_fork(br, err);
-  if (st != OVL_OK)
-    cuda_graph_abort(br);
-  return st;
-}
-
-static ovl_status cuda_graph_end(ovl__brank *br, int *graph, ovl_error *err) {
-  cudaGraph_t g = NULL;
-  cudaGraphExec_t exec = NULL;
-  cudaError_t e;
-  ovl_status st;
-
-  if (!br->capturing)
-    return ovl__err(err, OVL_EINVAL, "rank %d: no graph capture is open",
-                    br->rank);
-  st = graph_join(br, err);
-  if (st != OVL_OK) {
-    cuda_graph_abort(br);
-    return st;
-  }
-  br->capturing = false;
-  e = cudaStreamEndCapture(br->streams[OVL_STREAM_CALC], &g);
-  if (e != cudaSuccess) {
-    br->capturing = true; /* so that the abort ends it on every stream */
-    cuda_graph_abort(br);
-    return ovl__cuda_fail(err, br->rank, "calc stream", "cudaStreamEndCapture",
-                          e, __FILE__, __LINE__);
-  }
-  /* The rank's graphs change under its NCCL lock: world_abort destroys
-   * them (they hold references on the communicators it aborts). */
-  if (!ovl__cuda_nccl_enter(br)) {
-    (void)cudaGraphDestroy(g);
-    return aborted_err(br, "graph capture", err);
-  }
-  if (br->ngraphs == br->capgraphs) {
-    int cap = br->capgraphs ? 2 * br->capgraphs : 8;
-    cudaGraphExec_t *gs = realloc(br->graphs, (size_t)cap * sizeof *gs);
-    if (gs == NULL) {
-      ovl__cuda_nccl_leave(br);
-      (void)cudaGraphDestroy(g);
-      return ovl__err(err, OVL_ENOMEM, "rank %d: no memory for %d graphs",
-                      br->rank, cap);
-    }
-    br->graphs = gs;
-    br->capgraphs = cap;
-  }
-  e = cudaGraphInstantiateWithFlags(&exec, g, 0);
-  (void)cudaGraphDestroy(g);
-  if (e != cudaSuccess) {
-    ovl__cuda_nccl_leave(br);
-    return ovl__cuda_fail(err, br->rank, NULL, "cudaGraphInstantiateWithFlags",
-                          e, __FILE__, __LINE__);
-  }
-  br->graphs[br->ngraphs] = exec;
-  *graph = br->ngraphs++;
-  /* To the device now, so that its first launch does not upload it: the
-   * traced iteration's graphs are launched once, inside a timed
-   * iteration. */
-  e = cudaGraphUpload(exec, br->streams[OVL_STREAM_CALC]);
-  ovl__cuda_nccl_leave(br);
-  if (e != cudaSuccess)
-    return ovl__cuda_fail(err, br->rank, "calc stream", "cudaGraphUpload", e,
-                          __FILE__, __LINE__);
-  return OVL_OK;
-}
-
-static ovl_status cuda_graph_launch(ovl__brank *br, int graph,
-                                    ovl_error *err) {
-  cudaError_t e;
-  if (br->capturing)
-    return ovl__err(err, OVL_EINVAL,
-                    "rank %d: graph %d launched inside a capture", br->rank,
-                    graph);
-  /* A graph holds NCCL calls: never launched once the communicators are
-   * aborted (their memory is going away, and world_abort destroyed the
-   * graphs), as no collective is enqueued then. */
-  if (!ovl__cuda_nccl_enter(br))
-    return aborted_err(br, "graph launch", err);
-  if (graph < 0 || graph >= br->ngraphs) {
-    int n = br->ngraphs;
-    ovl__cuda_nccl_leave(br);
-    return ovl__err(err, OVL_EINVAL, "rank %d: graph %d does not exist (%d)",
-                    br->rank, graph, n);
-  }
-  e = cudaGraphLaunch(br->graphs[graph], br->streams[OVL_STREAM_CALC]);
-  ovl__cuda_nccl_leave(br);
-  if (e != cudaSuccess)
-    return ovl__cuda_fail(err, br->rank, "calc stream", "cudaGraphLaunch", e,
-                          __FILE__, __LINE__);
-  return OVL_OK;
-}
-
-void ovl__cuda_graphs_drop(ovl__brank *br) {
-  int device = -1;
-  bool have_device = cudaGetDevice(&device) == cudaSuccess;
-  (void)cudaSetDevice(br->device);
-  for (int i = 0; i < br->ngraphs; i++)
-    (void)cudaGraphExecDestroy(br->graphs[i]);
-  br->ngraphs = 0;
-  if (have_device)
-    (void)cudaSetDevice(device);
-  (void)cudaGetLastError();
-}
-
-static void graphs_release(ovl__brank *br) {
-  cuda_graph_abort(br);
-  ovl__cuda_graphs_drop(br);
-  free(br->graphs);
-  br->graphs = NULL;
-  br->ngraphs = br->capgraphs = 0;
-  if (br->graph_event != NULL)
-    (void)cudaEventDestroy(br->graph_event);
-  br->graph_event = NULL;
-}
-
 const ovl__backend_ops ovl__backend_cuda = {
     .name = "cuda",
     .device_count = ovl__cuda_device_count,
@@ -1308,17 +789,17 @@ const ovl__backend_ops ovl__backend_cuda = {
     .stream_sync = cuda_stream_sync,
     .elementwise = cuda_elementwise,
     .matmul = cuda_matmul,
-    .collective = cuda_collective,
-    .p2p = cuda_p2p,
-    .ring_progress = cuda_ring_progress,
+    .collective = ovl__cuda_collective,
+    .p2p = ovl__cuda_p2p,
+    .ring_progress = ovl__cuda_ring_progress,
     .delay = cuda_delay,
     .timers_reserve = cuda_timers_reserve,
     .timer_mark = cuda_timer_mark,
     .timer_elapsed = cuda_timer_elapsed,
-    .graph_begin = cuda_graph_begin,
-    .graph_end = cuda_graph_end,
-    .graph_launch = cuda_graph_launch,
-    .graph_abort = cuda_graph_abort,
+    .graph_begin = ovl__cuda_graph_begin,
+    .graph_end = ovl__cuda_graph_end,
+    .graph_launch = ovl__cuda_graph_launch,
+    .graph_abort = ovl__cuda_graph_abort,
     .world_set = ovl__cuda_world_set,
     /* The driver's command queue is bounded: the host blocks in a launch
      * rather than queueing more. */

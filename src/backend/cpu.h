@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "internal.h"
+#include "backend/backend.h"
 
 /*
  * Timeouts. A collective gives up `timeout_s` after this rank arrived. A

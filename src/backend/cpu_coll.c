@@ -38,7 +38,6 @@
 #include <string.h>
 
 #include "backend/cpu.h"
-#include "run/procs.h"
 
 /* "allreduce sum", "broadcast root=1", "allgather". */
 static void describe_op(const arrival *a, char *buf, size_t size) {

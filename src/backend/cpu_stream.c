@@ -50,7 +50,7 @@ static ovl_status run_wait(stream *s, const cmd *c, ovl_error *err) {
   char what[OVL_ERROR_MSG_MAX];
 
   /* The abort is looked at before the source's progress, every time: once
-   * the world is aborted every wait fails (internal.h, world_abort), also
+   * the world is aborted every wait fails (backend/backend.h, world_abort), also
    * one whose source finished meanwhile, which an abort makes likely (it
    * cuts the source's delays short). */
   pthread_mutex_lock(&src->mu);

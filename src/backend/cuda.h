@@ -24,8 +24,8 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#include "internal.h"
-#include "kernels.h"
+#include "backend/backend.h"
+#include "backend/kernels.h"
 
 /* stream_sync polling: busy for the first SYNC_SPIN_S (a sync that ends
  * soon must not pay a sleep's latency, since iteration times are measured
@@ -154,17 +154,8 @@ struct ovl__brank {
   size_t blas_ws_bytes[OVL_MAX_STREAMS];
 };
 
-/* Destroy the rank's graphs (world_abort, holding the rank's NCCL lock;
- * one in flight is freed when it completes). */
-void ovl__cuda_graphs_drop(ovl__brank *br);
-
-/* The tag of the last completed call of `ring` on `br` among those still
- * recorded (0: none known). Never blocks (cudaEventQuery). */
-uint64_t ovl__cuda_progress_scan(ovl__brank *br, int ring);
-
-
 /* ------------------------------------------------------------------ */
-/* Errors and names (cuda_world.c)                                     */
+/* Errors, names, devices (cuda_util.c)                                  */
 /* ------------------------------------------------------------------ */
 
 /* "rank R: CALL on WHERE: TEXT (NAME) at FILE:LINE"; rank < 0: the world. */
@@ -246,6 +237,40 @@ static inline ovl_status aborted_err(const ovl__brank *br, const char *what,
 bool ovl__cuda_nccl_enter(ovl__brank *br);
 void ovl__cuda_nccl_leave(ovl__brank *br);
 void ovl__cuda_sleep_ns(long ns);
+
+/* ------------------------------------------------------------------ */
+/* Collectives and point-to-point (cuda_comm.c)                        */
+/* ------------------------------------------------------------------ */
+
+/* The backend's collective, p2p and ring_progress (backend/backend.h). */
+ovl_status ovl__cuda_collective(ovl__brank *br, int stream, int ring,
+                                ovl__coll coll, ovl__redop redop,
+                                ovl_dtype dtype, const void *send, void *recv,
+                                size_t count, int root, uint64_t tag,
+                                ovl_error *err);
+ovl_status ovl__cuda_p2p(ovl__brank *br, int stream, int ring,
+                         const ovl__p2p_item *items, int n, uint64_t tag,
+                         ovl_error *err);
+uint64_t ovl__cuda_ring_progress(ovl__brank *br, int ring);
+/* The tag of the last completed call of `ring` on `br` among those still
+ * recorded (0: none known). Never blocks (cudaEventQuery). */
+uint64_t ovl__cuda_progress_scan(ovl__brank *br, int ring);
+
+/* ------------------------------------------------------------------ */
+/* Graphs (cuda_graph.c)                                               */
+/* ------------------------------------------------------------------ */
+
+/* The backend's graph_begin, graph_end, graph_launch, graph_abort. */
+ovl_status ovl__cuda_graph_begin(ovl__brank *br, ovl_error *err);
+ovl_status ovl__cuda_graph_end(ovl__brank *br, int *graph, ovl_error *err);
+ovl_status ovl__cuda_graph_launch(ovl__brank *br, int graph, ovl_error *err);
+void ovl__cuda_graph_abort(ovl__brank *br);
+/* Destroy the rank's graphs (world_abort, holding the rank's NCCL lock;
+ * one in flight is freed when it completes). */
+void ovl__cuda_graphs_drop(ovl__brank *br);
+/* Everything of the rank's graphs, at rank_fini: an open capture ended,
+ * the graphs destroyed, the fork event. */
+void ovl__cuda_graphs_release(ovl__brank *br);
 
 /* ------------------------------------------------------------------ */
 /* The world (cuda_world.c)                                            */

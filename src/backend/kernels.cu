@@ -38,7 +38,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include "kernels.h"
+#include "backend/kernels.h"
 
 namespace {
 

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base/base.h"
 
 const char *ovl_strerror(ovl_status status) {
   switch (status) {

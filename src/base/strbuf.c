@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base/base.h"
 #include "base/json_str.h"
 
 bool ovl__sb_reserve(ovl__sbuf *b, size_t more) {

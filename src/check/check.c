@@ -19,9 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "run/procs.h"
-#include "run/run.h"
+#include "check/check.h"
 
 bool ovl__element_matches(double got, double exp, double rtol,
                           double atol) {
@@ -88,14 +86,10 @@ static bool fetched_on(const ovl_program *prog, uint64_t *on,
   return true;
 }
 
-/* ovl__check_arrays of ranks [lo, hi) only. */
-static ovl_status check_ranks(const ovl_program *prog, int nranks, int lo,
-                              int hi,
-                              const double *(*got)(const void *ctx, int rank,
-                                                   size_t i),
-                              const void *ctx, const ovl_reference *ref,
-                              double rtol, double atol, ovl_check *out,
-                              ovl_error *err) {
+ovl_status ovl__check_ranks(const ovl_program *prog, int nranks, int lo,
+                            int hi, ovl__got_fn got, const void *ctx,
+                            const ovl_reference *ref, double rtol,
+                            double atol, ovl_check *out, ovl_error *err) {
   size_t nfetch, cap;
   uint64_t *on;
 
@@ -222,135 +216,17 @@ static ovl_status check_ranks(const ovl_program *prog, int nranks, int lo,
 }
 
 ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
-                             const double *(*got)(const void *ctx, int rank,
-                                                  size_t i),
-                             const void *ctx, const ovl_reference *ref,
-                             double rtol, double atol, ovl_check *out,
-                             ovl_error *err) {
-  return check_ranks(prog, nranks, 0, nranks, got, ctx, ref, rtol, atol, out,
-                     err);
-}
-
-/* More than one process: each checked its own ranks; every process gets
- * the sums, every rank's mismatches (in rank order: processes hold
- * consecutive ranks) and the sampled rows' counts. Collective. */
-static ovl_status check_merge(const ovl_program *prog, ovl_procs *p,
-                              ovl_check *out, ovl_error *err) {
-  int nprocs = ovl__procs_size(p);
-  size_t nfetch = ovl_program_fetch_count(prog), row = 5 + nfetch;
-  int64_t *mine = calloc(row, sizeof *mine);
-  int64_t *all = calloc((size_t)nprocs * row, sizeof *all);
-  int *counts = calloc((size_t)nprocs, sizeof *counts);
-  ovl_mismatch *list = NULL;
-  size_t total = 0;
-  ovl_status st;
-  if (mine == NULL || all == NULL || counts == NULL) {
-    st = ovl__err(err, OVL_ENOMEM, "out of memory");
-    goto done;
-  }
-  mine[0] = out->checked;
-  mine[1] = out->unchecked;
-  mine[2] = out->mismatched;
-  mine[3] = out->nonfinite;
-  mine[4] = (int64_t)out->nmismatch;
-  for (size_t i = 0; out->var_unchecked != NULL && i < nfetch; i++)
-    mine[5 + i] = out->var_unchecked[i];
-  st = ovl__procs_allgather(p, mine, all, row * sizeof *mine, err);
-  if (st != OVL_OK)
-    goto done;
-  out->checked = out->unchecked = out->mismatched = out->nonfinite = 0;
-  for (int q = 0; q < nprocs; q++) {
-    const int64_t *a = all + (size_t)q * row;
-    out->checked += a[0];
-    out->unchecked += a[1];
-    out->mismatched += a[2];
-    out->nonfinite += a[3];
-    counts[q] = (int)a[4];
-    total += (size_t)a[4];
-    for (size_t i = 0; i < nfetch; i++) {
-      if (a[5 + i] == 0)
-        continue;
-      if (out->var_unchecked == NULL &&
-          (out->var_unchecked =
-               calloc(nfetch + 1, sizeof *out->var_unchecked)) == NULL) {
-        st = ovl__err(err, OVL_ENOMEM, "out of memory");
-        goto done;
-      }
-      if (a[5 + i] > out->var_unchecked[i])
-        out->var_unchecked[i] = a[5 + i];
-    }
-  }
-  list = calloc(total + 1, sizeof *list);
-  if (list == NULL) {
-    st = ovl__err(err, OVL_ENOMEM, "out of memory");
-    goto done;
-  }
-  {
-    size_t before = 0;
-    for (int q = 0; q < ovl__procs_rank(p); q++)
-      before += (size_t)counts[q];
-    if (out->nmismatch > 0)
-      memcpy(list + before, out->mismatch,
-             out->nmismatch * sizeof *out->mismatch);
-    st = ovl__procs_allgather_rows(p, list + before, list, counts,
-                                   sizeof *list, err);
-  }
-  if (st != OVL_OK)
-    goto done;
-  /* Names are pointers into each process's program: our own. */
-  for (size_t k = 0; k < total; k++) {
-    ovl_var_info v;
-    ovl_program_fetch_info(prog, list[k].fetch_index, &v);
-    list[k].var = v.name;
-  }
-  free(out->mismatch);
-  out->mismatch = total > 0 ? list : NULL;
-  out->nmismatch = total;
-  if (total == 0)
-    free(list);
-  list = NULL;
-done:
-  free(list);
-  free(mine);
-  free(all);
-  free(counts);
-  if (st != OVL_OK)
-    ovl_check_release(out);
-  return st;
+                             ovl__got_fn got, const void *ctx,
+                             const ovl_reference *ref, double rtol,
+                             double atol, ovl_check *out, ovl_error *err) {
+  return ovl__check_ranks(prog, nranks, 0, nranks, got, ctx, ref, rtol, atol,
+                          out, err);
 }
 
 void ovl_tolerance(double rtol, double atol, ovl_dtype dtype,
                    double *rtol_out, double *atol_out) {
   *rtol_out = rtol == OVL_TOL_DTYPE ? ovl_dtype_rtol(dtype) : rtol;
   *atol_out = atol == OVL_TOL_DTYPE ? ovl_dtype_atol(dtype) : atol;
-}
-
-static const double *result_fetched(const void *ctx, int rank, size_t i) {
-  return ovl_result_fetched((const ovl_result *)ctx, rank, i);
-}
-
-ovl_status ovl_check_result(const ovl_program *prog, const ovl_result *res,
-                            const ovl_reference *ref, double rtol,
-                            double atol, ovl_check *out, ovl_error *err) {
-  if (prog == NULL || res == NULL) {
-    if (out != NULL)
-      memset(out, 0, sizeof *out);
-    return ovl__err(err, OVL_EINVAL, "ovl_check_result: bad argument");
-  }
-  if (res->procs != NULL) {
-    /* Each process checks the ranks it ran, then they share. */
-    ovl_status st = check_ranks(prog, prog->nranks, res->lo, res->hi,
-                                result_fetched, res, ref, rtol, atol, out,
-                                err);
-    st = ovl__procs_agree(res->procs, st, err);
-    if (st != OVL_OK) {
-      ovl_check_release(out);
-      return st;
-    }
-    return check_merge(prog, res->procs, out, err);
-  }
-  return ovl__check_arrays(prog, prog->nranks, result_fetched, res, ref,
-                           rtol, atol, out, err);
 }
 
 void ovl_check_release(ovl_check *check) {

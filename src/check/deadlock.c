@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check/check.h"
 #include "check/findings.h"
 #include "check/match.h"
 

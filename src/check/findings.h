@@ -6,7 +6,7 @@
 #ifndef OVL_CHECK_FINDINGS_H
 #define OVL_CHECK_FINDINGS_H
 
-#include "internal.h"
+#include "core/op.h"
 
 /* Writes report `res` into `b`, in JSON or as text; `file` is the
  * program's name ("<program>" when it has none). */

@@ -52,6 +52,7 @@
 #include <string.h>
 
 #include "check/races.h"
+#include "lang/schedule.h"
 
 /* Work of re-checks for one report: an op of an edited program, or 4
  * bytes of its text, is one unit (about 16 M units: 3 s on a 2-core
@@ -519,6 +520,22 @@ ovl_status ovl__fix_hints(const ovl_program *prog, ovl_races *res,
   return ok ? OVL_OK : ovl__err(err, OVL_ENOMEM, "race check: out of memory");
 }
 
+/* The public race check: the checker's report (check/race.c), each race
+ * with its hint, not re-checked here, since that needs the schedule
+ * (ovl_races_check_fixes). */
+ovl_status ovl_race_check(const ovl_program *prog, ovl_races **out,
+                          ovl_error *err) {
+  ovl_status st = ovl__race_check(prog, out, err);
+  if (st != OVL_OK)
+    return st;
+  st = ovl__fix_hints(prog, *out, "not checked: no schedule given", err);
+  if (st != OVL_OK) {
+    ovl_races_free(*out);
+    *out = NULL;
+  }
+  return st;
+}
+
 /* ------------------------------------------------------------------ */
 /* The re-check                                                        */
 /* ------------------------------------------------------------------ */
@@ -702,7 +719,7 @@ static ovl_status recheck(fixer *F, const edit *e, outcome *o,
   F->spent += p->nops;
   st = ovl__program_transform_inplace(p, F->form->mode, err);
   if (st == OVL_OK)
-    st = ovl__race_check(p, false, &r2, err);
+    st = ovl__race_check(p, &r2, err);
   ovl_program_free(p);
   if (st != OVL_OK)
     return st;

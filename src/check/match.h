@@ -3,8 +3,7 @@
  * place that decides which comm op meets which. Shared by the mismatch
  * check (check/mismatch.c), the deadlock check (check/deadlock.c), the
  * reference's per-rank interpreter (check/reference.c) and the executor's
- * flight record (run/flight.c: src/run may use this header; nothing in
- * src/check uses src/run).
+ * flight record (run/flight.c: a higher layer).
  *
  * Per rank, every op that runs there and talks to other ranks (its
  * primitives hold a COLL, SEND or RECV) is an *item*, in program order (the
@@ -19,7 +18,7 @@
 #ifndef OVL_CHECK_MATCH_H
 #define OVL_CHECK_MATCH_H
 
-#include "internal.h"
+#include "core/op.h"
 
 #define OVL__NONE UINT32_MAX
 

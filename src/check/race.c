@@ -56,6 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check/check.h"
 #include "check/findings.h"
 #include "check/match.h"
 #include "check/races.h"
@@ -661,8 +662,8 @@ static int rank_classes(const ovl_program *prog, int nranks, int *cls) {
   return ncls;
 }
 
-ovl_status ovl__race_check(const ovl_program *prog, bool hints,
-                           ovl_races **out, ovl_error *err) {
+ovl_status ovl__race_check(const ovl_program *prog, ovl_races **out,
+                           ovl_error *err) {
   checker c;
   ovl_races *res;
   ovl_status st = OVL_OK;
@@ -774,21 +775,8 @@ ovl_status ovl__race_check(const ovl_program *prog, bool hints,
         r->ranks[n++] = k;
     r->nranks = n;
   }
-  /* The hints, once per race listed (check/fix.c): not re-checked here,
-   * since that needs the schedule (ovl_races_check_fixes). */
-  if (hints && (st = ovl__fix_hints(prog, res,
-                                    "not checked: no schedule given",
-                                    err)) != OVL_OK) {
-    ovl_races_free(res);
-    return st;
-  }
   *out = res;
   return OVL_OK;
-}
-
-ovl_status ovl_race_check(const ovl_program *prog, ovl_races **out,
-                          ovl_error *err) {
-  return ovl__race_check(prog, true, out, err);
 }
 
 /* ------------------------------------------------------------------ */

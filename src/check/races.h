@@ -5,7 +5,7 @@
 #ifndef OVL_CHECK_RACES_H
 #define OVL_CHECK_RACES_H
 
-#include "internal.h"
+#include "core/op.h"
 
 typedef struct race_rec {
   int var;
@@ -49,10 +49,11 @@ struct ovl_races_s {
   size_t tcap;
 };
 
-/* The race check of `prog`, with the fix hints (`hints`: the first
- * candidate of each race, not re-checked) or without (fix NULL). */
-ovl_status ovl__race_check(const ovl_program *prog, bool hints,
-                           ovl_races **out, ovl_error *err);
+/* The race check of `prog`, without fix hints (every race's fix NULL):
+ * the checker alone (check/race.c). ovl_race_check (check/fix.c) adds
+ * the hints. */
+ovl_status ovl__race_check(const ovl_program *prog, ovl_races **out,
+                           ovl_error *err);
 
 /* Give every race of `res` (the report of `prog`) its fix hint: the first
  * candidate, not re-checked, with `why` (check/fix.c). */

@@ -92,7 +92,6 @@
 #include <string.h>
 
 #include "base/half.h"
-#include "internal.h"
 #include "check/match.h"
 #include "check/reference.h"
 

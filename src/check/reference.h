@@ -4,7 +4,7 @@
 #ifndef OVL_CHECK_REFERENCE_H
 #define OVL_CHECK_REFERENCE_H
 
-#include "internal.h"
+#include "core/op.h"
 
 /* Rows rows[0..nrows) (rows NULL: every row, 0 .. m - 1) of out[m, n] =
  * op(x) @ op(y) in float64, row-major: x is [m, k] ([k, m] with tx), y

@@ -17,7 +17,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "core/op.h"
+
+/* The stream an op's work goes to (core/op.h): a lowering places its
+ * primitives there. */
+int ovl__op_place(const ovl__op *op) {
+  unsigned at = op->def->attrs;
+  if (at & OVL_ATTR_USE_CALC_STREAM)
+    return op->use_calc_stream ? OVL_STREAM_CALC
+                               : OVL_STREAM_COMM(op->ring_id);
+  if (at & OVL_ATTR_STREAM)
+    return op->stream;
+  return OVL_STREAM_HOST;
+}
 
 static ovl__prim prim(ovl__prim_kind kind, int stream, int event, bool main) {
   ovl__prim p;

@@ -18,8 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/base.h"
 #include "core/elemfn.h"
-#include "ovl.h"
 
 /* ------------------------------------------------------------------ */
 /* Limits                                                              */
@@ -532,7 +532,8 @@ ovl_status ovl__program_transform_inplace(ovl_program *p, ovl_mode mode,
                                           ovl_error *err);
 bool ovl__mode_keeps(ovl_mode mode, const ovl__opdef *def);
 
-/* Deep copy (used by transforms). */
+/* Deep copy (used by transforms; core/program.c, with ovl_program_free
+ * and the program's introspection). */
 ovl_status ovl__program_clone(const ovl_program *prog, ovl_program **out,
                               ovl_error *err);
 
@@ -550,9 +551,10 @@ ovl_status ovl__program_insert_delay(const ovl_program *prog, size_t before,
                                      int stream, double us,
                                      ovl_program **out, ovl_error *err);
 
-/* Input generation: a pure function of (seed, rank, element index), so any
- * process can produce any rank's inputs. Returns the double the element is
- * initialised with, already rounded to the variable's dtype. */
+/* Input generation (core/init.c): a pure function of (seed, rank, element
+ * index), so any process can produce any rank's inputs. Returns the double
+ * the element is initialised with, already rounded to the variable's
+ * dtype. */
 double ovl__var_init_value(const ovl__var *var, int rank, int64_t index);
 
 #endif /* OVL_CORE_OP_H */

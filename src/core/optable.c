@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "core/op.h"
 
 #define RING OVL_ATTR_RING_ID
 #define CALC OVL_ATTR_USE_CALC_STREAM
@@ -152,20 +152,6 @@ const ovl__opdef *ovl__opdef_find(const char *name) {
     if (strcmp(d->name, name) == 0)
       return d;
   return NULL;
-}
-
-/* ------------------------------------------------------------------ */
-/* Placement                                                           */
-/* ------------------------------------------------------------------ */
-
-int ovl__op_place(const ovl__op *op) {
-  unsigned at = op->def->attrs;
-  if (at & OVL_ATTR_USE_CALC_STREAM)
-    return op->use_calc_stream ? OVL_STREAM_CALC
-                               : OVL_STREAM_COMM(op->ring_id);
-  if (at & OVL_ATTR_STREAM)
-    return op->stream;
-  return OVL_STREAM_HOST;
 }
 
 /* ------------------------------------------------------------------ */

@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "core/op.h"
 
 /* Whether `op` survives in `mode`; may rewrite it in place. */
 static bool transform_op(ovl__op *op, ovl_mode mode) {

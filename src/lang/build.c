@@ -31,21 +31,6 @@
 #include "lang/lang.h"
 
 /* ------------------------------------------------------------------ */
-/* Names                                                               */
-/* ------------------------------------------------------------------ */
-
-ovl_status ovl__bind_not_later_param(binder *B, const char *s, size_t n,
-                                     int line, int col) {
-  const int64_t *i = ovl__map_find(&B->S->pnames.index, s, n);
-  const name *at;
-  if (i == NULL || (size_t)*i < B->nbound)
-    return OVL_OK;
-  at = &B->S->pnames.names[*i];
-  return perr(B, line, col, "param '%.*s' used before its declaration at %d:%d",
-              (int)n, s, at->line, at->col);
-}
-
-/* ------------------------------------------------------------------ */
 /* Variables and shapes                                                */
 /* ------------------------------------------------------------------ */
 

@@ -23,16 +23,16 @@
  *   common.c    what they share: a hash map of names, growable arrays, the
  *               text of values, diagnostics
  *   schedule.c  the public API of schedules, and ovl_program_parse/load
- *               (parse + bind)
- *   program.c   programs: lifetime, copies, introspection
+ *               (parse + bind); what the layers above get (schedule.h)
  *
  * The first error stops either step; its message is "file:line:col: ...".
  */
 #ifndef OVL_LANG_LANG_H
 #define OVL_LANG_LANG_H
 
-#include "internal.h"
+#include "core/op.h"
 #include "lang/lex.h"
+#include "lang/schedule.h"
 
 /* ------------------------------------------------------------------ */
 /* Limits                                                              */
@@ -429,7 +429,7 @@ static inline int bind_find_var(const binder *B, const char *s, size_t n) {
 }
 
 /* A name that is not a param declared so far: an error if a param of
- * that name is declared further down. */
+ * that name is declared further down (expr.c). */
 ovl_status ovl__bind_not_later_param(binder *B, const char *s, size_t n,
                                      int line, int col);
 /* Check a call against its row (def; NULL for data()) and add it to the

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "core/op.h"
 
 /* A number; JSON has no NaN or infinity: those are "nan", "inf", "-inf". */
 static void sb_num(ovl__sbuf *b, double v) {

@@ -73,4 +73,9 @@ ovl_status ovl__tl_check_runs(const ovl_timeline_run *runs, size_t nruns,
 ovl_status ovl__tl_finish(ovl__sbuf *b, char **text, size_t *len,
                           ovl_error *err);
 
+/* Host bytes per op of a timeline, for ovl_host_bytes_per_op
+ * (report/memory.c): a Chrome trace's (trace_text) or a picture's, for one
+ * rank of one run (report/svg.c). */
+size_t ovl__timeline_bytes_per_op(bool trace_text);
+
 #endif /* OVL_REPORT_SLICES_H */

@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run/procs.h"
 #include "run/run.h"
 
 /* ------------------------------------------------------------------ */
@@ -234,18 +233,12 @@ static bool procs_stop(void *ctx) {
 static bool procs_barrier(void *ctx) {
   run_t *run = ctx;
   const ovl__layout *lay = &run->world->lay;
-  ovl__msg_key key = {OVL__MSG_BARRIER, 0, 0, 0, 0, 0, -1};
-  ovl__msg *msgs[OVL_MAX_RANKS] = {0}; /* per process */
   double wait_s = 2 * run->world->timeout_s + 5;
   ovl_error e;
   ovl_status st;
   int missing = -1;
-  key.seq = ++run->barrier_seq;
-  st = ovl__procs_exchange(lay->procs, &key, NULL, NULL, 0,
-                           ovl__now() + wait_s, procs_stop, run, msgs,
-                           &missing, &e);
-  for (int q = 0; q < OVL_MAX_RANKS; q++)
-    free(msgs[q]);
+  st = ovl__procs_barrier(lay->procs, ++run->barrier_seq,
+                          ovl__now() + wait_s, procs_stop, run, &missing, &e);
   if (st == OVL_OK || st == OVL_EABORTED)
     return st == OVL_OK;
   if (st == OVL_ETIMEDOUT)
@@ -262,45 +255,34 @@ static bool procs_barrier(void *ctx) {
 
 /* The flight record's and the positions' rows of every process, and the
  * one error every process ends with (ovl__procs_agree). */
-static ovl_status procs_agree_failure(run_t *run, ovl_error *err) {
+static ovl_status procs_agree_failure(run_t *run) {
   const ovl__layout *lay = &run->world->lay;
   ovl_status st = run->failed ? run->first.status : OVL_OK;
   ovl_error e = run->first;
   size_t nr = (size_t)run->flight.nrings;
-  int *counts;
   st = ovl__procs_agree(lay->procs, st, &e);
   if (st == OVL_OK)
     return OVL_OK;
-  counts = ovl__layout_counts(lay);
-  if (counts == NULL)
-    return ovl__err(err, OVL_ENOMEM, "out of memory");
   /* Where this process's ranks were: at their failure, or at the end. */
   if (!run->failed)
     for (int r = lay->first; r < lay->first + lay->nlocal; r++)
       run->pos_at_fail[r] = atomic_load(&run->pos[r]);
   {
     ovl_error ge;
-    size_t o = (size_t)lay->first * nr;
-    if (ovl__procs_allgather_rows(lay->procs, run->pos_at_fail + lay->first,
-                                  run->pos_at_fail, counts,
-                                  sizeof *run->pos_at_fail, &ge) != OVL_OK ||
+    if (ovl__layout_gather(lay, run->pos_at_fail, sizeof *run->pos_at_fail,
+                           &ge) != OVL_OK ||
         (nr > 0 &&
-         (ovl__procs_allgather_rows(lay->procs, run->flight.enq_tag + o,
-                                    run->flight.enq_tag, counts,
-                                    nr * sizeof *run->flight.enq_tag,
-                                    &ge) != OVL_OK ||
-          ovl__procs_allgather_rows(lay->procs, run->flight.enq_op + o,
-                                    run->flight.enq_op, counts,
-                                    nr * sizeof *run->flight.enq_op,
-                                    &ge) != OVL_OK ||
-          ovl__procs_allgather_rows(lay->procs, run->flight.done_tag + o,
-                                    run->flight.done_tag, counts,
-                                    nr * sizeof *run->flight.done_tag,
-                                    &ge) != OVL_OK)))
+         (ovl__layout_gather(lay, run->flight.enq_tag,
+                             nr * sizeof *run->flight.enq_tag,
+                             &ge) != OVL_OK ||
+          ovl__layout_gather(lay, run->flight.enq_op,
+                             nr * sizeof *run->flight.enq_op, &ge) != OVL_OK ||
+          ovl__layout_gather(lay, run->flight.done_tag,
+                             nr * sizeof *run->flight.done_tag,
+                             &ge) != OVL_OK)))
       ovl__err_prefix(&e, "(the other processes' positions could not be "
                           "gathered) ");
   }
-  free(counts);
   run->failed = true;
   run->first = e;
   run->first.status = st;
@@ -1259,6 +1241,12 @@ static void flight_free(ovl__flight *f) {
 ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
                          const ovl_run_opts *opts, ovl_result **out,
                          ovl_error *err) {
+  return ovl__world_run(world, prog, opts, NULL, out, err);
+}
+
+ovl_status ovl__world_run(ovl_world *world, const ovl_program *prog,
+                          const ovl_run_opts *opts, ovl__compare *cmp,
+                          ovl_result **out, ovl_error *err) {
   run_t run;
   rank_t *ranks;
   pthread_t *threads;
@@ -1266,6 +1254,10 @@ ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
   int started = 0;
   const ovl__layout *lay = world != NULL ? &world->lay : NULL;
 
+  if (cmp != NULL) {
+    cmp->status = OVL_OK;
+    memset(cmp->out, 0, sizeof *cmp->out);
+  }
   if (world == NULL || prog == NULL || opts == NULL || out == NULL)
     return ovl__err(err, OVL_EINVAL, "ovl_world_run: NULL argument");
   if (opts->iters < 1 || opts->warmup < 0)
@@ -1347,7 +1339,7 @@ ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
   pthread_mutex_init(&run.err_mu, NULL);
   run.res->lo = lay->first;
   run.res->hi = lay->first + lay->nlocal;
-  run.res->procs = lay->procs;
+  run.res->all_held = lay->procs == NULL;
   if (lay->procs != NULL) {
     run.barrier.outer = procs_barrier;
     run.barrier.outer_ctx = &run;
@@ -1371,14 +1363,20 @@ ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
   }
   for (int r = lay->first; r < lay->first + started; r++)
     pthread_join(threads[r], NULL);
+  /* The comparison, where the values are: this process's ranks. */
+  if (cmp != NULL && !run.failed)
+    ovl__compare_local(cmp, run.res);
   if (lay->procs != NULL) {
     ovl_status ast;
     ovl__procs_run_end(lay->procs);
     /* Every process ends the same: the first real error of any, with
-     * every rank's place and flight record; or every rank's result. */
-    ast = procs_agree_failure(&run, err);
+     * every rank's place and flight record; or every rank's result,
+     * merged once, its comparison with it. */
+    ast = procs_agree_failure(&run);
     if (ast == OVL_OK)
       ast = ovl__result_merge(run.res, lay, prog, &run.first);
+    if (ast == OVL_OK && cmp != NULL)
+      ast = ovl__compare_merge(cmp, lay, &run.first);
     if (ast != OVL_OK && !run.failed) {
       run.failed = true;
       run.first.status = ast;

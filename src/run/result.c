@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run/procs.h"
 #include "run/run.h"
 
 void ovl_result_free(ovl_result *res) {
@@ -77,6 +76,7 @@ ovl_status ovl__result_new(const ovl_program *prog, int nranks, int iters,
   res->nranks = nranks;
   res->lo = 0;
   res->hi = nranks;
+  res->all_held = true;
   res->nfetch = prog->nfetch;
   res->iters = iters;
   res->times = calloc(iters > 0 ? (size_t)iters : 1, sizeof *res->times);
@@ -178,21 +178,10 @@ double ovl_result_trace_base(const ovl_result *res, int rank) {
 /* More than one process                                               */
 /* ------------------------------------------------------------------ */
 
-int *ovl__layout_counts(const ovl__layout *lay) {
-  int nprocs = ovl__procs_size(lay->procs);
-  int *counts = malloc((size_t)nprocs * sizeof *counts);
-  if (counts == NULL)
-    return NULL;
-  for (int q = 0; q < nprocs; q++)
-    counts[q] = lay->proc_first[q + 1] - lay->proc_first[q];
-  return counts;
-}
-
 /* Fetched variable i of every rank, as rows of 1 + numel doubles (the
  * first: whether the rank fetched it). */
 static ovl_status merge_fetched(ovl_result *res, const ovl__layout *lay,
-                                const int *counts, size_t i, size_t numel,
-                                ovl_error *err) {
+                                size_t i, size_t numel, ovl_error *err) {
   size_t row = numel + 1;
   double *all = malloc((size_t)res->nranks * row * sizeof *all + 1);
   ovl_status st;
@@ -205,8 +194,7 @@ static ovl_status merge_fetched(ovl_result *res, const ovl__layout *lay,
     if (v != NULL && numel > 0)
       memcpy(at + 1, v, numel * sizeof *v);
   }
-  st = ovl__procs_allgather_rows(lay->procs, all + (size_t)lay->first * row,
-                                 all, counts, row * sizeof *all, err);
+  st = ovl__layout_gather(lay, all, row * sizeof *all, err);
   for (int r = 0; st == OVL_OK && r < res->nranks; r++) {
     double **slot = &res->fetched[(size_t)r * res->nfetch + i];
     if ((r >= lay->first && r < lay->first + lay->nlocal) ||
@@ -224,34 +212,27 @@ static ovl_status merge_fetched(ovl_result *res, const ovl__layout *lay,
 
 ovl_status ovl__result_merge(ovl_result *res, const ovl__layout *lay,
                              const ovl_program *prog, ovl_error *err) {
-  int *counts = ovl__layout_counts(lay);
-  size_t first = (size_t)lay->first;
-  ovl_status st = OVL_OK;
-  if (counts == NULL)
-    return ovl__err(err, OVL_ENOMEM, "out of memory");
-  st = ovl__procs_bcast(lay->procs, res->times,
-                        (size_t)res->iters * sizeof *res->times, 0, err);
+  ovl_status st = ovl__procs_bcast(lay->procs, res->times,
+                                   (size_t)res->iters * sizeof *res->times, 0,
+                                   err);
   if (st == OVL_OK && res->op_times != NULL && res->nops > 0)
-    st = ovl__procs_allgather_rows(lay->procs,
-                                   res->op_times + first * res->nops,
-                                   res->op_times, counts,
-                                   res->nops * sizeof *res->op_times, err);
+    st = ovl__layout_gather(lay, res->op_times,
+                            res->nops * sizeof *res->op_times, err);
   if (st == OVL_OK && res->spans != NULL && res->nprims > 0)
-    st = ovl__procs_allgather_rows(lay->procs,
-                                   res->spans + first * res->nprims * 2,
-                                   res->spans, counts,
-                                   res->nprims * 2 * sizeof *res->spans, err);
+    st = ovl__layout_gather(lay, res->spans,
+                            res->nprims * 2 * sizeof *res->spans, err);
   if (st == OVL_OK && res->trace_base != NULL)
-    st = ovl__procs_allgather_rows(lay->procs, res->trace_base + first,
-                                   res->trace_base, counts,
-                                   sizeof *res->trace_base, err);
+    st = ovl__layout_gather(lay, res->trace_base, sizeof *res->trace_base,
+                            err);
+  res->all_held = true;
   for (size_t i = 0; st == OVL_OK && i < res->nfetch; i++) {
     ovl_var_info v;
     ovl_program_fetch_info(prog, i, &v);
     if ((size_t)v.numel * (size_t)res->nranks * sizeof(double) <=
         OVL__GATHER_FETCHED_MAX)
-      st = merge_fetched(res, lay, counts, i, (size_t)v.numel, err);
+      st = merge_fetched(res, lay, i, (size_t)v.numel, err);
+    else
+      res->all_held = false;
   }
-  free(counts);
   return st;
 }

@@ -1,6 +1,10 @@
 /*
- * The run stage's shared state (src/run/): the world, results, and the
- * abortable barrier the rank threads meet at. Internal to libovl.
+ * The run layer (src/run/): worlds (world.c), the executor (exec.c),
+ * results (result.c) and their comparison with a reference (compare.c),
+ * the flight record of a run that timed out (flight.c), and the abortable
+ * barrier the rank threads meet at. What it offers the layers above it
+ * beyond the public API (ovl_world_*, ovl_result_*, ovl_check_result).
+ * Internal to libovl.
  */
 #ifndef OVL_RUN_H
 #define OVL_RUN_H
@@ -8,7 +12,9 @@
 #include <pthread.h>
 #include <stdbool.h>
 
-#include "internal.h"
+#include "backend/backend.h"
+#include "check/check.h"
+#include "procs/procs.h"
 
 struct ovl_world_s {
   const ovl__backend_ops *be;
@@ -46,25 +52,54 @@ struct ovl_result_s {
   /* The machine, copied from the world (ovl__result_set_machine). */
   char *backend, *devices;
   char **device_names; /* [rank] */
-  /* More than one process: the ranks whose values this process fetched,
-   * [lo, hi) (the others' fetched values are here too when they were
-   * small enough to gather: ovl__result_merge), and the processes, over
-   * which ovl_check_result is collective. One process: [0, nranks), NULL. */
+  /* The ranks whose values this process fetched, [lo, hi) ([0, nranks)
+   * for one process), and whether the fetched values of every rank are
+   * here (one process; or several, when ovl__result_merge could gather
+   * them all), so that ovl_check_result can compare every rank. */
   int lo, hi;
-  ovl_procs *procs;
+  bool all_held;
 };
+
+/* A comparison a run makes of its fetched values with a reference
+ * (run/compare.c): where the values are, each process its own ranks, and
+ * merged with the rest of the result (ovl__result_merge), so that the
+ * values of every rank never have to meet in one process. The caller sets
+ * the first five fields; the run fills `out` (every rank's comparison, as
+ * ovl_check_result gives it), `status` and `err` (the comparison's own
+ * failure: the run itself went well). */
+typedef struct ovl__compare {
+  const ovl_program *prog; /* names the fetched variables */
+  const ovl_reference *ref;
+  double rtol, atol;
+  ovl_check *out;
+  ovl_status status;
+  ovl_error err;
+} ovl__compare;
+
+/* Run `prog` as ovl_world_run does and, when `cmp` is not NULL and the run
+ * succeeded, compare its fetched values (cmp->out, cmp->status). */
+ovl_status ovl__world_run(ovl_world *world, const ovl_program *prog,
+                          const ovl_run_opts *opts, ovl__compare *cmp,
+                          ovl_result **out, ovl_error *err);
+
+/* This process's ranks [res->lo, res->hi) of `res` compared (into
+ * cmp->out, cmp->status and cmp->err). */
+void ovl__compare_local(ovl__compare *cmp, const ovl_result *res);
+/* After ovl__compare_local on every process: one status for all (the
+ * first failure), then every process gets every rank's comparison.
+ * Collective; a failure to exchange is returned (in err). */
+ovl_status ovl__compare_merge(ovl__compare *cmp, const ovl__layout *lay,
+                              ovl_error *err);
 
 /* After a run of several processes that every process completed: gather
  * into `res` every rank's op times, spans and trace base, process 0's
  * iteration times (rank 0's clock decides), and the fetched values of
  * every rank when they are at most OVL__GATHER_FETCHED_MAX bytes (as
- * doubles, all ranks) per variable. Collective. */
+ * doubles, all ranks) per variable. Collective. The run merges its
+ * comparison (ovl__compare_merge) right after: one merge of the result. */
 #define OVL__GATHER_FETCHED_MAX ((size_t)64 << 20)
 ovl_status ovl__result_merge(ovl_result *res, const ovl__layout *lay,
                              const ovl_program *prog, ovl_error *err);
-/* Per process, its number of ranks ([nprocs], malloc'd; NULL when out of
- * memory). */
-int *ovl__layout_counts(const ovl__layout *lay);
 
 /* The refusal of graph mode (ovl_run_opts.graph) by a backend that has
  * no graphs: OVL_EINVAL. */
@@ -81,32 +116,6 @@ ovl_status ovl__result_set_machine(ovl_result *res, const ovl_world *world,
 /* Primitive p's span on `rank`, as ovl_result_span. */
 int ovl__result_prim_span(const ovl_result *res, int rank, size_t p,
                           double *start, double *end);
-
-/* The race replay of one form (run/replay.c; ovl.h, "Race replay"). */
-typedef struct ovl__replay_form {
-  bool plain_ran;
-  double plain_s;
-  int64_t plain_checked, plain_mismatched;
-  double delay_us; /* NaN when nothing was replayed */
-  size_t n;
-  ovl_replay *items; /* [n] */
-  char **whys;       /* [n]: the items' `why`, owned */
-} ovl__replay_form;
-
-/* Replay the races `which` (OVL_REPLAY_ALL, or K >= 1) of `races`, found
- * in `form`, the form of `prog` for `mode`: a plain run, then one run per
- * race with its first access delayed, each compared with `ref` (rtol,
- * atol). `not_compared`: NULL, or why the form's numbers are not compared
- * (then nothing runs and every race says so; `ref` may be NULL).
- * `delay_us`: 0 for the default. On failure `out` is released. */
-ovl_status ovl__replay_form_run(ovl_world *world, const ovl_program *prog,
-                                const ovl_program *form,
-                                const ovl_races *races, long which,
-                                const char *not_compared,
-                                const ovl_reference *ref, double rtol,
-                                double atol, double delay_us,
-                                ovl__replay_form *out, ovl_error *err);
-void ovl__replay_form_release(ovl__replay_form *f);
 
 /* The flight record of a run (run/flight.c): per rank and ring (index
  * rank * nrings + ring) the last comm tag the rank enqueued and its op,

@@ -9,7 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "run/procs.h"
 #include "run/run.h"
 
 static const ovl__backend_ops *pick_backend(const char *name,
@@ -34,15 +33,6 @@ static const ovl__backend_ops *pick_backend(const char *name,
     return NULL;
   }
   return be;
-}
-
-int ovl__layout_proc(const ovl__layout *lay, int rank) {
-  int q = 0;
-  if (lay->procs == NULL)
-    return 0;
-  while (q + 1 < ovl__procs_size(lay->procs) && rank >= lay->proc_first[q + 1])
-    q++;
-  return q;
 }
 
 /* The layout of a world of several processes: every process's local

@@ -9,7 +9,7 @@
  * written, so a read that comes too early cannot find a right value. The
  * fetched values are compared with the reference.
  *
- * Called by the pipeline (run/pipeline.c) after the race checks; it runs
+ * Called by the pipeline (pipeline/pipeline.c) after the race checks; it runs
  * on the world, never prints.
  */
 #include <math.h>
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run/run.h"
+#include "pipeline/pipeline.h"
 
 /* Times the plain run's time that the default delay is, at least. */
 #define REPLAY_DELAY_FACTOR 4.0
@@ -41,13 +41,15 @@ static ovl_status run_once(ovl_world *world, const ovl_program *prog,
                            double *secs, ovl_error *err) {
   ovl_run_opts ro = {.iters = 1, .warmup = 0, .trace_iter = -1};
   ovl_result *res = NULL;
-  ovl_status st = ovl_world_run(world, p, &ro, &res, err);
+  ovl__compare cmp = {prog, ref, rtol, atol, chk, OVL_OK, {0}};
+  ovl_status st = ovl__world_run(world, p, &ro, &cmp, &res, err);
   if (st != OVL_OK)
     return st;
   *secs = ovl_result_times(res)[0];
-  st = ovl_check_result(prog, res, ref, rtol, atol, chk, err);
   ovl_result_free(res);
-  return st;
+  if (cmp.status != OVL_OK && err != NULL)
+    *err = cmp.err;
+  return cmp.status;
 }
 
 /* The variable named `name` in `p`, or -1. */

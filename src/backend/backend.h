@@ -1,105 +1,22 @@
 /*
- * Internal interfaces of libovl: the program representation, the op table
- * and the backend seam. Nothing here is installed.
+ * The backend layer (src/backend/): the only seam between the model and
+ * the machine (docs/ARCHITECTURE.md, "Backends"). A backend gives streams,
+ * events, memory, kernels, collectives, point-to-point and timers; the run
+ * (src/run/) drives it. The cpu backend emulates devices (backend_cpu.c
+ * and the cpu_*.c files, cpu.h); the cuda backend is CUDA + NCCL + cuBLAS
+ * (backend_cuda.c, cuda_*.c, kernels.cu; cuda.h), compiled only with
+ * CUDA. Nothing here knows programs or ops beyond the primitives' words
+ * (core/op.h): what a kernel computes, which collective, which reduction.
  */
-#ifndef OVL_INTERNAL_H
-#define OVL_INTERNAL_H
+#ifndef OVL_BACKEND_BACKEND_H
+#define OVL_BACKEND_BACKEND_H
 
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ovl.h"
-
-/* ------------------------------------------------------------------ */
-/* Errors                                                              */
-/* ------------------------------------------------------------------ */
-
-/* Set err (if non-NULL) to `status` with a printf-style message and return
- * `status`, so callers can write `return ovl__err(err, OVL_EINVAL, ...)`. */
-ovl_status ovl__err(ovl_error *err, ovl_status status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-ovl_status ovl__verr(ovl_error *err, ovl_status status, const char *fmt,
-                     va_list ap);
-/* Prefix the message already in err with more context ("rank 1: ..."). */
-void ovl__err_prefix(ovl_error *err, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-/* A growing string. Appending never fails loudly: an allocation failure
- * sets `fail`, later appends do nothing, and the caller checks `fail` once
- * at the end (then frees `s`). Start with {0}. */
-typedef struct ovl__sbuf {
-  char *s;
-  size_t len, cap;
-  bool fail;
-} ovl__sbuf;
-bool ovl__sb_reserve(ovl__sbuf *b, size_t more);
-void ovl__sb_printf(ovl__sbuf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-void ovl__sb_puts(ovl__sbuf *b, const char *s);
-/* A JSON string, quotes included. */
-void ovl__sb_json_str(ovl__sbuf *b, const char *s);
-
-/* A whole string as a decimal number in [0, max]; false if it is not one
- * (a sign, blanks, anything after the digits). */
-bool ovl__parse_uint(const char *s, unsigned long max, unsigned long *out);
-
-/* dtypes (base/util.c; the 16-bit conversions are in base/half.h).
- * ovl__dtype_round: v rounded to `dtype` (to nearest, ties to even, in one
- * step from the double; float64: v itself). ovl__dtype_load: element i of
- * an array of `dtype`, as a double (exact). ovl__dtype_store: v rounded to
- * `dtype` into element i. */
-double ovl__dtype_round(ovl_dtype dtype, double v);
-double ovl__dtype_load(ovl_dtype dtype, const void *base, size_t i);
-void ovl__dtype_store(ovl_dtype dtype, void *base, size_t i, double v);
-
-/* Allocation helpers that never return NULL silently: they return NULL only
- * for failure, and callers map that to OVL_ENOMEM. */
-char *ovl__strdup(const char *s);
-
-/* The op model: limits, the op table, programs, primitives. */
 #include "core/op.h"
-
-/* Schedules (lang/schedule.c), for the re-check of fix hints
- * (check/fix.c): the text a schedule was parsed from, and a schedule
- * parsed from a malloc'd text that it takes (freed on failure too). */
-const char *ovl__schedule_text(const ovl_schedule *s, size_t *len);
-ovl_status ovl__schedule_parse_owned(char *text, size_t len,
-                                     const char *filename, ovl_schedule **out,
-                                     ovl_error *err);
-
-/* ------------------------------------------------------------------ */
-/* Numeric check (check.c)                                             */
-/* ------------------------------------------------------------------ */
-
-/* The tolerance rule for one element: NaN matches NaN only, an infinity
- * only itself, anything else within atol + rtol * |exp|. The check adds
- * that a fetched value must be finite (check.c). */
-bool ovl__element_matches(double got, double exp, double rtol, double atol);
-
-/* The body of ovl_check_result, with the values under test read through
- * `got` instead of an ovl_result: got(ctx, rank, i) is fetched variable i
- * on `rank` as doubles (NULL: never fetched, which makes the whole variable
- * a mismatch). Compares ranks [0, nranks). ovl_check_result passes
- * prog->nranks and ovl_result_fetched; tests pass plain arrays. */
-ovl_status ovl__check_arrays(const ovl_program *prog, int nranks,
-                             const double *(*got)(const void *ctx, int rank,
-                                                  size_t i),
-                             const void *ctx, const ovl_reference *ref,
-                             double rtol, double atol, ovl_check *out,
-                             ovl_error *err);
-
-/* The deadlock check (check/deadlock.c) of a program run as graphs
- * (ovl_run_opts.graph) when `graph`: a host sync waits for every stream
- * of its rank, as the segment before it is one graph; each cycle's
- * message says so. ovl_deadlock_check is this with `graph` false. */
-ovl_status ovl__deadlock_check_graph(const ovl_program *prog, bool graph,
-                                     ovl_deadlocks **out, ovl_error *err);
-
-/* ------------------------------------------------------------------ */
-/* Backends                                                            */
-/* ------------------------------------------------------------------ */
+#include "procs/procs.h"
 
 typedef struct ovl__bworld ovl__bworld; /* backend state of a world */
 typedef struct ovl__brank ovl__brank;   /* backend state of one rank */
@@ -121,27 +38,6 @@ typedef struct ovl__p2p_item {
   void *buf;       /* send: read; receive: written */
   size_t count;    /* elements */
 } ovl__p2p_item;
-
-/* A world's ranks and which of them this process drives: ranks
- * [first, first + nlocal) of nranks, one thread each; procs: the
- * processes of an MPI launch (run/procs.h), NULL for one process (then
- * first 0 and nlocal nranks). Ranks are numbered globally everywhere. */
-typedef struct ovl__layout {
-  int nranks, first, nlocal;
-  ovl_procs *procs;
-  /* With procs: process q drives ranks [proc_first[q], proc_first[q +
-   * 1]) ([nprocs + 1], owned by the world). */
-  int *proc_first;
-  /* The device of this process's first rank (the others follow it). */
-  int dev0;
-} ovl__layout;
-
-/* The layout of one process driving all of n ranks (a compound literal:
- * for world_init in tests). */
-#define OVL__ONE_PROCESS(n) (&(ovl__layout){.nranks = (n), .nlocal = (n)})
-
-/* The process that drives `rank` (0 for one process). */
-int ovl__layout_proc(const ovl__layout *lay, int rank);
 
 typedef struct ovl__backend_ops {
   const char *name;
@@ -341,17 +237,4 @@ extern const ovl__backend_ops ovl__backend_cuda;
 extern const ovl__backend_ops *const ovl__backends[];
 const ovl__backend_ops *ovl__backend_find(const char *name);
 
-/* Host bytes per op, for ovl_host_bytes_per_op (world.c): the race
- * checker's state (race.c), and a timeline's for one rank of one run
- * (timeline.c): a Chrome trace (trace_text) or a picture. */
-size_t ovl__race_bytes_per_op(void);
-size_t ovl__timeline_bytes_per_op(bool trace_text);
-
-/* malloc's cost of an allocation of n bytes (glibc: a header word, in
- * 16-byte units, 32 at least), for the per-op figures. */
-#define OVL_MALLOC_BYTES(n) ((n) + 8 <= 32 ? 32 : ((n) + 8 + 15) / 16 * 16)
-
-/* Monotonic host clock in seconds. */
-double ovl__now(void);
-
-#endif /* OVL_INTERNAL_H */
+#endif /* OVL_BACKEND_BACKEND_H */

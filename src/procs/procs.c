@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "run/procs.h"
+#include "procs/procs.h"
 
 /* The launcher's environment: Open MPI (OMPI_COMM_WORLD_RANK; PMIX_RANK
  * with Open MPI 5 and PRRTE), MPICH's Hydra and Slurm's PMI (PMI_RANK). */

@@ -1,6 +1,9 @@
 /*
- * The processes of an MPI launch (run/procs.c; docs/ARCHITECTURE.md,
- * "More than one process"). Internal to libovl; compiled with or without
+ * The processes of an MPI launch (src/procs/; docs/ARCHITECTURE.md, "More
+ * than one process"): the one module that speaks MPI (procs.c), and the
+ * layout of a world's ranks over the processes (layout.c). A world owns
+ * its processes (ovl_world_opts.procs) and hands them, in its layout, to
+ * the backends and the run. Internal to libovl; compiled with or without
  * MPI (without: nothing is ever made, and these are never called with a
  * non-NULL ovl_procs).
  *
@@ -22,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "internal.h"
+#include "base/base.h"
 
 typedef enum {
   OVL__MSG_ABORT = 1, /* a rank of the sender's process failed in run `run` */
@@ -125,5 +128,46 @@ ovl_status ovl__procs_exchange(ovl_procs *p, const ovl__msg_key *key,
                                ovl_error *err);
 /* Sleep a little between polls (the n-th time in a row). */
 void ovl__procs_backoff(unsigned n);
+
+/* Meet every other process at barrier `seq` (the same on every process):
+ * ovl__procs_exchange of an empty OVL__MSG_BARRIER message. OVL_OK;
+ * OVL_ETIMEDOUT or OVL_EABORTED with *missing the first process not
+ * heard from; or a send's error (in err). */
+ovl_status ovl__procs_barrier(ovl_procs *p, uint64_t seq, double deadline,
+                              bool (*stop)(void *ctx), void *ctx,
+                              int *missing, ovl_error *err);
+
+/* ------------------------------------------------------------------ */
+/* The layout of a world's ranks over the processes (procs/layout.c)   */
+/* ------------------------------------------------------------------ */
+
+/* A world's ranks and which of them this process drives: ranks
+ * [first, first + nlocal) of nranks, one thread each; procs: the
+ * processes of an MPI launch, NULL for one process (then first 0 and
+ * nlocal nranks). Ranks are numbered globally everywhere. */
+typedef struct ovl__layout {
+  int nranks, first, nlocal;
+  ovl_procs *procs;
+  /* With procs: process q drives ranks [proc_first[q], proc_first[q +
+   * 1]) ([nprocs + 1], owned by the world). */
+  int *proc_first;
+  /* The device of this process's first rank (the others follow it). */
+  int dev0;
+} ovl__layout;
+
+/* The layout of one process driving all of n ranks (a compound literal:
+ * for world_init in tests). */
+#define OVL__ONE_PROCESS(n) (&(ovl__layout){.nranks = (n), .nlocal = (n)})
+
+/* The process that drives `rank` (0 for one process). */
+int ovl__layout_proc(const ovl__layout *lay, int rank);
+/* Per process, its number of ranks ([nprocs], malloc'd; NULL when out of
+ * memory). */
+int *ovl__layout_counts(const ovl__layout *lay);
+/* Rows of `row` bytes, one per rank, in an array of every rank's rows
+ * (`rows`, [nranks]): every process's local ranks' rows to every process
+ * (ovl__procs_allgather_rows). Collective over the processes. */
+ovl_status ovl__layout_gather(const ovl__layout *lay, void *rows, size_t row,
+                              ovl_error *err);
 
 #endif /* OVL_PROCS_H */

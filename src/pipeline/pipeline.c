@@ -15,8 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run/procs.h"
-#include "run/run.h"
+#include "pipeline/pipeline.h"
 
 /* The order the modes run in, whatever the order of their bits. */
 static const ovl_mode run_order[] = {OVL_MODE_SYNC, OVL_MODE_ASYNC,
@@ -255,17 +254,18 @@ static ovl_status run_mode(ovl_report *r, size_t i, ovl_world *world,
     return ovl__err(e, OVL_ENOMEM, "out of memory");
   if (m->prog == NULL)
     st = ovl_program_transform(r->prog, m->mode, &m->prog, e);
+  /* The run compares its numbers where they are (run/compare.c). */
+  ovl__compare cmp = {r->prog, ref, o->rtol, o->atol, &m->check, OVL_OK, {0}};
   if (st == OVL_OK)
-    st = ovl_world_run(world, m->prog, &o->run_opts, &m->res, e);
+    st = ovl__world_run(world, m->prog, &o->run_opts,
+                        m->checked ? &cmp : NULL, &m->res, e);
   if (st == OVL_OK && !summarise_times(m))
     st = ovl__err(e, OVL_ENOMEM, "out of memory");
   if (st != OVL_OK)
     return stage_failed(e, o, "%s run failed", ovl_mode_name(m->mode));
-  if (m->checked) {
-    st = ovl_check_result(r->prog, m->res, ref, o->rtol, o->atol, &m->check,
-                          e);
-    if (st != OVL_OK)
-      return stage_failed(e, o, "check");
+  if (m->checked && cmp.status != OVL_OK) {
+    *e = cmp.err;
+    return stage_failed(e, o, "check");
   }
   return OVL_OK;
 }

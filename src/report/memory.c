@@ -4,7 +4,8 @@
  * the program (ops, their primitives), the race checker, the backend's
  * command queue and timers, the results, the timeline.
  */
-#include "run/run.h"
+#include "check/check.h"
+#include "report/slices.h"
 
 /* Per op: the op, at most two primitives (a record and a wait; a sync
  * and a read), and its index into them. */

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "core/op.h"
 
 void ovl_program_free(ovl_program *prog) {
   if (prog == NULL)
