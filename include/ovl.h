@@ -342,9 +342,24 @@ ovl_status ovl_procs_init(int *argc, char ***argv, ovl_procs **out,
 /* This process's index (0 for NULL) and how many there are (1). */
 int ovl_procs_rank(const ovl_procs *procs);
 int ovl_procs_size(const ovl_procs *procs);
-/* Every process calls it with its exit code; each gets the largest. */
+/* Every process calls it with its exit code; each gets the largest. When
+ * the processes have lost each other (ovl_procs_error), each gets its own
+ * code, 3 at least. */
 int ovl_procs_agree_exit(ovl_procs *procs, int code);
-/* Leave the launch (MPI_Finalize); NULL does nothing. */
+/* The deadline of every step the processes take together (the agreements
+ * and gathers of worlds, runs and the tools), in seconds plus a margin of
+ * 5 s: a process that stops, dies or takes another path ends every
+ * process within it. 60 s until set; a world sets its timeout
+ * (ovl_world_opts.timeout_s). NULL, or a value that is not > 0, does
+ * nothing. */
+void ovl_procs_set_timeout(ovl_procs *procs, double seconds);
+/* Why the processes lost each other (a step timed out; a process took
+ * another path or ended), led by "process P: "; NULL while they have not.
+ * Every later step fails with it. */
+const char *ovl_procs_error(const ovl_procs *procs);
+/* Leave the launch (MPI_Finalize); NULL does nothing. Processes that lost
+ * each other end the whole launch instead (MPI_Abort with the last exit
+ * status agreed or given): flush what was printed first. */
 void ovl_procs_free(ovl_procs *procs);
 
 typedef struct ovl_world_opts_s {

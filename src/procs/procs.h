@@ -7,16 +7,17 @@
  * MPI (without: nothing is ever made, and these are never called with a
  * non-NULL ovl_procs).
  *
- * Two duplicated communicators. `ctl`: blocking collectives, called only
- * by the main thread when no rank thread runs (a world's layout, the
- * agreement and the merge after a run), where every process is known to
- * arrive (every wait of a run is bounded by its timeout). The mailbox:
- * every message between rank threads of different processes (collective
- * contributions, point-to-point data and acknowledgements, barriers and
- * aborts) is a header and a payload sent with MPI_Isend; a waiting thread
- * polls (MPI_Improbe + MPI_Mrecv into the mailbox, under one lock) and
- * takes the message it waits for by its key, so that every wait has a
- * deadline and sees an abort, which MPI's blocking calls do not.
+ * One duplicated communicator, and a mailbox over it: every message
+ * between processes (the steps the main threads take together: a world's
+ * layout, the agreement and the merge after a run; and those of the rank
+ * threads: collective contributions, point-to-point data and
+ * acknowledgements, barriers and aborts) is a header and a payload sent
+ * with MPI_Isend; a waiting thread polls (MPI_Improbe + MPI_Mrecv into the
+ * mailbox, under one lock) and takes the message it waits for by its key,
+ * so that every wait has a deadline and sees an abort, which MPI's
+ * blocking calls do not. The main threads' steps are numbered and say
+ * what they are, so processes that take different paths find out at once
+ * rather than hang (procs.c, "ctl").
  */
 #ifndef OVL_PROCS_H
 #define OVL_PROCS_H
@@ -33,8 +34,15 @@ typedef enum {
   OVL__MSG_COLL,      /* ring's collective `seq`: the sender's arrivals */
   OVL__MSG_DATA,      /* send (a -> b, k = seq) of ring: dtype, count, data */
   OVL__MSG_ACK,       /* recv (a -> b, k = seq) of ring: taken, or refused */
-  OVL__MSG_FIN        /* the sender is done (ovl_procs_free) */
+  OVL__MSG_FIN,       /* the sender is done (ovl_procs_free) */
+  OVL__MSG_CTL        /* step `seq` of the main threads (aux: what, bytes) */
 } ovl__msg_kind;
+
+/* The deadline of a step the main threads take together: the processes'
+ * timeout (ovl_procs_set_timeout; a world sets its own) plus this margin,
+ * so that a run's own timeout, with its better message, comes first. */
+#define OVL__PROCS_DEFAULT_TIMEOUT_S 60.0
+#define OVL__PROCS_MARGIN_S 5.0
 
 /* What identifies a message; `from`: the sending process (-1: any);
  * `run`: filled in by ovl__procs_send and ovl__procs_take (the current
@@ -64,7 +72,11 @@ int ovl__procs_size(const ovl_procs *p);
 int ovl__procs_node_rank(const ovl_procs *p);
 int ovl__procs_node_size(const ovl_procs *p);
 
-/* ---- ctl: blocking collectives (main thread, no rank thread running) */
+/* ---- ctl: steps every process's main thread takes together, while no
+ * rank thread runs; each bounded by the timeout. A failure (a timeout, a
+ * process that took another step or ended) breaks the processes: every
+ * later step fails at once with the same message (ovl_procs_error), and
+ * ovl_procs_free ends the launch. */
 
 /* out[q * bytes ...] = process q's `in` (bytes each). */
 ovl_status ovl__procs_allgather(ovl_procs *p, const void *in, void *out,
@@ -84,6 +96,12 @@ ovl_status ovl__procs_bcast(ovl_procs *p, void *buf, size_t bytes, int root,
  * abort caused by another (else the first), its message led by "process
  * Q: " when Q is not 0 and it names no rank. */
 ovl_status ovl__procs_agree(ovl_procs *p, ovl_status st, ovl_error *err);
+/* The same after a run, where a process whose run failed has told the
+ * others (ovl__procs_abort_peers), so that they come at once: it waits
+ * OVL__PROCS_MARGIN_S for them, not the whole timeout (its run has already
+ * waited that long for a process that stopped). */
+ovl_status ovl__procs_agree_failed(ovl_procs *p, ovl_status st,
+                                   ovl_error *err);
 
 /* ---- the mailbox (any thread) */
 

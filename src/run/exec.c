@@ -260,7 +260,7 @@ static ovl_status procs_agree_failure(run_t *run) {
   ovl_status st = run->failed ? run->first.status : OVL_OK;
   ovl_error e = run->first;
   size_t nr = (size_t)run->flight.nrings;
-  st = ovl__procs_agree(lay->procs, st, &e);
+  st = ovl__procs_agree_failed(lay->procs, st, &e);
   if (st == OVL_OK)
     return OVL_OK;
   /* Where this process's ranks were: at their failure, or at the end. */

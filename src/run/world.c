@@ -224,8 +224,12 @@ ovl_status ovl_world_create(const ovl_world_opts *opts, ovl_world **out,
     o = *opts;
   if (o.timeout_s <= 0)
     o.timeout_s = 60.0;
-  if (o.procs != NULL)
+  if (o.procs != NULL) {
+    /* Every step the processes take together from here is bounded by
+     * the world's timeout. */
+    ovl_procs_set_timeout(o.procs, o.timeout_s);
     return world_create_procs(&o, out, err);
+  }
   be = pick_backend(o.backend, err);
   if (be == NULL)
     return OVL_ENODEV;
