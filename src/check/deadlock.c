@@ -54,32 +54,39 @@ typedef struct dl_rec {
   char **names; /* the steps' stream names, owned */
   uint64_t occurrences;
   char *message;
-  uint64_t hash;
+  /* The key: per step its op's position, its stream and whether the next
+   * step is on another rank (2 * nsteps + 1 words). */
   uint64_t *key;
 } dl_rec;
 
 struct ovl_deadlocks_s {
-  size_t n, cap;
-  dl_rec *recs;
-  uint64_t more;
+  /* The deadlocks (dl_rec), at most OVL_FINDINGS_LIST_MAX; its `more`:
+   * the cycles not listed. */
+  ovl__flist list;
   uint64_t blocked;
   int nranks;
   bool graph; /* checked as graphs run (ovl__deadlock_check_graph) */
 };
 
+static dl_rec *rec_at(const ovl_deadlocks *d, size_t i) {
+  return ovl__flist_at(&d->list, i);
+}
+
+static void rec_free(void *rec, void *ctx) {
+  dl_rec *r = rec;
+  (void)ctx;
+  for (size_t k = 0; r->names != NULL && k < r->nsteps; k++)
+    free(r->names[k]);
+  free(r->names);
+  free(r->steps);
+  free(r->message);
+  free(r->key);
+}
+
 void ovl_deadlocks_free(ovl_deadlocks *d) {
   if (d == NULL)
     return;
-  for (size_t i = 0; i < d->n; i++) {
-    dl_rec *r = &d->recs[i];
-    for (size_t k = 0; r->names != NULL && k < r->nsteps; k++)
-      free(r->names[k]);
-    free(r->names);
-    free(r->steps);
-    free(r->message);
-    free(r->key);
-  }
-  free(d->recs);
+  ovl__flist_free(&d->list, rec_free, NULL);
   free(d);
 }
 
@@ -764,11 +771,20 @@ static uint64_t mix(uint64_t h, uint64_t v) {
   return h * 0xff51afd7ed558ccdull;
 }
 
+static bool key_eq(const void *rec, const void *key) {
+  const dl_rec *r = rec;
+  const uint64_t *k = key;
+  return r->nsteps == k[0] &&
+         memcmp(r->key, k, (2 * r->nsteps + 1) * sizeof *k) == 0;
+}
+
 /* Add the cycle unless one alike is listed (it counts one more). The
  * steps are taken (kept or freed) whatever happens. */
 static bool add_cycle(ovl_deadlocks *res, ovl_deadlock_step *st, size_t n) {
   uint64_t *key = malloc((2 * n + 1) * sizeof *key), h = 0x51ed27;
+  void *rec;
   dl_rec *r;
+  ovl__flist_got got;
   if (key == NULL) {
     free(st);
     return false;
@@ -781,40 +797,20 @@ static bool add_cycle(ovl_deadlocks *res, ovl_deadlock_step *st, size_t n) {
   }
   for (size_t i = 0; i < 2 * n + 1; i++)
     h = mix(h, key[i]);
-  for (size_t i = 0; i < res->n; i++)
-    if (res->recs[i].hash == h && res->recs[i].nsteps == n &&
-        memcmp(res->recs[i].key, key, (2 * n + 1) * sizeof *key) == 0) {
-      res->recs[i].occurrences++;
-      free(key);
-      free(st);
-      return true;
-    }
-  if (res->n >= OVL_FINDINGS_LIST_MAX) {
-    res->more++;
+  got = ovl__flist_add(&res->list, h, key, &rec);
+  if (got != OVL__FLIST_NEW) {
+    if (got == OVL__FLIST_FOUND)
+      ((dl_rec *)rec)->occurrences++;
     free(key);
     free(st);
-    return true;
+    return got != OVL__FLIST_NOMEM;
   }
-  if (res->n == res->cap) {
-    size_t nc = res->cap ? 2 * res->cap : 8;
-    dl_rec *nr = realloc(res->recs, nc * sizeof *nr);
-    if (nr == NULL) {
-      free(key);
-      free(st);
-      return false;
-    }
-    res->recs = nr;
-    res->cap = nc;
-  }
-  r = &res->recs[res->n];
-  memset(r, 0, sizeof *r);
+  r = rec;
   r->nsteps = n;
   r->steps = st;
   r->occurrences = 1;
-  r->hash = h;
   r->key = key;
   r->names = calloc(n, sizeof *r->names);
-  res->n++;
   if (r->names == NULL)
     return false;
   for (size_t i = 0; i < n; i++) {
@@ -960,6 +956,7 @@ ovl_status ovl__deadlock_check_graph(const ovl_program *prog, bool graph,
   res = calloc(1, sizeof *res);
   if (res == NULL)
     return ovl__err(err, OVL_ENOMEM, "deadlock check: out of memory");
+  ovl__flist_init(&res->list, sizeof(dl_rec), OVL_FINDINGS_LIST_MAX, key_eq);
   res->nranks = prog->nranks > 0 ? prog->nranks : 1;
   res->graph = graph;
   /* SPMD: every rank does the same, so every collective meets. */
@@ -999,9 +996,11 @@ size_t ovl__order_bytes_per_op(void) {
 /* Accessors and formatting                                            */
 /* ------------------------------------------------------------------ */
 
-size_t ovl_deadlocks_count(const ovl_deadlocks *d) { return d ? d->n : 0; }
+size_t ovl_deadlocks_count(const ovl_deadlocks *d) {
+  return d ? d->list.n : 0;
+}
 uint64_t ovl_deadlocks_more(const ovl_deadlocks *d) {
-  return d ? d->more : 0;
+  return d ? d->list.more : 0;
 }
 uint64_t ovl_deadlocks_blocked(const ovl_deadlocks *d) {
   return d ? d->blocked : 0;
@@ -1011,12 +1010,12 @@ int ovl_deadlocks_get(const ovl_deadlocks *d, size_t i,
                       ovl_deadlock_finding *info) {
   if (info != NULL)
     memset(info, 0, sizeof *info);
-  if (d == NULL || info == NULL || i >= d->n)
+  if (d == NULL || info == NULL || i >= d->list.n)
     return -1;
-  info->nsteps = d->recs[i].nsteps;
-  info->steps = d->recs[i].steps;
-  info->occurrences = d->recs[i].occurrences;
-  info->message = d->recs[i].message;
+  info->nsteps = rec_at(d, i)->nsteps;
+  info->steps = rec_at(d, i)->steps;
+  info->occurrences = rec_at(d, i)->occurrences;
+  info->message = rec_at(d, i)->message;
   return 0;
 }
 
@@ -1027,8 +1026,8 @@ static void fmt_json(ovl__sbuf *b, const void *res, const ovl_program *prog,
   ovl__sb_puts(b, "{\"schedule\":");
   ovl__sb_json_str(b, file);
   ovl__sb_printf(b, ",\"ranks\":%d,\"deadlocks\":[", d->nranks);
-  for (size_t i = 0; i < d->n; i++) {
-    const dl_rec *r = &d->recs[i];
+  for (size_t i = 0; i < d->list.n; i++) {
+    const dl_rec *r = rec_at(d, i);
     ovl__sb_printf(b, "%s{\"steps\":[", i ? "," : "");
     for (size_t k = 0; k < r->nsteps; k++) {
       const ovl_deadlock_step *s = &r->steps[k];
@@ -1060,7 +1059,7 @@ static void fmt_json(ovl__sbuf *b, const void *res, const ovl_program *prog,
     ovl__sb_puts(b, "}");
   }
   ovl__sb_printf(b, "],\"count\":%zu,\"more\":%llu,\"blocked\":%llu}\n",
-                 d->n, (unsigned long long)d->more,
+                 d->list.n, (unsigned long long)d->list.more,
                  (unsigned long long)d->blocked);
 }
 
@@ -1068,8 +1067,8 @@ static void fmt_human(ovl__sbuf *b, const void *res,
                       const ovl_program *prog, const char *file) {
   const ovl_deadlocks *d = res;
   (void)prog;
-  for (size_t i = 0; i < d->n; i++) {
-    const dl_rec *r = &d->recs[i];
+  for (size_t i = 0; i < d->list.n; i++) {
+    const dl_rec *r = rec_at(d, i);
     ovl__sb_printf(b, "deadlock %zu: %s", i + 1,
                    strncmp(r->message, "deadlock: ", 10) == 0
                        ? r->message + 10
@@ -1080,8 +1079,8 @@ static void fmt_human(ovl__sbuf *b, const void *res,
                      r->occurrences == 2 ? "" : "s");
     ovl__sb_puts(b, "\n");
   }
-  ovl__findings_close(b, d->n, d->more, "deadlock", "deadlock", "deadlocks",
-                      file, d->nranks, "");
+  ovl__findings_close(b, d->list.n, d->list.more, "deadlock", "deadlock",
+                      "deadlocks", file, d->nranks, "");
 }
 
 ovl_status ovl_deadlocks_format(const ovl_deadlocks *d,
