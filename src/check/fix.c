@@ -507,8 +507,8 @@ ovl_status ovl__fix_hints(const ovl_program *prog, ovl_races *res,
   hinter h;
   cands *c = malloc(sizeof *c);
   bool ok = c != NULL && hinter_make(&h, prog, NULL, 0);
-  for (size_t i = 0; ok && i < res->n; i++) {
-    race_rec *r = &res->races[i];
+  for (size_t i = 0; ok && i < res->list.n; i++) {
+    race_rec *r = ovl__races_at(res, i);
     candidates(&h, r, 1, c);
     edit e = cand(c, 0);
     ok = set_fix(r, c->n > 0 ? edit_text(&e) : no_candidate(&h, r), false,
@@ -626,19 +626,19 @@ static void fixer_free(fixer *F) {
 
 static bool fixer_index(fixer *F) {
   size_t cap = 16;
-  while (cap < 2 * F->res->n + 2)
+  while (cap < 2 * F->res->list.n + 2)
     cap *= 2;
   F->tcap = cap;
   F->table = calloc(cap, sizeof *F->table);
   if (F->table == NULL)
     return false;
-  for (size_t i = 0; i < F->res->n; i++) {
-    size_t j = race_hash(&F->res->races[i], 0, 0) & (cap - 1);
+  for (size_t i = 0; i < F->res->list.n; i++) {
+    size_t j = race_hash(ovl__races_at(F->res, i), 0, 0) & (cap - 1);
     while (F->table[j] != 0)
       j = (j + 1) & (cap - 1);
     F->table[j] = (uint32_t)(i + 1);
   }
-  F->words = (F->res->n + 63) / 64;
+  F->words = (F->res->list.n + 63) / 64;
   return true;
 }
 
@@ -646,7 +646,7 @@ static bool fixer_index(fixer *F) {
 static long find_race(const fixer *F, const race_rec *e, int at, int k) {
   size_t j = race_hash(e, at, k) & (F->tcap - 1);
   for (; F->table[j] != 0; j = (j + 1) & (F->tcap - 1))
-    if (race_same(&F->res->races[F->table[j] - 1], e, at, k))
+    if (race_same(ovl__races_at(F->res, F->table[j] - 1), e, at, k))
       return (long)F->table[j] - 1;
   return -1;
 }
@@ -723,12 +723,12 @@ static ovl_status recheck(fixer *F, const edit *e, outcome *o,
   ovl_program_free(p);
   if (st != OVL_OK)
     return st;
-  if (r2->more > 0)
+  if (r2->list.more > 0)
     o->unusable = true;
   for (size_t i = 0; i < F->words; i++)
     o->gone[i] = ~(uint64_t)0;
-  for (size_t i = 0; i < r2->n; i++) {
-    long j = find_race(F, &r2->races[i], e->line, k);
+  for (size_t i = 0; i < r2->list.n; i++) {
+    long j = find_race(F, ovl__races_at(r2, i), e->line, k);
     if (j < 0)
       o->added = true;
     else
@@ -804,7 +804,7 @@ static ovl_status outcome_of(fixer *F, const edit *e, const outcome **o,
 /* Race i: its candidates re-checked in order until one works. */
 static ovl_status check_race(fixer *F, const hinter *h, size_t i, cands *c,
                              ovl_error *err) {
-  race_rec *r = &F->res->races[i];
+  race_rec *r = ovl__races_at(F->res, i);
   int tried = 0, unbound = 0, chosen = -1;
   bool removed = false, budget = false;
   char why[160];
@@ -874,9 +874,9 @@ ovl_status ovl_races_check_fixes(ovl_races *r, const ovl_program *form,
                     "ovl_races_check_fixes: the report is not of this "
                     "program (%zu ops checked, the program has %zu)",
                     r->nops, form->nops);
-  if (r->n == 0)
+  if (r->list.n == 0)
     return OVL_OK;
-  if (r->more > 0)
+  if (r->list.more > 0)
     return ovl__fix_hints(form, r, "not checked: more races than are listed",
                           err);
   memset(&F, 0, sizeof F);
@@ -888,7 +888,7 @@ ovl_status ovl_races_check_fixes(ovl_races *r, const ovl_program *form,
   c = malloc(sizeof *c);
   if (c == NULL || !hinter_make(&h, form, F.text, F.len) || !fixer_index(&F))
     st = ovl__err(err, OVL_ENOMEM, "fix check: out of memory");
-  for (size_t i = 0; st == OVL_OK && i < r->n; i++)
+  for (size_t i = 0; st == OVL_OK && i < r->list.n; i++)
     st = check_race(&F, &h, i, c, err);
   if (c != NULL)
     hinter_free(&h);
