@@ -1,9 +1,110 @@
 /*
- * What the reports of the checks share (check/findings.h).
+ * What the reports of the checks share (check/findings.h): the list of
+ * findings, and the formatting.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "check/findings.h"
+
+/* ------------------------------------------------------------------ */
+/* The list of findings                                                */
+/* ------------------------------------------------------------------ */
+
+void ovl__flist_init(ovl__flist *l, size_t size, size_t max,
+                     ovl__flist_eq eq) {
+  memset(l, 0, sizeof *l);
+  l->size = size;
+  l->max = max;
+  l->eq = eq;
+}
+
+/* A table of `ncap` slots (a power of two) over the records listed. */
+static bool table_grow(ovl__flist *l, size_t ncap) {
+  uint32_t *t = calloc(ncap, sizeof *t);
+  if (t == NULL)
+    return false;
+  for (size_t i = 0; i < l->n; i++) {
+    size_t j = l->hash[i] & (ncap - 1);
+    while (t[j] != 0)
+      j = (j + 1) & (ncap - 1);
+    t[j] = (uint32_t)(i + 1);
+  }
+  free(l->table);
+  l->table = t;
+  l->tcap = ncap;
+  return true;
+}
+
+ovl__flist_got ovl__flist_add(ovl__flist *l, uint64_t hash, const void *key,
+                              void **rec) {
+  size_t j;
+  *rec = NULL;
+  if (l->tcap == 0 && !table_grow(l, 64))
+    return OVL__FLIST_NOMEM;
+  for (j = hash & (l->tcap - 1); l->table[j] != 0;
+       j = (j + 1) & (l->tcap - 1)) {
+    size_t i = l->table[j] - 1;
+    if (l->hash[i] == hash && l->eq(ovl__flist_at(l, i), key)) {
+      *rec = ovl__flist_at(l, i);
+      return OVL__FLIST_FOUND;
+    }
+  }
+  if (l->n >= l->max) {
+    l->more++;
+    return OVL__FLIST_MORE;
+  }
+  if (l->n == l->cap) {
+    size_t ncap = l->cap ? 2 * l->cap : 16;
+    void *nr = realloc(l->recs, ncap * l->size);
+    uint64_t *nh;
+    if (nr == NULL)
+      return OVL__FLIST_NOMEM;
+    l->recs = nr;
+    nh = realloc(l->hash, ncap * sizeof *nh);
+    if (nh == NULL)
+      return OVL__FLIST_NOMEM;
+    l->hash = nh;
+    l->cap = ncap;
+  }
+  /* Kept at most half full: grown (and the slot found again) first. */
+  if (2 * (l->n + 1) > l->tcap) {
+    if (!table_grow(l, 2 * l->tcap))
+      return OVL__FLIST_NOMEM;
+    for (j = hash & (l->tcap - 1); l->table[j] != 0;
+         j = (j + 1) & (l->tcap - 1))
+      ;
+  }
+  *rec = ovl__flist_at(l, l->n);
+  memset(*rec, 0, l->size);
+  l->hash[l->n] = hash;
+  l->table[j] = (uint32_t)(++l->n);
+  return OVL__FLIST_NEW;
+}
+
+void ovl__flist_end(ovl__flist *l, int (*cmp)(const void *, const void *)) {
+  free(l->table);
+  free(l->hash);
+  l->table = NULL;
+  l->hash = NULL;
+  l->tcap = 0;
+  if (cmp != NULL && l->n > 1)
+    qsort(l->recs, l->n, l->size, cmp);
+}
+
+void ovl__flist_free(ovl__flist *l, void (*free_rec)(void *rec, void *ctx),
+                     void *ctx) {
+  for (size_t i = 0; free_rec != NULL && i < l->n; i++)
+    free_rec(ovl__flist_at(l, i), ctx);
+  free(l->recs);
+  free(l->hash);
+  free(l->table);
+  memset(l, 0, sizeof *l);
+}
+
+/* ------------------------------------------------------------------ */
+/* Formatting                                                          */
+/* ------------------------------------------------------------------ */
 
 ovl_status ovl__findings_format(const void *res, const ovl_program *prog,
                                 ovl__findings_fmt fmt, const char *fn,

@@ -1,9 +1,9 @@
 /*
  * The mismatch check (ovl.h, "Mismatches"; docs/ARCHITECTURE.md,
  * "Checks"): every disagreement of the matching (check/match.c), keyed by
- * source position (the ring, the kind, what differs and each rank's op),
- * so that one inside a repeat block is listed once with its number of
- * occurrences.
+ * source position (the ring, the kind, what differs and each rank's op)
+ * in the list of findings (check/findings.h), so that one inside a repeat
+ * block is listed once with its number of occurrences.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,38 +23,46 @@ typedef struct mm_rec {
   uint64_t occurrences, ranks, first_tag;
   char *message;
   /* The key: kind, ring, differs and per item its op's position. */
-  uint64_t hash;
   int nkey;
   uint64_t *key;
 } mm_rec;
 
+/* The key of an occurrence, to find its record. */
+typedef struct mm_key {
+  int nkey;
+  const uint64_t *key;
+} mm_key;
+
 struct ovl_mismatches_s {
-  size_t n, cap;
-  mm_rec *recs;
-  uint64_t more;
+  /* The mismatches (mm_rec), at most OVL_FINDINGS_LIST_MAX; its `more`:
+   * the occurrences not listed. */
+  ovl__flist list;
   int nranks;
   uint64_t nitems; /* comm ops checked, all ranks */
-  uint32_t *table; /* open addressing: record index + 1 */
-  size_t tcap;
   /* While checking: the matching. */
   const ovl__match *m;
 };
 
+static mm_rec *rec_at(const ovl_mismatches *mm, size_t i) {
+  return ovl__flist_at(&mm->list, i);
+}
+
+static void rec_free(void *rec, void *ctx) {
+  mm_rec *r = rec;
+  (void)ctx;
+  for (int k = 0; r->sides != NULL && k < r->nsides; k++) {
+    free((char *)r->sides[k].var);
+    free((char *)r->sides[k].out_var);
+  }
+  free(r->sides);
+  free(r->message);
+  free(r->key);
+}
+
 void ovl_mismatches_free(ovl_mismatches *mm) {
   if (mm == NULL)
     return;
-  for (size_t i = 0; i < mm->n; i++) {
-    mm_rec *r = &mm->recs[i];
-    for (int k = 0; r->sides != NULL && k < r->nsides; k++) {
-      free((char *)r->sides[k].var);
-      free((char *)r->sides[k].out_var);
-    }
-    free(r->sides);
-    free(r->message);
-    free(r->key);
-  }
-  free(mm->recs);
-  free(mm->table);
+  ovl__flist_free(&mm->list, rec_free, NULL);
   free(mm);
 }
 
@@ -83,21 +91,11 @@ static uint64_t occ_key(const ovl__match *m, const ovl__occ *o,
   return h;
 }
 
-static bool table_grow(ovl_mismatches *mm) {
-  size_t ncap = mm->tcap ? mm->tcap * 2 : 64;
-  uint32_t *t = calloc(ncap, sizeof *t);
-  if (t == NULL)
-    return false;
-  for (size_t i = 0; i < mm->n; i++) {
-    size_t j = mm->recs[i].hash & (ncap - 1);
-    while (t[j] != 0)
-      j = (j + 1) & (ncap - 1);
-    t[j] = (uint32_t)(i + 1);
-  }
-  free(mm->table);
-  mm->table = t;
-  mm->tcap = ncap;
-  return true;
+static bool key_eq(const void *rec, const void *key) {
+  const mm_rec *r = rec;
+  const mm_key *k = key;
+  return r->nkey == k->nkey &&
+         memcmp(r->key, k->key, (size_t)k->nkey * sizeof *k->key) == 0;
 }
 
 static uint64_t occ_ranks(const ovl__occ *o) {
@@ -149,36 +147,25 @@ static ovl_status add_occ(void *ctx, const ovl__occ *o, ovl_error *err) {
   uint64_t keybuf[1 + OVL_MAX_RANKS];
   uint64_t h = occ_key(m, o, keybuf);
   int nkey = 1 + o->nitems;
-  size_t j;
+  mm_key key = {nkey, keybuf};
+  void *rec;
   mm_rec *r;
   ovl__sbuf b = {0};
 
-  if (mm->tcap == 0 && !table_grow(mm))
+  switch (ovl__flist_add(&mm->list, h, &key, &rec)) {
+  case OVL__FLIST_NOMEM:
     goto oom;
-  for (j = h & (mm->tcap - 1); mm->table[j] != 0; j = (j + 1) & (mm->tcap - 1)) {
-    r = &mm->recs[mm->table[j] - 1];
-    if (r->hash == h && r->nkey == nkey &&
-        memcmp(r->key, keybuf, (size_t)nkey * sizeof *keybuf) == 0) {
-      r->occurrences++;
-      r->ranks |= occ_ranks(o);
-      return OVL_OK;
-    }
-  }
-  if (mm->n >= OVL_FINDINGS_LIST_MAX) {
-    mm->more++;
+  case OVL__FLIST_MORE:
     return OVL_OK;
+  case OVL__FLIST_FOUND:
+    r = rec;
+    r->occurrences++;
+    r->ranks |= occ_ranks(o);
+    return OVL_OK;
+  case OVL__FLIST_NEW:
+    break;
   }
-  if (mm->n == mm->cap) {
-    size_t ncap = mm->cap ? mm->cap * 2 : 16;
-    mm_rec *nr = realloc(mm->recs, ncap * sizeof *nr);
-    if (nr == NULL)
-      goto oom;
-    mm->recs = nr;
-    mm->cap = ncap;
-  }
-  r = &mm->recs[mm->n];
-  memset(r, 0, sizeof *r);
-  mm->n++;
+  r = rec;
   r->kind = o->kind;
   r->ring = o->ring;
   r->index = o->index + 1;
@@ -189,7 +176,6 @@ static ovl_status add_occ(void *ctx, const ovl__occ *o, ovl_error *err) {
   r->occurrences = 1;
   r->ranks = occ_ranks(o);
   r->first_tag = ovl__occ_first_tag(m, o);
-  r->hash = h;
   r->nkey = nkey;
   r->key = malloc((size_t)nkey * sizeof *r->key);
   r->nsides = o->nitems;
@@ -210,9 +196,6 @@ static ovl_status add_occ(void *ctx, const ovl__occ *o, ovl_error *err) {
     goto oom;
   }
   r->message = b.s;
-  mm->table[j] = (uint32_t)mm->n;
-  if (2 * mm->n > mm->tcap && !table_grow(mm))
-    goto oom;
   return OVL_OK;
 oom:
   return ovl__err(err, OVL_ENOMEM, "mismatch check: out of memory");
@@ -263,6 +246,7 @@ ovl_status ovl_mismatch_check(const ovl_program *prog, ovl_mismatches **out,
   mm = calloc(1, sizeof *mm);
   if (mm == NULL)
     return ovl__err(err, OVL_ENOMEM, "mismatch check: out of memory");
+  ovl__flist_init(&mm->list, sizeof(mm_rec), OVL_FINDINGS_LIST_MAX, key_eq);
   mm->nranks = prog->nranks > 0 ? prog->nranks : 1;
   if (!ovl__program_ranks_differ(prog)) {
     /* SPMD: every rank issues the same collectives in the same order. */
@@ -279,22 +263,20 @@ ovl_status ovl_mismatch_check(const ovl_program *prog, ovl_mismatches **out,
   st = ovl__match_scan(&m, -1, add_occ, mm, err);
   mm->m = NULL;
   ovl__match_free(&m);
-  free(mm->table);
-  mm->table = NULL;
-  mm->tcap = 0;
   if (st != OVL_OK) {
     ovl_mismatches_free(mm);
     return st;
   }
-  if (mm->n > 1)
-    qsort(mm->recs, mm->n, sizeof *mm->recs, rec_cmp);
+  ovl__flist_end(&mm->list, rec_cmp);
   *out = mm;
   return OVL_OK;
 }
 
-size_t ovl_mismatches_count(const ovl_mismatches *m) { return m ? m->n : 0; }
+size_t ovl_mismatches_count(const ovl_mismatches *m) {
+  return m ? m->list.n : 0;
+}
 uint64_t ovl_mismatches_more(const ovl_mismatches *m) {
-  return m ? m->more : 0;
+  return m ? m->list.more : 0;
 }
 
 int ovl_mismatches_get(const ovl_mismatches *m, size_t i,
@@ -302,9 +284,9 @@ int ovl_mismatches_get(const ovl_mismatches *m, size_t i,
   const mm_rec *r;
   if (info != NULL)
     memset(info, 0, sizeof *info);
-  if (m == NULL || info == NULL || i >= m->n)
+  if (m == NULL || info == NULL || i >= m->list.n)
     return -1;
-  r = &m->recs[i];
+  r = rec_at(m, i);
   info->kind = (ovl_mismatch_kind)r->kind;
   info->ring = r->ring;
   info->index = r->index;
@@ -351,8 +333,8 @@ static void fmt_json(ovl__sbuf *b, const void *res, const ovl_program *prog,
   ovl__sb_json_str(b, file);
   ovl__sb_printf(b, ",\"ranks\":%d,\"comm_ops\":%llu,\"mismatches\":[",
                  m->nranks, (unsigned long long)m->nitems);
-  for (size_t i = 0; i < m->n; i++) {
-    const mm_rec *r = &m->recs[i];
+  for (size_t i = 0; i < m->list.n; i++) {
+    const mm_rec *r = rec_at(m, i);
     int nd = 0;
     ovl__sb_printf(b, "%s{\"kind\":\"%s\",\"ring\":%d,\"index\":%llu,"
                       "\"sender\":%d,\"receiver\":%d,\"differs\":[",
@@ -403,8 +385,8 @@ static void fmt_json(ovl__sbuf *b, const void *res, const ovl_program *prog,
     ovl__sb_json_str(b, r->message);
     ovl__sb_puts(b, "}");
   }
-  ovl__sb_printf(b, "],\"count\":%zu,\"more\":%llu}\n", m->n,
-                 (unsigned long long)m->more);
+  ovl__sb_printf(b, "],\"count\":%zu,\"more\":%llu}\n", m->list.n,
+                 (unsigned long long)m->list.more);
 }
 
 static void fmt_human(ovl__sbuf *b, const void *res,
@@ -412,8 +394,8 @@ static void fmt_human(ovl__sbuf *b, const void *res,
   const ovl_mismatches *m = res;
   char checked[64];
   (void)prog;
-  for (size_t i = 0; i < m->n; i++) {
-    const mm_rec *r = &m->recs[i];
+  for (size_t i = 0; i < m->list.n; i++) {
+    const mm_rec *r = rec_at(m, i);
     ovl__sb_printf(b, "mismatch %zu: %s", i + 1, r->message);
     if (r->occurrences > 1) {
       ovl__sb_printf(b, " (%llu times in the expanded program, among ",
@@ -425,8 +407,8 @@ static void fmt_human(ovl__sbuf *b, const void *res,
   }
   snprintf(checked, sizeof checked, ", %llu comm op%s checked",
            (unsigned long long)m->nitems, m->nitems == 1 ? "" : "s");
-  ovl__findings_close(b, m->n, m->more, "mismatched comm op", "mismatch",
-                      "mismatches", file, m->nranks, checked);
+  ovl__findings_close(b, m->list.n, m->list.more, "mismatched comm op",
+                      "mismatch", "mismatches", file, m->nranks, checked);
 }
 
 ovl_status ovl_mismatches_format(const ovl_mismatches *m,

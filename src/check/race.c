@@ -50,6 +50,10 @@
  * (variable, both ops' line/col, streams and access kinds), so a race
  * inside a repeat block is reported once with its number of occurrences
  * in the expanded program.
+ *
+ * This file is the clock engine and the classes of ranks; the report's
+ * records, their key and order are check/race_report.c's, its text and
+ * JSON check/race_format.c's.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -168,56 +172,6 @@ static void wait_event(checker *c, int s, size_t ev) {
 /* Race records                                                        */
 /* ------------------------------------------------------------------ */
 
-static uint64_t mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  return h;
-}
-
-static uint64_t key_hash(int var, const ovl_race_access *a,
-                         const ovl__opdef *const *def) {
-  uint64_t h = (uint64_t)(uint32_t)var * 0xff51afd7ed558ccdull;
-  for (int k = 0; k < 2; k++) {
-    h = mix(h, (uint64_t)(uint32_t)a[k].line << 32 | (uint32_t)a[k].col);
-    h = mix(h, (uint64_t)(uint32_t)(a[k].stream + 1) << 1 |
-                   (uint64_t)a[k].write);
-    h = mix(h, (uint64_t)(uintptr_t)def[k]);
-  }
-  h ^= h >> 33;
-  h *= 0xc4ceb9fe1a85ec53ull;
-  h ^= h >> 29;
-  return h;
-}
-
-static bool key_eq(const race_rec *r, int var, const ovl_race_access *a,
-                   const ovl__opdef *const *def) {
-  if (r->var != var)
-    return false;
-  for (int k = 0; k < 2; k++)
-    if (r->a[k].line != a[k].line || r->a[k].col != a[k].col ||
-        r->a[k].stream != a[k].stream || r->a[k].write != a[k].write ||
-        r->def[k] != def[k])
-      return false;
-  return true;
-}
-
-static ovl_status table_grow(ovl_races *res, ovl_error *err) {
-  size_t ncap = res->tcap ? res->tcap * 2 : 64;
-  uint32_t *t = calloc(ncap, sizeof *t);
-  if (t == NULL)
-    return ovl__err(err, OVL_ENOMEM, "race check: out of memory");
-  for (size_t i = 0; i < res->n; i++) {
-    const race_rec *r = &res->races[i];
-    size_t j = key_hash(r->var, r->a, r->def) & (ncap - 1);
-    while (t[j] != 0)
-      j = (j + 1) & (ncap - 1);
-    t[j] = (uint32_t)(i + 1);
-  }
-  free(res->table);
-  res->table = t;
-  res->tcap = ncap;
-  return OVL_OK;
-}
-
 static void fill_access(const checker *c, ovl_race_access *a, uint32_t op,
                         int part, bool write) {
   const ovl__op *o = &c->prog->ops[op];
@@ -271,62 +225,45 @@ static bool blind_note(const checker *c, int part, uint32_t first_op,
 }
 
 /* An unordered pair on `var`: `first` (already recorded) and the current
- * op. */
+ * op. Found before by this class of ranks, one more occurrence; by
+ * another, its ranks join (the most occurrences any class saw count). */
 static ovl_status report(checker *c, int var, const acc *first,
                          bool first_write, uint32_t op, int part,
                          bool write, ovl_error *err) {
-  ovl_races *res = c->res;
-  ovl_race_access a[2];
-  const ovl__opdef *def[2];
-  size_t j;
-  race_rec *r;
-  ovl_status st;
+  race_rec probe, *r;
+  ovl__flist_got got;
 
-  fill_access(c, &a[0], first->op, first->part, first_write);
-  fill_access(c, &a[1], op, part, write);
-  def[0] = c->prog->ops[first->op].def;
-  def[1] = c->prog->ops[op].def;
-  if (res->tcap == 0 && (st = table_grow(res, err)) != OVL_OK)
-    return st;
-  j = key_hash(var, a, def) & (res->tcap - 1);
-  for (; res->table[j] != 0; j = (j + 1) & (res->tcap - 1)) {
-    r = &res->races[res->table[j] - 1];
-    if (key_eq(r, var, a, def)) {
-      if (r->cls_seen != c->cls + 1) {
-        r->cls_seen = c->cls + 1;
-        r->cls_occ = 0;
-        r->rmask |= c->cls_mask;
-      }
-      if (++r->cls_occ > r->occurrences)
-        r->occurrences = r->cls_occ;
-      return OVL_OK;
+  memset(&probe, 0, sizeof probe);
+  probe.var = var;
+  fill_access(c, &probe.a[0], first->op, first->part, first_write);
+  fill_access(c, &probe.a[1], op, part, write);
+  probe.def[0] = c->prog->ops[first->op].def;
+  probe.def[1] = c->prog->ops[op].def;
+  got = ovl__races_find(c->res, &probe, &r);
+  if (got == OVL__FLIST_NOMEM)
+    return ovl__err(err, OVL_ENOMEM, "race check: out of memory");
+  if (got == OVL__FLIST_MORE)
+    return OVL_OK;
+  if (got == OVL__FLIST_FOUND) {
+    if (r->cls_seen != c->cls + 1) {
+      r->cls_seen = c->cls + 1;
+      r->cls_occ = 0;
+      r->rmask |= c->cls_mask;
     }
-  }
-  if (res->n >= OVL_RACES_LIST_MAX) {
-    res->more++;
+    if (++r->cls_occ > r->occurrences)
+      r->occurrences = r->cls_occ;
     return OVL_OK;
   }
-  if (res->n == res->cap) {
-    size_t ncap = res->cap ? res->cap * 2 : 16;
-    race_rec *nr = realloc(res->races, ncap * sizeof *nr);
-    if (nr == NULL)
-      return ovl__err(err, OVL_ENOMEM, "race check: out of memory");
-    res->races = nr;
-    res->cap = ncap;
-  }
-  r = &res->races[res->n];
-  memset(r, 0, sizeof *r);
   r->var = var;
-  r->a[0] = a[0];
-  r->a[1] = a[1];
-  r->def[0] = def[0];
-  r->def[1] = def[1];
+  r->a[0] = probe.a[0];
+  r->a[1] = probe.a[1];
+  r->def[0] = probe.def[0];
+  r->def[1] = probe.def[1];
   r->occurrences = 1;
   r->rmask = c->cls_mask;
   r->cls_seen = c->cls + 1;
   r->cls_occ = 1;
   r->var_name = ovl__strdup(c->prog->vars[var].name);
-  res->n++;
   if (r->var_name == NULL)
     return ovl__err(err, OVL_ENOMEM, "race check: out of memory");
   if (c->in_group_race) {
@@ -341,9 +278,6 @@ static ovl_status report(checker *c, int var, const acc *first,
   } else if (!blind_note(c, part, first->op, &r->note)) {
     return ovl__err(err, OVL_ENOMEM, "race check: out of memory");
   }
-  res->table[j] = (uint32_t)res->n;
-  if (2 * res->n > res->tcap)
-    return table_grow(res, err);
   return OVL_OK;
 }
 
@@ -508,52 +442,6 @@ static ovl_status step(checker *c, uint32_t i, ovl_error *err) {
   return st;
 }
 
-/* Sort: line of the first op, line of the second, variable, then the rest
- * of the key so that the order is total. */
-static int race_cmp(const void *pa, const void *pb) {
-  const race_rec *a = pa, *b = pb;
-  int c;
-#define CMP(x, y)                                                             \
-  if ((x) != (y))                                                             \
-    return (x) < (y) ? -1 : 1;
-  CMP(a->a[0].line, b->a[0].line);
-  CMP(a->a[1].line, b->a[1].line);
-  if ((c = strcmp(a->var_name, b->var_name)) != 0)
-    return c;
-  CMP(a->var, b->var);
-  for (int k = 0; k < 2; k++) {
-    CMP(a->a[k].col, b->a[k].col);
-    CMP(a->a[k].stream, b->a[k].stream);
-    CMP(a->a[k].write, b->a[k].write);
-    if ((c = strcmp(a->a[k].op_name, b->a[k].op_name)) != 0)
-      return c;
-  }
-  CMP(a->a[0].op, b->a[0].op);
-  CMP(a->a[1].op, b->a[1].op);
-#undef CMP
-  return 0;
-}
-
-void ovl_races_free(ovl_races *r) {
-  if (r == NULL)
-    return;
-  for (size_t i = 0; i < r->n; i++) {
-    if (r->races[i].ranks != r->ranks)
-      free(r->races[i].ranks);
-    free(r->races[i].var_name);
-    free(r->races[i].fix);
-    free(r->races[i].fix_why);
-    free(r->races[i].note);
-  }
-  free(r->races);
-  free(r->ranks);
-  for (int s = 0; r->stream_names != NULL && s < r->nstreams; s++)
-    free(r->stream_names[s]);
-  free(r->stream_names);
-  free(r->table);
-  free(r);
-}
-
 /* A read is kept until the variable's next write, in an array that
  * doubles: a program that only reads a variable keeps up to two per op.
  * The mismatch and deadlock checks of a program whose ranks differ come
@@ -662,12 +550,29 @@ static int rank_classes(const ovl_program *prog, int nranks, int *cls) {
   return ncls;
 }
 
+/* One analysis: the ops of `rank`, the first rank of class `cls` (its
+ * ranks: `mask`), stepped in program order; *partial is set when some op
+ * runs on only some ranks. */
+static ovl_status analyse(const ovl_program *prog, ovl_races *res,
+                          uint32_t cls, int rank, uint64_t mask,
+                          bool *partial, ovl_error *err) {
+  checker c;
+  ovl_status st = OVL_OK;
+  if (!checker_init(&c, prog, res, cls, rank, mask))
+    return ovl__err(err, OVL_ENOMEM, "race check: out of memory");
+  for (size_t i = 0; st == OVL_OK && i < prog->nops; i++)
+    st = step(&c, (uint32_t)i, err);
+  checker_free(&c);
+  *partial = c.partial;
+  return st;
+}
+
 ovl_status ovl__race_check(const ovl_program *prog, ovl_races **out,
                            ovl_error *err) {
-  checker c;
   ovl_races *res;
-  ovl_status st = OVL_OK;
+  ovl_status st;
   int cls[OVL_MAX_RANKS], ncls;
+  bool partial = false;
 
   if (prog == NULL || out == NULL)
     return ovl__err(err, OVL_EINVAL, "ovl_race_check: bad argument");
@@ -675,43 +580,17 @@ ovl_status ovl__race_check(const ovl_program *prog, ovl_races **out,
   if (prog->prim_first == NULL)
     return ovl__err(err, OVL_EINVAL, "ovl_race_check: %s is not lowered",
                     prog->filename);
-  res = calloc(1, sizeof *res);
-  if (res == NULL)
-    return ovl__err(err, OVL_ENOMEM, "race check: out of memory");
-  res->nops = prog->nops;
-  res->nranks = prog->nranks > 0 ? prog->nranks : 1;
-  if (res->nranks > OVL_MAX_RANKS)
-    res->nranks = OVL_MAX_RANKS;
-  res->ranks = malloc((size_t)res->nranks * sizeof *res->ranks);
-  res->stream_names = calloc((size_t)prog->nstreams + 1,
-                             sizeof *res->stream_names);
-  bool names_ok = res->stream_names != NULL;
-  for (int s = 0; names_ok && s < prog->nstreams; s++) {
-    res->stream_names[s] = ovl__strdup(ovl__stream_name(prog, s));
-    res->nstreams = s + 1;
-    names_ok = res->stream_names[s] != NULL;
-  }
-  if (res->ranks == NULL || !names_ok) {
-    ovl_races_free(res);
-    return ovl__err(err, OVL_ENOMEM, "race check: out of memory");
-  }
-  for (int k = 0; k < res->nranks; k++)
-    res->ranks[k] = k;
+  if ((st = ovl__races_new(prog, &res, err)) != OVL_OK)
+    return st;
   /* Rank 0 first: its analysis also finds whether some op runs on only
    * some ranks. Not (SPMD): it is every rank's, one analysis as ever.
    * Else the classes, rank 0's first (class 0), then one analysis per
    * other class, from its first rank. */
-  if (!checker_init(&c, prog, res, 0, 0, 1)) {
-    ovl_races_free(res);
-    return ovl__err(err, OVL_ENOMEM, "race check: out of memory");
-  }
-  for (size_t i = 0; st == OVL_OK && i < prog->nops; i++)
-    st = step(&c, (uint32_t)i, err);
-  checker_free(&c);
+  st = analyse(prog, res, 0, 0, 1, &partial, err);
   ncls = 1;
   for (int r = 0; r < res->nranks; r++)
     cls[r] = 0;
-  if (st == OVL_OK && c.partial)
+  if (st == OVL_OK && partial)
     ncls = rank_classes(prog, res->nranks, cls);
   if (st == OVL_OK && ncls < 0)
     st = ovl__err(err, OVL_ENOMEM, "race check: out of memory");
@@ -725,8 +604,8 @@ ovl_status ovl__race_check(const ovl_program *prog, ovl_races **out,
     for (int r = 0; r < res->nranks; r++)
       if (cls[r] == 0)
         mask0 |= (uint64_t)1 << r;
-    for (size_t i = 0; i < res->n; i++)
-      res->races[i].rmask = mask0;
+    for (size_t i = 0; i < res->list.n; i++)
+      ovl__races_at(res, i)->rmask = mask0;
   }
   for (int k = 1; st == OVL_OK && k < ncls; k++) {
     uint64_t mask = 0;
@@ -737,186 +616,14 @@ ovl_status ovl__race_check(const ovl_program *prog, ovl_races **out,
         if (first < 0)
           first = r;
       }
-    if (!checker_init(&c, prog, res, (uint32_t)k, first, mask)) {
-      st = ovl__err(err, OVL_ENOMEM, "race check: out of memory");
-      break;
-    }
-    for (size_t i = 0; st == OVL_OK && i < prog->nops; i++)
-      st = step(&c, (uint32_t)i, err);
-    checker_free(&c);
+    st = analyse(prog, res, (uint32_t)k, first, mask, &partial, err);
   }
+  if (st == OVL_OK)
+    st = ovl__races_finish(res, err);
   if (st != OVL_OK) {
     ovl_races_free(res);
     return st;
   }
-  free(res->table);
-  res->table = NULL;
-  res->tcap = 0;
-  if (res->n > 1)
-    qsort(res->races, res->n, sizeof *res->races, race_cmp);
-  /* Each race's ranks as a list: the program's when it is on all. */
-  for (size_t i = 0; i < res->n; i++) {
-    race_rec *r = &res->races[i];
-    uint64_t all = res->nranks >= 64 ? ~(uint64_t)0
-                                     : ((uint64_t)1 << res->nranks) - 1;
-    int n = 0;
-    if ((r->rmask & all) == all) {
-      r->ranks = res->ranks;
-      r->nranks = res->nranks;
-      continue;
-    }
-    r->ranks = malloc((size_t)res->nranks * sizeof *r->ranks);
-    if (r->ranks == NULL) {
-      ovl_races_free(res);
-      return ovl__err(err, OVL_ENOMEM, "race check: out of memory");
-    }
-    for (int k = 0; k < res->nranks; k++)
-      if ((r->rmask >> k) & 1)
-        r->ranks[n++] = k;
-    r->nranks = n;
-  }
   *out = res;
   return OVL_OK;
-}
-
-/* ------------------------------------------------------------------ */
-/* Accessors                                                           */
-/* ------------------------------------------------------------------ */
-
-size_t ovl_races_count(const ovl_races *r) { return r ? r->n : 0; }
-uint64_t ovl_races_more(const ovl_races *r) { return r ? r->more : 0; }
-size_t ovl_races_ops(const ovl_races *r) { return r ? r->nops : 0; }
-
-int ovl_races_get(const ovl_races *r, size_t i, ovl_race_info *info) {
-  const race_rec *rr;
-  if (r == NULL || info == NULL || i >= r->n)
-    return -1;
-  rr = &r->races[i];
-  info->var = rr->var_name;
-  info->first = rr->a[0];
-  info->second = rr->a[1];
-  info->fix = rr->fix;
-  info->fix_checked = rr->fix_checked;
-  info->fix_why = rr->fix_why;
-  info->note = rr->note;
-  info->occurrences = rr->occurrences;
-  info->nranks = rr->nranks;
-  info->ranks = rr->ranks;
-  return 0;
-}
-
-/* ------------------------------------------------------------------ */
-/* Formatting                                                          */
-/* ------------------------------------------------------------------ */
-
-/* "rank 0", "ranks 0-1", "ranks 0, 2-3". */
-static void fmt_ranks(ovl__sbuf *b, const race_rec *rr) {
-  bool first = true;
-  ovl__sb_puts(b, rr->nranks == 1 ? "rank " : "ranks ");
-  for (int k = 0; k < rr->nranks;) {
-    int e = k;
-    while (e + 1 < rr->nranks && rr->ranks[e + 1] == rr->ranks[e] + 1)
-      e++;
-    ovl__sb_printf(b, "%s%d", first ? "" : ", ", rr->ranks[k]);
-    if (e > k)
-      ovl__sb_printf(b, "-%d", rr->ranks[e]);
-    first = false;
-    k = e + 1;
-  }
-}
-
-static void fmt_human(ovl__sbuf *b, const void *res,
-                      const ovl_program *prog, const char *file) {
-  const ovl_races *r = res;
-  (void)prog;
-  for (size_t i = 0; i < r->n; i++) {
-    const race_rec *rr = &r->races[i];
-    int w0 = snprintf(NULL, 0, "%s:%d", file, rr->a[0].line);
-    int w1 = snprintf(NULL, 0, "%s:%d", file, rr->a[1].line);
-    int w = w0 > w1 ? w0 : w1;
-    ovl__sb_printf(b, "race %zu: '%s' on ", i + 1, rr->var_name);
-    fmt_ranks(b, rr);
-    if (rr->occurrences > 1)
-      ovl__sb_printf(b, " (%llu times in the expanded program)",
-                (unsigned long long)rr->occurrences);
-    ovl__sb_printf(b, "\n");
-    for (int k = 0; k < 2; k++) {
-      const ovl_race_access *a = &rr->a[k];
-      ovl__sb_printf(b, "  %-6s %-16s %s:%d%*s  %s\n", a->write ? "write" : "read",
-                a->op_name, file, a->line, w - (k ? w1 : w0), "",
-                a->stream_name);
-    }
-    if (rr->note != NULL)
-      ovl__sb_printf(b, "  note: %s\n", rr->note);
-    if (rr->fix_checked)
-      ovl__sb_printf(b, "  fix (checked): %s\n", rr->fix);
-    else if (rr->fix_why != NULL)
-      ovl__sb_printf(b, "  fix (unchecked): %s (%s)\n", rr->fix, rr->fix_why);
-    else
-      ovl__sb_printf(b, "  fix (unchecked): %s\n", rr->fix);
-  }
-  if (r->more > 0)
-    ovl__sb_printf(b,
-              "and %llu more unordered pair%s not listed (the list stops at "
-              "%d races)\n",
-              (unsigned long long)r->more, r->more == 1 ? "" : "s",
-              OVL_RACES_LIST_MAX);
-  if (r->n == 0 && r->more == 0)
-    ovl__sb_printf(b, "no races in %s (%zu op%s checked)\n", file, r->nops,
-              r->nops == 1 ? "" : "s");
-  else
-    ovl__sb_printf(b, "%zu race%s in %s (%d rank%s)\n", r->n, r->n == 1 ? "" : "s",
-              file, r->nranks, r->nranks == 1 ? "" : "s");
-}
-
-static void fmt_json_access(ovl__sbuf *b, const ovl_race_access *a) {
-  ovl__sb_printf(b, "{\"line\":%d,\"col\":%d,\"op\":", a->line, a->col);
-  ovl__sb_json_str(b, a->op_name);
-  ovl__sb_printf(b, ",\"stream\":");
-  ovl__sb_json_str(b, a->stream_name);
-  ovl__sb_printf(b, ",\"access\":\"%s\"}", a->write ? "write" : "read");
-}
-
-static void fmt_json(ovl__sbuf *b, const void *res, const ovl_program *prog,
-                     const char *file) {
-  const ovl_races *r = res;
-  (void)prog;
-  ovl__sb_printf(b, "{\"schedule\":");
-  ovl__sb_json_str(b, file);
-  ovl__sb_printf(b, ",\"ranks\":%d,\"ops\":%zu,\"races\":[", r->nranks, r->nops);
-  for (size_t i = 0; i < r->n; i++) {
-    const race_rec *rr = &r->races[i];
-    ovl__sb_printf(b, "%s{\"var\":", i ? "," : "");
-    ovl__sb_json_str(b, rr->var_name);
-    ovl__sb_printf(b, ",\"ranks\":[");
-    for (int k = 0; k < rr->nranks; k++)
-      ovl__sb_printf(b, "%s%d", k ? "," : "", rr->ranks[k]);
-    ovl__sb_printf(b, "],\"first\":");
-    fmt_json_access(b, &rr->a[0]);
-    ovl__sb_printf(b, ",\"second\":");
-    fmt_json_access(b, &rr->a[1]);
-    ovl__sb_printf(b, ",\"fix\":");
-    ovl__sb_json_str(b, rr->fix);
-    ovl__sb_printf(b, ",\"fix_checked\":%s,\"fix_why\":",
-                   rr->fix_checked ? "true" : "false");
-    if (rr->fix_why != NULL)
-      ovl__sb_json_str(b, rr->fix_why);
-    else
-      ovl__sb_puts(b, "null");
-    ovl__sb_printf(b, ",\"note\":");
-    if (rr->note != NULL)
-      ovl__sb_json_str(b, rr->note);
-    else
-      ovl__sb_puts(b, "null");
-    ovl__sb_printf(b, ",\"occurrences\":%llu}",
-              (unsigned long long)rr->occurrences);
-  }
-  ovl__sb_printf(b, "],\"count\":%zu,\"more\":%llu}\n", r->n,
-            (unsigned long long)r->more);
-}
-
-ovl_status ovl_races_format(const ovl_races *r, const ovl_program *prog,
-                            int json, char **text, ovl_error *err) {
-  return ovl__findings_format(r, prog, json ? fmt_json : fmt_human,
-                              "ovl_races_format", "race report", text, err);
 }

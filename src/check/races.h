@@ -1,10 +1,14 @@
 /*
  * A race report (ovl_races), shared by the checker that makes it
- * (check/race.c) and the fix hints that it carries (check/fix.c).
+ * (check/race.c: the clock engine), the report's own code (check/
+ * race_report.c: its records, made, finished, freed and read;
+ * check/race_format.c: as text and JSON) and the fix hints that it
+ * carries (check/fix.c, check/fix_check.c).
  */
 #ifndef OVL_CHECK_RACES_H
 #define OVL_CHECK_RACES_H
 
+#include "check/findings.h"
 #include "core/op.h"
 
 typedef struct race_rec {
@@ -32,9 +36,9 @@ typedef struct race_rec {
 } race_rec;
 
 struct ovl_races_s {
-  size_t n, cap;
-  race_rec *races;
-  uint64_t more; /* unordered pairs not listed (beyond OVL_RACES_LIST_MAX) */
+  /* The races (race_rec), at most OVL_RACES_LIST_MAX; its `more`: the
+   * unordered pairs not listed. */
+  ovl__flist list;
   size_t nops;
   int nranks;
   int *ranks; /* 0..nranks-1 */
@@ -44,10 +48,30 @@ struct ovl_races_s {
   /* The program's stream names (the result does not refer to it). */
   int nstreams;
   char **stream_names;
-  /* Dedup table: open addressing, values are race index + 1. */
-  uint32_t *table;
-  size_t tcap;
 };
+
+/* Race i of the report (i < res->list.n). */
+static inline race_rec *ovl__races_at(const ovl_races *res, size_t i) {
+  return ovl__flist_at(&res->list, i);
+}
+
+/* ------------------------------------------------------------------ */
+/* The report (check/race_report.c)                                    */
+/* ------------------------------------------------------------------ */
+
+/* An empty report of `prog`'s race check: its ranks and stream names. */
+ovl_status ovl__races_new(const ovl_program *prog, ovl_races **out,
+                          ovl_error *err);
+
+/* The race of `probe` (its key: var, a[], def[]): the record listed for
+ * it, or a new one, last, that the checker fills (ovl__flist_add). */
+ovl__flist_got ovl__races_find(ovl_races *res, const race_rec *probe,
+                               race_rec **rec);
+
+/* The end of the check: the races sorted (line of the first access, of
+ * the second, variable, then the rest of the key), each with its ranks
+ * as a list (rmask). */
+ovl_status ovl__races_finish(ovl_races *res, ovl_error *err);
 
 /* The race check of `prog`, without fix hints (every race's fix NULL):
  * the checker alone (check/race.c). ovl_race_check (check/fix.c) adds
