@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common_flags.h"
 #include "ovl.h"
 #include "sweep.h"
 #include "tool_util.h"
@@ -102,8 +103,9 @@ static int run_program(ovl_world *world, const options *o,
                        const ovl_run_opts *ropts, const ovl_reference *ref,
                        ovl_report **rep) {
   ovl_pipeline_opts pl = {.modes = OVL_MODE_BIT(OVL_MODE_ASYNC), .run = 1,
-                          .run_opts = *ropts, .rtol = o->rtol,
-                          .atol = o->atol, .reference = ref, .label = name};
+                          .run_opts = *ropts, .rtol = o->common.rtol,
+                          .atol = o->common.atol, .reference = ref,
+                          .label = name};
   ovl_error err = {0};
   if (ovl_pipeline_run(world, prog, &pl, rep, &err) != OVL_OK) {
     flush_output(stdout);
@@ -214,11 +216,7 @@ static ovl_procs *procs;
 
 /* The tool; main() adds the check of what went to stdout. */
 static int overlap_sweep(int argc, char **argv) {
-  options o = {.coll = C_ALLREDUCE, .redop = "sum",
-               .dtype = OVL_DTYPE_FLOAT32, .factor = 2, .iters = 8,
-               .warmup = 2, .backend = "auto", .rtol = OVL_TOL_DTYPE,
-               .atol = OVL_TOL_DTYPE};
-  ovl_world_opts wopts = {0};
+  options o;
   ovl_world *world = NULL;
   ovl_error err = {0};
   ovl_status st;
@@ -240,32 +238,16 @@ static int overlap_sweep(int argc, char **argv) {
     const char *slash = strrchr(argv[0], '/');
     progname = slash ? slash + 1 : argv[0];
   }
+  sweep_options_init(&o);
   rc = tool_agree(procs, sweep_parse_flags(argc, argv, &o));
   if (rc >= 0)
     return rc;
 
-  wopts.backend = o.backend;
-  wopts.nranks = o.ranks;
-  wopts.timeout_s = o.timeout_s;
-  wopts.procs = procs;
-  wopts.local_ranks = o.gpus_per_process;
-  st = ovl_world_create(&wopts, &world, &err);
-  if (st == OVL_OK)
-    st = tool_tune_world(world, 0, o.comm_priority_high, o.nccl_min_ctas,
-                         o.nccl_max_ctas, o.tf32, &err);
-  if (st != OVL_OK) {
-    fprintf(stderr, "%s: %s\n", progname, err.msg);
-    ovl_world_free(world);
-    return st == OVL_ENODEV || st == OVL_EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
-  }
+  rc = common_make_world(&o.common, procs, 0, &world);
+  if (rc >= 0)
+    return rc;
   cpu = strcmp(ovl_world_backend_name(world), "cpu") == 0;
   nranks = ovl_world_nranks(world);
-  if (o.graph && !ovl_world_has_graphs(world)) {
-    rc = usage_error("--graph: the %s backend has no graphs (CUDA graphs "
-                     "need the cuda backend: a GPU, or --backend=cuda)",
-                     ovl_world_backend_name(world));
-    goto out;
-  }
   if (o.root >= nranks) {
     rc = usage_error("--root: %d is not a rank (0 to %d)", o.root,
                      nranks - 1);
@@ -348,7 +330,7 @@ static int overlap_sweep(int argc, char **argv) {
     }
   }
 
-  if (!o.quiet && !o.csv) {
+  if (!o.common.quiet && !o.csv) {
     printf("# overlap_sweep %s: %s, backend %s, %d ranks (%s)\n",
            OVL_VERSION_STRING, coll_names[o.coll],
            ovl_world_backend_name(world), nranks, ovl_world_devices(world));
@@ -365,9 +347,9 @@ static int overlap_sweep(int argc, char **argv) {
       printf(" (%s has no in-place form here: n/a)", coll_names[o.coll]);
     printf("; each measurement: %d warmup + %d timed iterations of reps "
            "%s back to back\n",
-           o.warmup, o.iters,
+           o.common.warmup, o.common.iters,
            o.coll == C_SENDRECV ? "groups" : "collectives");
-    if (o.graph)
+    if (o.common.graph)
       printf("# CUDA graphs: each measurement's iteration is captured once "
              "as graphs and replayed, one launch an iteration (nccl-tests "
              "-G: reps collectives a launch); the check's iteration too\n");
@@ -376,11 +358,11 @@ static int overlap_sweep(int argc, char **argv) {
              "/ (%d iterations x reps), as nccl-tests times (calc and comm: "
              "runs without per-op timing events; compute beside: the "
              "iteration, kernels included)\n",
-             o.iters);
+             o.common.iters);
     else
       printf("# time: device clock, per collective: mean over %d timed "
              "iterations x reps collectives x %d ranks\n",
-             o.iters, nranks);
+             o.common.iters, nranks);
     if (cpu)
       printf("# cpu backend: these times are an emulation on host cores "
              "(every stream a thread; %ld cores here), not device figures\n",
@@ -393,8 +375,8 @@ static int overlap_sweep(int argc, char **argv) {
   /* The kernel alone, once, to size each row's kernels: 20 kernels an
    * iteration. Each row measures its kernels alone again. */
   {
-    ovl_run_opts ropts = {.iters = o.iters, .warmup = o.warmup,
-                          .op_times = 1, .graph = o.graph};
+    ovl_run_opts ropts = {.iters = o.common.iters, .warmup = o.common.warmup,
+                          .op_times = 1, .graph = o.common.graph};
     ovl_program *prog = NULL;
     ovl_report *rep = NULL;
     char *txt = gen_schedule(&s, NULL, 0, P_CALC, 0, 20, false);
@@ -408,7 +390,7 @@ static int overlap_sweep(int argc, char **argv) {
     if (rc >= 0)
       goto out;
   }
-  if (!o.quiet && !o.csv) {
+  if (!o.common.quiet && !o.csv) {
     if (o.compute == K_MATMUL)
       printf("# compute beside: kernels w = matmul_v2(a, b) on the calc "
              "stream, a, b and w %llu x %llu of %s (about %.1f us a kernel "
@@ -452,7 +434,7 @@ static int overlap_sweep(int argc, char **argv) {
 
     memset(m, 0, sizeof m);
     if (!row_sizes_for(o.coll, sizes[si], s.esize, nranks, &rs)) {
-      if (!o.quiet && !o.csv)
+      if (!o.common.quiet && !o.csv)
         printf("# %llu B: too small for one %s element per rank; "
                "skipped\n",
                (unsigned long long)sizes[si], type_name(o.dtype));
@@ -464,8 +446,8 @@ static int overlap_sweep(int argc, char **argv) {
      * with kernels beside it (as many kernels as take, alone, about as long
      * as the collectives alone on comm), then those kernels alone. */
     for (int p = 0; p <= P__COUNT && rc < 0; p++) {
-      ovl_run_opts ropts = {.iters = o.iters, .warmup = o.warmup,
-                            .op_times = 1, .graph = o.graph};
+      ovl_run_opts ropts = {.iters = o.common.iters, .warmup = o.common.warmup,
+                            .op_times = 1, .graph = o.common.graph};
       ovl_program *prog = NULL;
       ovl_report *rep = NULL;
       bool alone = p == P__COUNT; /* the kernels alone, last */
@@ -546,7 +528,7 @@ static int overlap_sweep(int argc, char **argv) {
     }
     for (int p = 0; check && p < P__COUNT && rc < 0; p++) {
       ovl_run_opts ropts = {.iters = 1, .warmup = 0, .op_times = 0,
-                            .graph = o.graph};
+                            .graph = o.common.graph};
       ovl_program *prog = NULL;
       ovl_report *rep = NULL;
       bool inplace = p == P_INPLACE;
@@ -657,7 +639,7 @@ static int overlap_sweep(int argc, char **argv) {
     }
   }
 
-  if (!o.quiet && !o.csv) {
+  if (!o.common.quiet && !o.csv) {
     if (rows_unchecked > 0)
       printf("# %d of %d rows not checked (n/a): the reference would need "
              "more than half of the host memory\n",
