@@ -440,6 +440,11 @@ then ok "two schedules"; else ko "two schedules"; fi
 # CUDA-only tuning on the cpu backend: a clear refusal.
 if run 2 cpu-tuning --nccl-max-ctas=4 && has err 'cuda backend'
 then ok "cuda tuning refused on cpu"; else ko "cuda tuning refused on cpu"; fi
+# NCCL's CTA limits out of order: refused with the flags, before a world
+# is made (on any backend), as overlap_sweep refuses them.
+if run 2 ctas-order --nccl-min-ctas=8 --nccl-max-ctas=4 && [ ! -s "$tmp/out" ] &&
+  has err '^overlap_sim: --nccl-min-ctas \(8\) is larger than --nccl-max-ctas \(4\)$'
+then ok "--nccl-min-ctas above --nccl-max-ctas"; else ko "--nccl-min-ctas above --nccl-max-ctas"; fi
 
 # --op-times: a table per source line and stream.
 if run 0 op-times --op-times -n 2 -w 1 -D cols=10 &&

@@ -6,6 +6,7 @@
 set -u
 
 sweep=${OVL_SWEEP:-${OVL_BUILDDIR:-.}/tools/overlap_sweep}
+sim=${OVL_TOOL:-${OVL_BUILDDIR:-.}/tools/overlap_sim}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ovl-sweep.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT INT TERM
 pass=0
@@ -32,6 +33,27 @@ rows() { grep -v '^#' "$tmp/out"; }
 if "$sweep" --help >"$tmp/out" 2>"$tmp/err" && has out '^Usage: overlap_sweep' &&
   has out '--collective=NAME' && has out '--csv' && has out 'Exit status'
 then ok "--help"; else ko "--help"; fi
+# The flags both tools take are one table (tools/common_flags.c): the rows
+# whose text is the table's read the same in both --help, each at its
+# tool's column (overlap_sweep takes no -b or -r: nccl-tests' letters).
+# shared_rows TOOL: those rows, one a line, blanks squeezed, sorted.
+shared_rows() {
+  "$1" --help | awk '
+    function put() { if (row != "") print row; row = "" }
+    /^  (-[A-Za-z], |    )--/ {
+      put()
+      if ($0 ~ /--(backend|ranks|gpus-per-process|timeout|rtol|atol|comm-priority|nccl-min-ctas|help|version)([=, ]|$)/)
+        row = $0
+      next
+    }
+    /^       / { if (row != "") row = row " " $0; next }
+    { put() }
+    END { put() }' | sed -e 's/^  -[br], /      /' -e 's/  */ /g' | LC_ALL=C sort
+}
+if shared_rows "$sweep" >"$tmp/sweep_rows" && shared_rows "$sim" >"$tmp/sim_rows" &&
+  [ "$(wc -l <"$tmp/sim_rows")" -eq 10 ] && cmp -s "$tmp/sweep_rows" "$tmp/sim_rows"
+then ok "--help: the shared flags' rows as overlap_sim's"
+else diff "$tmp/sim_rows" "$tmp/sweep_rows" | sed 's/^/    /'; ko "--help: the shared flags' rows as overlap_sim's"; fi
 if "$sweep" --version >"$tmp/out" 2>"$tmp/err" &&
   has out '^overlap_sweep \(overlap-sim\) [0-9]+\.[0-9]+\.[0-9]+$'
 then ok "--version"; else ko "--version"; fi
@@ -70,6 +92,8 @@ bad "--matmul-size needs --compute=matmul" --matmul-size=64
 bad "--matmul-size: '0' is not a number from 1 to 65536" --compute=matmul --matmul-size=0
 bad "--compute-bytes sizes scale's buffers" --compute=matmul --compute-bytes=1M
 bad "--tf32: 'yes' is not on or off" --tf32=yes
+bad "--nccl-min-ctas \(8\) is larger than --nccl-max-ctas \(4\)" --nccl-min-ctas=8 --nccl-max-ctas=4
+bad "unknown option '-r'" -r 2
 bad "--timing: 'wall'" --timing=wall
 bad "--root: only broadcast" --root=1
 bad "--root: 2 is not a rank \(0 to 1\)" -c broadcast --root=2 --ranks=2

@@ -1,14 +1,18 @@
 /* The tools' helpers (tools/tool_util.c): the host memory a run may use
  * (cgroup v1 and v2 limits of the process's own cgroup, read from a fake
- * /proc/self/cgroup and a fake cgroup tree) and the quoting of arguments. */
+ * /proc/self/cgroup and a fake cgroup tree) and the quoting of arguments;
+ * the table of the flags both tools take (tools/common_flags.c): its
+ * rows, their scan beside a tool's own flags, their help lines. */
 #include <check.h>
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common_flags.h"
 #include "tool_util.h"
 
 #define GB 1000000000ull
@@ -181,6 +185,156 @@ START_TEST(escape_arg_one_line) {
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* The shared flags.                                                    */
+/* ------------------------------------------------------------------ */
+
+START_TEST(table_rows_are_whole) {
+  for (int i = 0; i < CF__COUNT; i++) {
+    const flag_def *d = &common_flags[i];
+    ck_assert_msg(d->name != NULL, "row %d has no name", i);
+    for (int j = 0; j < i; j++) {
+      ck_assert_msg(strcmp(d->name, common_flags[j].name) != 0,
+                    "--%s twice", d->name);
+      ck_assert_msg(d->short_name == 0 ||
+                        d->short_name != common_flags[j].short_name,
+                    "-%c twice", d->short_name);
+    }
+    /* A value has a parser and a switch none (--help, --version: none). */
+    ck_assert_msg((d->metavar != NULL) == (d->parse != NULL),
+                  "--%s: a value and no parser, or a parser and no value",
+                  d->name);
+    /* A row listed with the next has no text of its own. */
+    ck_assert_msg(!d->with_next || (d->help == NULL && i + 1 < CF__COUNT),
+                  "--%s", d->name);
+  }
+}
+END_TEST
+
+/* A tool with one flag of its own, -x/--own, for the scans below; it
+ * does not take the table's -r. */
+static int own_seen;
+static int take_own(void *opts, int c, const char *arg) {
+  (void)opts;
+  (void)arg;
+  if (c != 'x')
+    return FLAG_UNKNOWN;
+  own_seen++;
+  return -1;
+}
+static void no_usage(FILE *f) { fputs("usage\n", f); }
+static const struct option own_opts[] = {{"own", no_argument, NULL, 'x'},
+                                         {NULL, 0, NULL, 0}};
+static const flag_set test_set = {.tool = "test_tool",
+                                  .own = own_opts,
+                                  .own_short = "x",
+                                  .no_short = "r",
+                                  .column = 23,
+                                  .usage = no_usage,
+                                  .take = take_own};
+
+/* Scans the NULL-terminated words after the program's name. */
+static int scan(common_opts *c, const char *const *words) {
+  char *argv[16];
+  int argc = 0;
+  argv[argc++] = (char *)"test_tool";
+  for (; *words != NULL && argc < 15; words++)
+    argv[argc++] = (char *)*words;
+  argv[argc] = NULL;
+  common_opts_init(c);
+  own_seen = 0;
+  optind = 0; /* glibc: start a new scan */
+  return common_flags_scan(&test_set, argc, argv, c, NULL);
+}
+
+START_TEST(scan_shared_and_own) {
+  common_opts c;
+  static const char *const ok[] = {
+      "--ranks=3", "-x", "-n", "4", "--warmup=0", "--tf32=on",
+      "--comm-priority=high", "--backend", "cpu", "--own", "-q",
+      "--timeout=2.5", "--nccl-max-ctas=8", NULL};
+  ck_assert_int_eq(scan(&c, ok), -1);
+  ck_assert_int_eq(own_seen, 2);
+  ck_assert_int_eq(c.ranks, 3);
+  ck_assert_int_eq(c.iters, 4);
+  ck_assert_int_eq(c.warmup, 0);
+  ck_assert_int_eq(c.tf32, 1);
+  ck_assert_int_eq(c.comm_priority_high, 1);
+  ck_assert_str_eq(c.backend, "cpu");
+  ck_assert_int_eq(c.quiet, 1);
+  ck_assert(c.timeout_s == 2.5);
+  ck_assert_int_eq(c.nccl_max_ctas, 8);
+  ck_assert(c.rtol == OVL_TOL_DTYPE && c.atol == OVL_TOL_DTYPE);
+  ck_assert_int_eq(common_flags_check(&c), -1);
+}
+END_TEST
+
+START_TEST(scan_refuses) {
+  common_opts c;
+  static const char *const cases[][3] = {
+      {"--ranks=65", NULL}, {"--backend=tpu", NULL}, {"--tf32=yes", NULL},
+      {"--comm-priority=max", NULL}, {"--timeout=0", NULL},
+      {"--rtol=nan", NULL}, {"--nccl-min-ctas=65", NULL},
+      /* Not this tool's short name, nor its own. */
+      {"-r", "2", NULL}, {"--bogus", NULL}, {"-n", NULL}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    ck_assert_msg(scan(&c, cases[i]) == TOOL_EXIT_USAGE, "%s accepted",
+                  cases[i][0]);
+  static const char *const graph_cpu[] = {"--graph", "--backend=cpu", NULL};
+  static const char *const ctas[] = {"--nccl-min-ctas=8",
+                                     "--nccl-max-ctas=4", NULL};
+  ck_assert_int_eq(scan(&c, graph_cpu), -1);
+  ck_assert_int_eq(common_flags_check(&c), TOOL_EXIT_USAGE);
+  ck_assert_int_eq(scan(&c, ctas), -1);
+  ck_assert_int_eq(common_flags_check(&c), TOOL_EXIT_USAGE);
+}
+END_TEST
+
+/* common_flag_help's text for `id` in `set`. */
+static char *help_of(const flag_set *set, common_flag id, const char *text) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  ck_assert_ptr_nonnull(f);
+  common_flag_help(f, set, id, text);
+  ck_assert_int_eq(fclose(f), 0);
+  return buf;
+}
+
+START_TEST(help_lines) {
+  flag_set wide = test_set;
+  char *h;
+  wide.column = 25;
+  wide.no_short = "";
+  /* The text beside the names, its lines under the column. */
+  h = help_of(&test_set, CF_TIMEOUT, NULL);
+  ck_assert_str_eq(h, "      --timeout=SEC    a collective or stream stuck "
+                      "this long is an error\n"
+                      "                       (default 60)\n");
+  free(h);
+  /* A short name the tool takes; one it does not. */
+  h = help_of(&wide, CF_RANKS, NULL);
+  ck_assert_str_eq(h, "  -r, --ranks=N          ranks (default: cpu 2, "
+                      "cuda every GPU)\n");
+  free(h);
+  h = help_of(&test_set, CF_RANKS, NULL);
+  ck_assert_str_eq(h, "      --ranks=N        ranks (default: cpu 2, cuda "
+                      "every GPU)\n");
+  free(h);
+  /* Names too long for the column: the text under them. Two flags on one
+   * line. The tool's own text. */
+  h = help_of(&test_set, CF_NCCL_MIN_CTAS, NULL);
+  ck_assert_str_eq(h, "      --nccl-min-ctas=N, --nccl-max-ctas=N\n"
+                      "                       cuda: NCCL's CTA limits "
+                      "(ncclConfig_t); 0 = NCCL's choice\n");
+  free(h);
+  h = help_of(&test_set, CF_QUIET, "less\nstill less");
+  ck_assert_str_eq(h, "  -q, --quiet          less\n"
+                      "                       still less\n");
+  free(h);
+}
+END_TEST
+
 static Suite *tool_util_suite(void) {
   Suite *s = suite_create("tool_util");
   TCase *tc = tcase_create("host memory");
@@ -197,6 +351,12 @@ static Suite *tool_util_suite(void) {
   suite_add_tcase(s, tc);
   tc = tcase_create("messages");
   tcase_add_test(tc, escape_arg_one_line);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("shared flags");
+  tcase_add_test(tc, table_rows_are_whole);
+  tcase_add_test(tc, scan_shared_and_own);
+  tcase_add_test(tc, scan_refuses);
+  tcase_add_test(tc, help_lines);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common_flags.h"
 #include "outfile.h"
 #include "ovl.h"
 #include "sim_flags.h"
@@ -272,7 +273,7 @@ static int races_output(const sim_options *o, const ovl_report *report,
   size_t len = 0;
 
   if (o->json == NULL) {
-    if (!(o->replay != 0 && o->quiet)) {
+    if (!(o->replay != 0 && o->common.quiet)) {
       if (sim_print_races(report, false, stdout) < 0)
         return EXIT_RUNTIME;
       printf("check: ");
@@ -300,23 +301,6 @@ static int races_output(const sim_options *o, const ovl_report *report,
   return -1;
 }
 
-/* The world the flags ask for, tuned. Returns -1, or the exit status of a
- * failure (message printed). */
-static int make_world(const sim_options *o, ovl_world **world) {
-  ovl_world_opts wopts = {.backend = o->backend, .nranks = o->ranks,
-                          .timeout_s = o->timeout_s, .procs = procs,
-                          .local_ranks = o->gpus_per_process};
-  ovl_error err = {0};
-  ovl_status st = ovl_world_create(&wopts, world, &err);
-  if (st == OVL_OK)
-    st = tool_tune_world(*world, o->chaos_seed, o->comm_priority_high,
-                         o->nccl_min_ctas, o->nccl_max_ctas, o->tf32, &err);
-  if (st == OVL_OK)
-    return -1;
-  fprintf(stderr, "%s: %s\n", progname, err.msg);
-  return st == OVL_ENODEV || st == OVL_EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
-}
-
 /* ------------------------------------------------------------------ */
 /* --races and --replay: no timed run                                   */
 /* ------------------------------------------------------------------ */
@@ -330,13 +314,13 @@ static int check_only(sim_options *o, const char *path, unsigned modes,
   const char *defs[SIM_MAX_DEFINES + 1];
   char stepsdef[32];
   ovl_bind_opts bopts = {.defines = defs,
-                         .nranks = o->ranks > 0 ? o->ranks : 2};
+                         .nranks = o->common.ranks > 0 ? o->common.ranks : 2};
   ovl_schedule *sched = NULL;
   ovl_pipeline_opts pl = {.modes = modes,
                           .races = 1,
                           .run = 0,
-                          .rtol = o->rtol,
-                          .atol = o->atol,
+                          .rtol = o->common.rtol,
+                          .atol = o->common.atol,
                           .check_rows = o->check_rows,
                           .replay = o->replay,
                           .replay_delay_us = o->replay_delay_us};
@@ -351,11 +335,13 @@ static int check_only(sim_options *o, const char *path, unsigned modes,
   if ((rc = tool_agree(procs, parse_schedule(o, path, &sched))) >= 0)
     return rc;
   /* Under mpirun: the ranks of every process, as a run would have. */
-  if (procs != NULL && o->ranks == 0)
-    bopts.nranks = ovl_procs_size(procs) *
-                   (o->gpus_per_process > 0 ? o->gpus_per_process : 1);
+  if (procs != NULL && o->common.ranks == 0)
+    bopts.nranks =
+        ovl_procs_size(procs) *
+        (o->common.gpus_per_process > 0 ? o->common.gpus_per_process : 1);
   if (o->replay != 0) {
-    if ((rc = make_world(o, &world)) >= 0)
+    if ((rc = common_make_world(&o->common, procs, o->chaos_seed,
+                                &world)) >= 0)
       goto out;
     bopts.nranks = ovl_world_nranks(world);
     bopts.cpu_defaults = strcmp(ovl_world_backend_name(world), "cpu") == 0;
@@ -419,7 +405,7 @@ static void on_progress(void *ctx, const ovl_report *report,
   table_ctx *t = ctx;
   if (ev == OVL_PIPELINE_READY)
     t->ready = true;
-  if (t->o->quiet)
+  if (t->o->common.quiet)
     return;
   switch (ev) {
   case OVL_PIPELINE_CHECKED:
@@ -495,26 +481,26 @@ static int write_run_outputs(const sim_options *o,
     ovl_report_json_opts jo = {
         .tool = "overlap_sim",
         .mode = o->mode,
-        .iters = o->warmup + o->iters,
-        .warmup = o->warmup,
-        .rtol = o->rtol,
-        .atol = o->atol,
-        .timeout_s = o->timeout_s > 0 ? o->timeout_s : 60.0,
+        .iters = o->common.warmup + o->common.iters,
+        .warmup = o->common.warmup,
+        .rtol = o->common.rtol,
+        .atol = o->common.atol,
+        .timeout_s = o->common.timeout_s > 0 ? o->common.timeout_s : 60.0,
         .races = !o->no_races,
         .op_times = o->op_times,
-        .graph = o->graph,
+        .graph = o->common.graph,
         .chaos_seed = o->chaos_seed,
-        .comm_priority = o->comm_priority_high ? "high" : "default",
-        .nccl_min_ctas = o->nccl_min_ctas,
-        .nccl_max_ctas = o->nccl_max_ctas,
+        .comm_priority = o->common.comm_priority_high ? "high" : "default",
+        .nccl_min_ctas = o->common.nccl_min_ctas,
+        .nccl_max_ctas = o->common.nccl_max_ctas,
         .trials = o->trials,
-        .tf32 = o->tf32 ? "on" : "off",
+        .tf32 = o->common.tf32 ? "on" : "off",
         .check_rows = o->check_rows,
         .trace = o->trace,
         .svg = o->svg,
         .trace_iter = o->trace == NULL && o->svg == NULL ? -1
                       : o->trace_iter_given ? o->trace_iter
-                                            : o->iters - 1,
+                                            : o->common.iters - 1,
         .defines = o->defines,
         .ndefines = o->ndefines,
         .exit_status = exit_status};
@@ -539,14 +525,15 @@ static int finish_run(const sim_options *o, const outfile outs[N_OUTPUTS],
   int status, rc;
 
   ovl_report_summary_get(report, &sum);
-  if (!o->quiet && o->op_times)
+  if (!o->common.quiet && o->op_times)
     sim_print_op_times(report, o);
-  if (!o->quiet) {
+  if (!o->common.quiet) {
     sim_print_summary(report);
     sim_print_mismatches(report);
   }
   bool found = sum.races > 0 || sum.mismatches > 0 || sum.deadlocks > 0;
-  if (found && !o->quiet && sim_print_races(report, true, stdout) < 0)
+  if (found && !o->common.quiet &&
+      sim_print_races(report, true, stdout) < 0)
     return EXIT_RUNTIME;
   if (o->show >= 0)
     sim_print_show(report, o->show);
@@ -643,14 +630,8 @@ static int overlap_sim(int argc, char **argv) {
    * once its rank count and backend are known. */
   if ((rc = tool_agree(procs, parse_schedule(&o, path, &sched))) >= 0)
     goto out;
-  if ((rc = make_world(&o, &world)) >= 0)
+  if ((rc = common_make_world(&o.common, procs, o.chaos_seed, &world)) >= 0)
     goto out;
-  if (o.graph && !ovl_world_has_graphs(world)) {
-    rc = usage_error("--graph: the %s backend has no graphs (CUDA graphs "
-                     "need the cuda backend: a GPU, or --backend=cuda)",
-                     ovl_world_backend_name(world));
-    goto out;
-  }
   sim_plan_memory(&mem, &o, count_modes(modes),
                   ovl_world_backend_name(world), ovl_world_nranks(world));
   bopts.defines = defs;
@@ -674,14 +655,14 @@ static int overlap_sim(int argc, char **argv) {
   pl.run = 1;
   pl.trials = o.trials > 0 ? o.trials : SIM_DEFAULT_TRIALS;
   pl.trial_budget_s = o.trials > 0 ? 0 : SIM_TRIAL_BUDGET_S;
-  pl.run_opts.iters = o.iters;
-  pl.run_opts.warmup = o.warmup;
+  pl.run_opts.iters = o.common.iters;
+  pl.run_opts.warmup = o.common.warmup;
   pl.run_opts.op_times = o.op_times;
-  pl.run_opts.graph = o.graph;
+  pl.run_opts.graph = o.common.graph;
   pl.run_opts.trace = o.trace != NULL || o.svg != NULL;
   pl.run_opts.trace_iter = o.trace_iter_given ? o.trace_iter : -1;
-  pl.rtol = o.rtol;
-  pl.atol = o.atol;
+  pl.rtol = o.common.rtol;
+  pl.atol = o.common.atol;
   pl.check_rows = o.check_rows;
   pl.progress = on_progress;
   pl.progress_ctx = &table;

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "common_flags.h"
+
 #define SIM_MAX_DEFINES 64
 /* The default of --trials: up to 5 trials, a trial after the first only
  * while the trials so far and one more fit in about 10 s (so that a short
@@ -16,24 +18,19 @@
 #define SIM_TRIAL_BUDGET_S 10.0
 
 typedef struct {
-  const char *backend;
-  int ranks;
+  /* The flags overlap_sweep takes too: --backend, --ranks,
+   * --gpus-per-process, -n, -w, --timeout, --rtol, --atol, --graph, the
+   * cuda tuning, -q. */
+  common_opts common;
   const char *mode;
-  int iters, warmup; /* -n: timed iterations; -w: untimed ones first */
   /* --trials=K: the whole measurement K times; 0: the default, up to
    * SIM_DEFAULT_TRIALS within SIM_TRIAL_BUDGET_S. */
   int trials;
-  /* --gpus-per-process=G: under mpirun, the ranks each process drives
-   * (0: one). */
-  int gpus_per_process;
   const char *defines[SIM_MAX_DEFINES];
   size_t ndefines;
-  double rtol, atol;
   int show;
-  double timeout_s;
-  int quiet, verbose;
+  int verbose;
   int op_times;
-  int graph; /* --graph */
   int races_only, no_races;
   int mode_given;
   const char *json; /* --json[=FILE]: "-" for stdout */
@@ -41,9 +38,6 @@ typedef struct {
   const char *trace, *svg; /* --trace=FILE, --svg=FILE */
   int trace_iter;          /* --trace-iter=K; -1: the last */
   int trace_iter_given;
-  int comm_priority_high;
-  int nccl_min_ctas, nccl_max_ctas;
-  int tf32;           /* --tf32=on */
   long check_rows;    /* --check-rows=N; -1: all; 0: the default */
   unsigned chaos_seed;
   /* --replay[=K]: 0 off, OVL_REPLAY_ALL every race, K race K; and

@@ -52,12 +52,13 @@ void sim_print_header(const sim_options *o, const ovl_world *world,
   if (ops > vars)
     printf(", %zu ops (%s of host memory)", ovl_program_op_count(prog),
            format_bytes(ops, b, sizeof b));
-  printf(", %d iteration%s (%d warmup, %d timed)%s\n", o->warmup + o->iters,
-         o->warmup + o->iters == 1 ? "" : "s",
-         o->warmup, o->iters,
-         o->graph ? ", as CUDA graphs (captured once, replayed every "
-                    "iteration)"
-                  : "");
+  printf(", %d iteration%s (%d warmup, %d timed)%s\n",
+         o->common.warmup + o->common.iters,
+         o->common.warmup + o->common.iters == 1 ? "" : "s",
+         o->common.warmup, o->common.iters,
+         o->common.graph ? ", as CUDA graphs (captured once, replayed every "
+                           "iteration)"
+                         : "");
   if (cpu_default) {
     printf("  * smaller default for the cpu backend; full size:");
     for (size_t i = 0; i < np; i++) {
@@ -141,7 +142,7 @@ void sim_print_op_times(const ovl_report *r, const sim_options *o) {
   ovl_report_machine_get(r, &mc);
   printf("op times (device clock, per iteration, mean over %d timed "
          "iterations and %d ranks):\n",
-         o->iters, mc.nranks);
+         o->common.iters, mc.nranks);
   printf("%-6s %5s  %-18s %-8s %6s %10s %10s\n", "mode", "line", "op",
          "stream", "count", "ms/iter", "us/op");
   for (size_t i = 0; i < ovl_report_mode_count(r); i++) {

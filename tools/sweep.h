@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common_flags.h"
 #include "ovl.h"
 
 #define MAX_SIZES 256
@@ -49,6 +50,10 @@ typedef enum { K_SCALE, K_MATMUL } kernel_kind;
 
 /* The flags. */
 typedef struct {
+  /* The flags overlap_sim takes too: --backend, --ranks,
+   * --gpus-per-process, -n, -w, --timeout, --rtol, --atol, --graph (every
+   * run as CUDA graphs), the cuda tuning, -q. */
+  common_opts common;
   coll coll;
   const char *redop; /* sum, max, min, prod */
   bool redop_given;
@@ -58,33 +63,27 @@ typedef struct {
   uint64_t factor;
   uint64_t sizes[MAX_SIZES];
   int nsizes; /* --sizes; 0: -b .. -e by -f */
-  int iters, warmup;
   int reps; /* collectives per iteration; 0: by size */
   uint64_t compute_bytes; /* 0: backend default */
   kernel_kind compute;    /* --compute */
   uint64_t matmul_n;      /* --matmul-size; 0: backend default */
   bool compute_bytes_given, matmul_n_given;
-  const char *backend;
-  int ranks;
-  int gpus_per_process; /* --gpus-per-process; 0: one */
-  double timeout_s;
   int root;
   bool root_given;
   bool host_timing;
-  bool graph; /* --graph: every run as CUDA graphs */
-  bool csv, quiet;
-  double rtol, atol;
-  int comm_priority_high;
-  int nccl_min_ctas, nccl_max_ctas;
-  int tf32; /* --tf32=on */
+  bool csv;
 } options;
 
 /* The placements' names: "calc", "comm", "inplace", "comm+compute". */
 extern const char *const placement_names[P__COUNT];
 
-/* Parse the flags into `o` (whose defaults the caller set). Returns -1 to
- * go on, or the exit status to end with (0 after --help, --version; 2
- * after a usage error, message printed). */
+/* The defaults: allreduce sum of float32, sizes by a factor of 2, the
+ * shared flags' (common_opts_init). */
+void sweep_options_init(options *o);
+
+/* Parse the flags into `o` (sweep_options_init's defaults first). Returns
+ * -1 to go on, or the exit status to end with (0 after --help, --version;
+ * 2 after a usage error, message printed). */
 int sweep_parse_flags(int argc, char **argv, options *o);
 
 /* busbw = algbw * factor (nccl-tests' PERFORMANCE.md): allreduce moves

@@ -2,7 +2,6 @@
 #include "tool_util.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -44,68 +43,6 @@ bool parse_double(const char *s, double lo, double hi, double *out) {
     return false;
   *out = v;
   return true;
-}
-
-int parse_tuning_flag(const char *flag, const char *arg, int *value) {
-  if (strcmp(flag, "--comm-priority") == 0) {
-    if (strcmp(arg, "high") == 0)
-      *value = 1;
-    else if (strcmp(arg, "default") == 0)
-      *value = 0;
-    else
-      return usage_error("--comm-priority: '%s' is not high or default", arg);
-    return 0;
-  }
-  if (strcmp(flag, "--tf32") == 0) {
-    if (strcmp(arg, "on") == 0)
-      *value = 1;
-    else if (strcmp(arg, "off") == 0)
-      *value = 0;
-    else
-      return usage_error("--tf32: '%s' is not on or off", arg);
-    return 0;
-  }
-  if (!parse_int(arg, 0, 64, value))
-    return usage_error("%s: '%s' is not a number from 0 to 64", flag, arg);
-  return 0;
-}
-
-int parse_check_rows(const char *arg, long *value) {
-  int n;
-  if (strcmp(arg, "all") == 0) {
-    *value = -1;
-    return 0;
-  }
-  if (!parse_int(arg, 1, INT_MAX, &n))
-    return usage_error("--check-rows: '%s' is not a number from 1 to %d, "
-                       "or all",
-                       arg, INT_MAX);
-  *value = n;
-  return 0;
-}
-
-ovl_status tool_tune_world(ovl_world *world, unsigned chaos_seed,
-                           int comm_priority_high, int nccl_min_ctas,
-                           int nccl_max_ctas, int tf32, ovl_error *err) {
-  char v[32];
-  ovl_status st = OVL_OK;
-  if (chaos_seed != 0) {
-    snprintf(v, sizeof v, "%u", chaos_seed);
-    st = ovl_world_set(world, "chaos_seed", v, err);
-  }
-  if (st == OVL_OK && comm_priority_high)
-    st = ovl_world_set(world, "comm_priority", "high", err);
-  if (st == OVL_OK && nccl_min_ctas != 0) {
-    snprintf(v, sizeof v, "%d", nccl_min_ctas);
-    st = ovl_world_set(world, "nccl_min_ctas", v, err);
-  }
-  if (st == OVL_OK && nccl_max_ctas != 0) {
-    snprintf(v, sizeof v, "%d", nccl_max_ctas);
-    st = ovl_world_set(world, "nccl_max_ctas", v, err);
-  }
-  if (st == OVL_OK && tf32)
-    st = ovl_world_set(world, "tf32", "on", err);
-  return st;
 }
 
 /* The errno of the first flush_output() that failed. A failed flush
@@ -391,20 +328,4 @@ int tool_agree(ovl_procs *procs, int rc) {
   first = ovl_procs_agree_exit(procs, who == 0 ? mine : -1);
   capture_flush(who, mine >= 0 && first < 0);
   return any;
-}
-
-int parse_gpus_per_process(const char *arg, int *out) {
-  char quoted[64];
-  if (!parse_int(arg, 1, 64, out))
-    return usage_error("--gpus-per-process: '%s' is not a number from 1 "
-                       "to 64",
-                       escape_arg(arg, quoted, sizeof quoted));
-  if (!ovl_mpi_compiled())
-    return usage_error("--gpus-per-process: this build has no MPI "
-                       "(./configure --with-mpi)");
-  if (ovl_launcher_rank() < 0)
-    return usage_error("--gpus-per-process: only under an MPI launcher "
-                       "(mpirun -np P %s ...)",
-                       progname);
-  return -1;
 }

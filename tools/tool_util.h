@@ -1,7 +1,8 @@
 /*
  * Helpers the command-line tools share (tools/overlap_sim, tools/overlap_sweep):
- * flag parsing, the backend tuning, usage errors, checked output on stdout,
- * host memory, byte counts. Not part of libovl.
+ * usage errors, numbers from text, checked output on stdout, host memory,
+ * byte counts, an MPI launch. The flags both take are
+ * tools/common_flags.h. Not part of libovl.
  */
 #ifndef OVL_TOOL_UTIL_H
 #define OVL_TOOL_UTIL_H
@@ -27,27 +28,6 @@ int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A whole string as a number in [lo, hi]; false if it is not one. */
 bool parse_int(const char *s, long lo, long hi, int *out);
 bool parse_double(const char *s, double lo, double hi, double *out);
-
-/* The cuda tuning flags both tools take: --comm-priority=high|default
- * (*value 1 or 0), --tf32=on|off (1 or 0), --nccl-min-ctas=N and
- * --nccl-max-ctas=N (0..64). `flag` is the flag's name as given
- * ("--nccl-max-ctas"). Returns 0, or the exit status of a usage error
- * (message printed). */
-int parse_tuning_flag(const char *flag, const char *arg, int *value);
-
-/* --check-rows=N|all: N from 1 to 2^31 - 1 (*value N), or all (-1).
- * Returns 0, or the exit status of a usage error (message printed). */
-int parse_check_rows(const char *arg, long *value);
-
-/* The backend tuning both tools take, applied to a new world with
- * ovl_world_set: --chaos (overlap_sim only; 0: not given), then
- * --comm-priority=high (1), --nccl-min-ctas, --nccl-max-ctas (0: not
- * given), --tf32=on (1). Chaos goes first, so that each backend refuses
- * what it lacks in the order it always did (cuda: the chaos; cpu: the
- * cuda knobs). */
-ovl_status tool_tune_world(ovl_world *world, unsigned chaos_seed,
-                           int comm_priority_high, int nccl_min_ctas,
-                           int nccl_max_ctas, int tf32, ovl_error *err);
 
 /* A command-line argument for a message, on one line: printable ASCII as
  * is, anything else escaped (\n, \t, \r, \\, \xNN); cut with "..." where it
@@ -96,10 +76,6 @@ int tool_procs_init(int *argc, char ***argv, ovl_procs **out);
  * prints what it wrote to stderr since the last step, each line led by
  * "process P: ". One process (procs NULL): rc. */
 int tool_agree(ovl_procs *procs, int rc);
-/* --gpus-per-process=G: 1 to 64, and only under an MPI launch of a build
- * with MPI. Returns -1, or the exit status (message printed). */
-int parse_gpus_per_process(const char *arg, int *out);
-
 /* Flushes and closes `f`, a stream of the tool's output (stdout) that
  * `name` names in the message ("standard output"). A write error on it,
  * now or earlier, is reported, and the exit status `status` becomes

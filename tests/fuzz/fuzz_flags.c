@@ -1,11 +1,12 @@
 /*
  * libFuzzer target: tools/overlap_sim's command line (`make fuzz`).
  *
- * The tool's flag parsing (tools/sim_flags.c) is linked in and fuzzed as
- * the tool runs it. The input is the argument vector: arguments separated
- * by NUL bytes (at most 32). When the flags are accepted, their -D defines
- * are applied to a small schedule with params, as the tool would apply
- * them to its schedule.
+ * The tool's flag parsing (tools/sim_flags.c, with the shared flags of
+ * tools/common_flags.c) is linked in and fuzzed as the tool runs it. The
+ * input is the argument vector: arguments separated by NUL bytes (at most
+ * 32). When the flags are accepted, their -D defines are applied to a
+ * small schedule with params, as the tool would apply them to its
+ * schedule.
  *
  * Run with -close_fd_mask=3: the tool prints its usage and errors.
  */
@@ -56,8 +57,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (sim_parse_flags(argc, argv, &o) < 0 && o.ndefines > 0) {
     ovl_parse_opts popts = {.defines = o.defines,
                             .ndefines = o.ndefines,
-                            .nranks = o.ranks > 0 ? o.ranks : 2,
-                            .cpu_defaults = strcmp(o.backend, "cuda") != 0,
+                            .nranks = o.common.ranks > 0 ? o.common.ranks : 2,
+                            .cpu_defaults =
+                                strcmp(o.common.backend, "cuda") != 0,
                             /* The tool bounds the ops by its memory plan;
                              * a -D steps=10000000 would otherwise spend
                              * the run building long programs. */
