@@ -21,28 +21,11 @@ static void flight_free(ovl__flight *f) {
   free(f->done_tag);
 }
 
-ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
-                         const ovl_run_opts *opts, ovl_result **out,
-                         ovl_error *err) {
-  return ovl__world_run(world, prog, opts, NULL, out, err);
-}
-
-ovl_status ovl__world_run(ovl_world *world, const ovl_program *prog,
-                          const ovl_run_opts *opts, ovl__compare *cmp,
-                          ovl_result **out, ovl_error *err) {
-  run_t run;
-  rank_t *ranks;
-  pthread_t *threads;
+/* The run's arguments checked against the world, and the world's
+ * communicators made. */
+static ovl_status run_prepare(ovl_world *world, const ovl_program *prog,
+                              const ovl_run_opts *opts, ovl_error *err) {
   ovl_status st;
-  int started = 0;
-  const ovl__layout *lay = world != NULL ? &world->lay : NULL;
-
-  if (cmp != NULL) {
-    cmp->status = OVL_OK;
-    memset(cmp->out, 0, sizeof *cmp->out);
-  }
-  if (world == NULL || prog == NULL || opts == NULL || out == NULL)
-    return ovl__err(err, OVL_EINVAL, "ovl_world_run: NULL argument");
   if (opts->iters < 1 || opts->warmup < 0)
     return ovl__err(err, OVL_EINVAL,
                     "iterations must be >= 1 and warmup >= 0 (got %d, %d)",
@@ -62,14 +45,25 @@ ovl_status ovl__world_run(ovl_world *world, const ovl_program *prog,
     st = world->be->world_p2p(world->bw, ovl__program_p2p_rings(prog), err);
   if (world->lay.procs != NULL)
     st = ovl__procs_agree(world->lay.procs, st, err);
-  if (st != OVL_OK)
-    return st;
+  return st;
+}
 
-  memset(&run, 0, sizeof run);
-  run.world = world;
-  run.prog = prog;
-  run.opts = *opts;
-  run.traced = -1;
+/* The run's state: its traced iteration, its result, per rank its thread
+ * and where it is, the flight record, the barriers; on failure nothing is
+ * left allocated. With more than one process, the run barrier's last
+ * local arrival meets the other processes, and their failures abort this
+ * run. */
+static ovl_status run_init(run_t *run, ovl_world *world,
+                           const ovl_program *prog, const ovl_run_opts *opts,
+                           ovl_error *err) {
+  const ovl__layout *lay = &world->lay;
+  ovl_status st;
+
+  memset(run, 0, sizeof *run);
+  run->world = world;
+  run->prog = prog;
+  run->opts = *opts;
+  run->traced = -1;
   if (opts->trace) {
     int k = opts->trace_iter < 0 ? opts->iters + opts->trace_iter
                                  : opts->trace_iter;
@@ -79,123 +73,168 @@ ovl_status ovl__world_run(ovl_world *world, const ovl_program *prog,
                       "(0 to %d, or -1 to -%d from the end)",
                       opts->trace_iter, opts->iters, opts->iters - 1,
                       opts->iters);
-    run.traced = opts->warmup + k;
+    run->traced = opts->warmup + k;
   }
   st = ovl__result_new(prog, world->nranks, opts->iters, opts->op_times != 0,
-                       run.traced >= 0 ? run.traced - opts->warmup : -1,
-                       &run.res, err);
+                       run->traced >= 0 ? run->traced - opts->warmup : -1,
+                       &run->res, err);
   if (st == OVL_OK)
-    st = ovl__result_set_machine(run.res, world, err);
+    st = ovl__result_set_machine(run->res, world, err);
   if (st != OVL_OK) {
-    ovl_result_free(run.res);
+    ovl_result_free(run->res);
     return st;
   }
-  ranks = calloc((size_t)world->nranks, sizeof *ranks);
-  threads = calloc((size_t)world->nranks, sizeof *threads);
-  run.pos = calloc((size_t)world->nranks, sizeof *run.pos);
-  run.pos_at_fail = calloc((size_t)world->nranks, sizeof *run.pos_at_fail);
-  run.flight.nranks = world->nranks;
-  run.flight.nrings = prog->nrings;
-  run.flight.iters = opts->warmup + opts->iters;
-  run.flight.have_done = world->be->ring_progress != NULL;
+  run->ranks = calloc((size_t)world->nranks, sizeof *run->ranks);
+  run->threads = calloc((size_t)world->nranks, sizeof *run->threads);
+  run->pos = calloc((size_t)world->nranks, sizeof *run->pos);
+  run->pos_at_fail = calloc((size_t)world->nranks, sizeof *run->pos_at_fail);
+  run->flight.nranks = world->nranks;
+  run->flight.nrings = prog->nrings;
+  run->flight.iters = opts->warmup + opts->iters;
+  run->flight.have_done = world->be->ring_progress != NULL;
   {
     size_t n = (size_t)world->nranks * (size_t)prog->nrings + 1;
-    run.flight.enq_tag = calloc(n, sizeof *run.flight.enq_tag);
-    run.flight.enq_op = calloc(n, sizeof *run.flight.enq_op);
-    run.flight.done_tag = calloc(n, sizeof *run.flight.done_tag);
+    run->flight.enq_tag = calloc(n, sizeof *run->flight.enq_tag);
+    run->flight.enq_op = calloc(n, sizeof *run->flight.enq_op);
+    run->flight.done_tag = calloc(n, sizeof *run->flight.done_tag);
   }
-  if (ranks == NULL || threads == NULL || run.pos == NULL ||
-      run.pos_at_fail == NULL || run.flight.enq_tag == NULL ||
-      run.flight.enq_op == NULL || run.flight.done_tag == NULL) {
-    free(ranks);
-    free(threads);
-    free((void *)run.pos);
-    free(run.pos_at_fail);
-    flight_free(&run.flight);
-    ovl_result_free(run.res);
+  if (run->ranks == NULL || run->threads == NULL || run->pos == NULL ||
+      run->pos_at_fail == NULL || run->flight.enq_tag == NULL ||
+      run->flight.enq_op == NULL || run->flight.done_tag == NULL) {
+    free(run->ranks);
+    free(run->threads);
+    free((void *)run->pos);
+    free(run->pos_at_fail);
+    flight_free(&run->flight);
+    ovl_result_free(run->res);
     return ovl__err(err, OVL_ENOMEM, "out of memory");
   }
   for (int r = 0; r < world->nranks; r++)
-    atomic_init(&run.pos[r], pos_pack(AT_SETUP, 0, 0));
-  ovl__barrier_init(&run.barrier, lay->nlocal);
-  ovl__barrier_init(&run.teardown, lay->nlocal);
-  pthread_mutex_init(&run.err_mu, NULL);
-  run.res->lo = lay->first;
-  run.res->hi = lay->first + lay->nlocal;
-  run.res->all_held = lay->procs == NULL;
+    atomic_init(&run->pos[r], pos_pack(AT_SETUP, 0, 0));
+  ovl__barrier_init(&run->barrier, lay->nlocal);
+  ovl__barrier_init(&run->teardown, lay->nlocal);
+  pthread_mutex_init(&run->err_mu, NULL);
+  run->res->lo = lay->first;
+  run->res->hi = lay->first + lay->nlocal;
+  run->res->all_held = lay->procs == NULL;
   if (lay->procs != NULL) {
-    run.barrier.outer = ovl__exec_procs_barrier;
-    run.barrier.outer_ctx = &run;
-    ovl__procs_run_begin(lay->procs, ovl__exec_procs_on_abort, &run);
+    run->barrier.outer = ovl__exec_procs_barrier;
+    run->barrier.outer_ctx = run;
+    ovl__procs_run_begin(lay->procs, ovl__exec_procs_on_abort, run);
   }
+  return OVL_OK;
+}
 
-  /* This process's ranks, one thread each. */
+/* This process's ranks, one thread each; returns once all have ended. */
+static void run_ranks(run_t *run) {
+  const ovl__layout *lay = &run->world->lay;
+  int started = 0;
   for (int r = lay->first; r < lay->first + lay->nlocal; r++) {
-    ranks[r].run = &run;
-    ranks[r].rank = r;
-    ranks[r].graph = opts->graph != 0;
-    if (pthread_create(&threads[r], NULL, ovl__exec_rank_main, &ranks[r]) !=
-        0) {
+    run->ranks[r].run = run;
+    run->ranks[r].rank = r;
+    run->ranks[r].graph = run->opts.graph != 0;
+    if (pthread_create(&run->threads[r], NULL, ovl__exec_rank_main,
+                       &run->ranks[r]) != 0) {
       ovl_error e;
       ovl__err(&e, OVL_EBACKEND, "could not start the thread of rank %d", r);
-      ovl__exec_fail(&run, &e);
+      ovl__exec_fail(run, &e);
       /* The ranks that will never start do not come to the teardown. */
-      ovl__barrier_resize(&run.teardown, started);
+      ovl__barrier_resize(&run->teardown, started);
       break;
     }
     started++;
   }
   for (int r = lay->first; r < lay->first + started; r++)
-    pthread_join(threads[r], NULL);
-  /* The comparison, where the values are: this process's ranks. */
-  if (cmp != NULL && !run.failed)
-    ovl__compare_local(cmp, run.res);
+    pthread_join(run->threads[r], NULL);
+}
+
+/* After the threads: the comparison (`cmp`, or NULL), where the values
+ * are: this process's ranks. With more than one process, every process
+ * ends the same. */
+static void run_end(run_t *run, ovl__compare *cmp) {
+  const ovl__layout *lay = &run->world->lay;
+  if (cmp != NULL && !run->failed)
+    ovl__compare_local(cmp, run->res);
   if (lay->procs != NULL) {
     ovl_status ast;
     ovl__procs_run_end(lay->procs);
     /* Every process ends the same: the first real error of any, with
      * every rank's place and flight record; or every rank's result,
      * merged once, its comparison with it. */
-    ast = ovl__exec_procs_agree(&run);
+    ast = ovl__exec_procs_agree(run);
     if (ast == OVL_OK)
-      ast = ovl__result_merge(run.res, lay, prog, &run.first);
+      ast = ovl__result_merge(run->res, lay, run->prog, &run->first);
     if (ast == OVL_OK && cmp != NULL)
-      ast = ovl__compare_merge(cmp, lay, &run.first);
-    if (ast != OVL_OK && !run.failed) {
-      run.failed = true;
-      run.first.status = ast;
+      ast = ovl__compare_merge(cmp, lay, &run->first);
+    if (ast != OVL_OK && !run->failed) {
+      run->failed = true;
+      run->first.status = ast;
     }
   }
+}
 
-  pthread_mutex_destroy(&run.err_mu);
-  ovl__barrier_destroy(&run.barrier);
-  ovl__barrier_destroy(&run.teardown);
-  free(ranks);
-  free(threads);
-  if (run.failed && world->nranks > 1)
-    ovl__exec_append_positions(&run);
+/* The run's state freed, and its outcome: the result (*out), or the
+ * failure, which says where every rank was and, for a hang, what each
+ * rank's communication had reached. */
+static ovl_status run_finish(run_t *run, ovl_result **out, ovl_error *err) {
+  int nranks = run->world->nranks;
+  pthread_mutex_destroy(&run->err_mu);
+  ovl__barrier_destroy(&run->barrier);
+  ovl__barrier_destroy(&run->teardown);
+  free(run->ranks);
+  free(run->threads);
+  if (run->failed && nranks > 1)
+    ovl__exec_append_positions(run);
   /* A hang: what each rank's communication had reached, in the
    * iteration the ranks were in (the earliest, if they differ). */
-  if (run.failed && run.first.status == OVL_ETIMEDOUT) {
-    int total = opts->warmup + opts->iters;
-    run.flight.iter = total - 1;
-    for (int r = 0; r < world->nranks; r++) {
-      int it = (int)((run.pos_at_fail[r] >> 32) & 0xffffff);
-      if (it < run.flight.iter)
-        run.flight.iter = it;
+  if (run->failed && run->first.status == OVL_ETIMEDOUT) {
+    int total = run->opts.warmup + run->opts.iters;
+    run->flight.iter = total - 1;
+    for (int r = 0; r < nranks; r++) {
+      int it = (int)((run->pos_at_fail[r] >> 32) & 0xffffff);
+      if (it < run->flight.iter)
+        run->flight.iter = it;
     }
-    ovl__flight_append(prog, &run.flight, run.first.msg,
-                       sizeof run.first.msg);
+    ovl__flight_append(run->prog, &run->flight, run->first.msg,
+                       sizeof run->first.msg);
   }
-  free((void *)run.pos);
-  free(run.pos_at_fail);
-  flight_free(&run.flight);
-  if (run.failed) {
-    ovl_result_free(run.res);
+  free((void *)run->pos);
+  free(run->pos_at_fail);
+  flight_free(&run->flight);
+  if (run->failed) {
+    ovl_result_free(run->res);
     if (err != NULL)
-      *err = run.first;
-    return run.first.status;
+      *err = run->first;
+    return run->first.status;
   }
-  *out = run.res;
+  *out = run->res;
   return OVL_OK;
+}
+
+ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
+                         const ovl_run_opts *opts, ovl_result **out,
+                         ovl_error *err) {
+  return ovl__world_run(world, prog, opts, NULL, out, err);
+}
+
+ovl_status ovl__world_run(ovl_world *world, const ovl_program *prog,
+                          const ovl_run_opts *opts, ovl__compare *cmp,
+                          ovl_result **out, ovl_error *err) {
+  run_t run;
+  ovl_status st;
+
+  if (cmp != NULL) {
+    cmp->status = OVL_OK;
+    memset(cmp->out, 0, sizeof *cmp->out);
+  }
+  if (world == NULL || prog == NULL || opts == NULL || out == NULL)
+    return ovl__err(err, OVL_EINVAL, "ovl_world_run: NULL argument");
+  st = run_prepare(world, prog, opts, err);
+  if (st == OVL_OK)
+    st = run_init(&run, world, prog, opts, err);
+  if (st != OVL_OK)
+    return st;
+  run_ranks(&run);
+  run_end(&run, cmp);
+  return run_finish(&run, out, err);
 }

@@ -96,6 +96,10 @@ typedef struct run_s {
   /* More than one process: the barriers met so far (the last local rank
    * to arrive meets the other processes: exec_procs.c). */
   uint64_t barrier_seq;
+  /* Per rank, its thread's state and its thread (this process's ranks
+   * only). */
+  rank_t *ranks;
+  pthread_t *threads;
 } run_t;
 
 /* Graph mode: one segment of an iteration, the stream work up to a host

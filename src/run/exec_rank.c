@@ -136,10 +136,46 @@ static ovl_status keep_fetched(rank_t *rk, ovl_error *err) {
   return OVL_OK;
 }
 
+/* Eagerly, one iteration (`it`; `trace`: the traced one): this rank's ops
+ * enqueued (or, on the host, performed) in program order, each group's as
+ * one call. */
+static ovl_status enqueue_ops(rank_t *rk, int it, bool trace,
+                              ovl_error *err) {
+  run_t *run = rk->run;
+  const ovl_program *prog = run->prog;
+  ovl_status st;
+
+  for (size_t i = 0; i < prog->nops; i++) {
+    const ovl__op *op = &prog->ops[i];
+    if (op->group != 0) {
+      size_t end = group_end(prog, i);
+      set_pos(rk, AT_OP, it, i);
+      st = ovl__exec_group(rk, i, end, run->opts.op_times != 0, trace, err);
+      if (st != OVL_OK) {
+        ovl__exec_op_err_prefix(prog, i, err);
+        return st;
+      }
+      i = end - 1;
+      continue;
+    }
+    /* A rank not in the op's ranks skips it entirely. */
+    if (!ovl__op_on_rank(op, rk->rank))
+      continue;
+    set_pos(rk, AT_OP, it, i);
+    st = ovl__exec_op(rk, i, run->opts.op_times != 0, trace, err);
+    if (st != OVL_OK) {
+      ovl__exec_op_err_prefix(prog, i, err);
+      return st;
+    }
+  }
+  return OVL_OK;
+}
+
+/* Every iteration, warmup included (graph mode: the captures first), then
+ * the last fetched values kept. */
 static ovl_status run_iterations(rank_t *rk, ovl_error *err) {
   run_t *run = rk->run;
   const ovl__backend_ops *be = run->world->be;
-  const ovl_program *prog = run->prog;
   int total = run->opts.warmup + run->opts.iters;
   ovl_status st;
 
@@ -168,34 +204,10 @@ static ovl_status run_iterations(rank_t *rk, ovl_error *err) {
         return st;
       }
     }
-    for (size_t i = 0; !rk->graph && i < prog->nops; i++) {
-      const ovl__op *op = &prog->ops[i];
-      if (op->group != 0) {
-        size_t end = group_end(prog, i);
-        set_pos(rk, AT_OP, it, i);
-        st = ovl__exec_group(rk, i, end, run->opts.op_times != 0, trace, err);
-        if (st != OVL_OK) {
-          ovl__exec_op_err_prefix(prog, i, err);
-          return st;
-        }
-        i = end - 1;
-        continue;
-      }
-      /* A rank not in the op's ranks skips it entirely. */
-      if (!ovl__op_on_rank(op, rk->rank))
-        continue;
-      set_pos(rk, AT_OP, it, i);
-      st = ovl__exec_op(rk, i, run->opts.op_times != 0, trace, err);
-      if (st != OVL_OK) {
-        ovl__exec_op_err_prefix(prog, i, err);
-        return st;
-      }
-    }
-    if (rk->graph) {
-      st = ovl__exec_graph_replay(rk, it, trace, err);
-      if (st != OVL_OK)
-        return st;
-    }
+    st = rk->graph ? ovl__exec_graph_replay(rk, it, trace, err)
+                   : enqueue_ops(rk, it, trace, err);
+    if (st != OVL_OK)
+      return st;
     set_pos(rk, AT_DRAIN, it, 0);
     st = ovl__exec_drain(rk, err);
     if (st != OVL_OK)
