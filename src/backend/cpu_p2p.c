@@ -279,201 +279,279 @@ static void remote_poll(ovl__bworld *bw, const ring *rg, int rank,
 /* A command                                                           */
 /* ------------------------------------------------------------------ */
 
-ovl_status ovl__cpu_p2p_run(ovl__bworld *bw, ring *rg, int rank,
-                            p2p_item *items, int n, bool skipped,
-                            ovl_error *err) {
-  const int nranks = bw->nranks;
-  const double timeout = bw->timeout_s;
-  ovl_status st = OVL_OK; /* the command's outcome, once decided */
-  char why[OVL_ERROR_MSG_MAX] = "", late[OVL_ERROR_MSG_MAX];
-  char item[96], partner[96];
-  bool copies = false, timed_out = false;
-  int nremote = 0;
-  double deadline;
+/* One point-to-point command of one rank while it runs: its items, and
+ * its outcome once decided (st; why: its words). */
+typedef struct p2p_cmd {
+  ovl__bworld *bw;
+  ring *rg;
+  int rank;
+  p2p_item *items;
+  int n;
+  bool skipped;
+  ovl_status st;
+  char why[OVL_ERROR_MSG_MAX];
+} p2p_cmd;
 
-  /* Items whose peer is another process's: posted first, without the
-   * ring's lock (a send's DATA goes out now). */
-  for (int i = 0; i < n; i++) {
-    p2p_item *it = &items[i];
-    it->proc = ovl__layout_proc(&bw->lay, it->peer);
-    it->remote = bw->lay.procs != NULL &&
-                 it->proc != ovl__procs_rank(bw->lay.procs);
+/* Items whose peer is another process's: posted first, without the
+ * ring's lock (a send's DATA goes out now). Returns how many. */
+static int post_remote(p2p_cmd *c) {
+  char late[OVL_ERROR_MSG_MAX], item[96];
+  int nremote = 0;
+  for (int i = 0; i < c->n; i++) {
+    p2p_item *it = &c->items[i];
+    it->proc = ovl__layout_proc(&c->bw->lay, it->peer);
+    it->remote = c->bw->lay.procs != NULL &&
+                 it->proc != ovl__procs_rank(c->bw->lay.procs);
     it->pr = NULL;
     if (!it->remote)
       continue;
     nremote++;
     it->rstate = R_WAIT;
-    if (skipped) {
+    if (c->skipped) {
       describe_item(it, item, sizeof item);
       snprintf(late, sizeof late,
                "ring %d p2p: %s of rank %d: rank %d did not take part "
                "because its stream had already failed",
-               rg->id, item, rank, rank);
-      remote_say(bw, rg, rank, it, OVL_EABORTED, late);
+               c->rg->id, item, c->rank, c->rank);
+      remote_say(c->bw, c->rg, c->rank, it, OVL_EABORTED, late);
       it->rstate = R_FAILED;
-      if (st == OVL_OK) {
-        st = OVL_EABORTED;
-        memcpy(why, late, sizeof why);
+      if (c->st == OVL_OK) {
+        c->st = OVL_EABORTED;
+        memcpy(c->why, late, sizeof c->why);
       }
     } else if (it->send) {
-      remote_say(bw, rg, rank, it, OVL_OK, NULL);
+      remote_say(c->bw, c->rg, c->rank, it, OVL_OK, NULL);
     }
   }
+  return nremote;
+}
 
-  pthread_mutex_lock(&rg->mu);
-  for (int i = 0; i < n; i++) {
-    p2p_item *it = &items[i];
+/* The items of this process: each posted to its message; with rg->mu
+ * held. True when this side completes some message (it copies). */
+static bool post_local(p2p_cmd *c) {
+  char late[OVL_ERROR_MSG_MAX], item[96];
+  bool copies = false;
+  for (int i = 0; i < c->n; i++) {
+    p2p_item *it = &c->items[i];
     it->copies = false;
     if (it->remote)
       continue;
-    it->pr = pair_get(rg, nranks, it->send ? rank : it->peer,
-                      it->send ? it->peer : rank, it->k);
+    it->pr = pair_get(c->rg, c->bw->nranks, it->send ? c->rank : it->peer,
+                      it->send ? it->peer : c->rank, it->k);
     if (it->pr == NULL) {
-      if (st == OVL_OK) {
+      if (c->st == OVL_OK) {
         describe_item(it, item, sizeof item);
-        st = OVL_ENOMEM;
-        snprintf(why, sizeof why, "ring %d p2p: %s: out of memory", rg->id,
-                 item);
+        c->st = OVL_ENOMEM;
+        snprintf(c->why, sizeof c->why, "ring %d p2p: %s: out of memory",
+                 c->rg->id, item);
       }
       continue;
     }
-    if (!p2p_post(bw, rg, rank, it, skipped, late, sizeof late) &&
-        st == OVL_OK) {
-      st = it->pr->status;
-      memcpy(why, late, sizeof why);
+    if (!p2p_post(c->bw, c->rg, c->rank, it, c->skipped, late,
+                  sizeof late) &&
+        c->st == OVL_OK) {
+      c->st = it->pr->status;
+      memcpy(c->why, late, sizeof c->why);
     }
     copies |= it->copies;
   }
-  if (copies) {
-    pthread_mutex_unlock(&rg->mu);
-    for (int i = 0; i < n; i++) {
-      pair *p = items[i].pr;
-      size_t bytes;
-      if (!items[i].copies)
-        continue;
-      bytes = p->side[0].count * ovl_dtype_size(p->side[0].dtype);
-      if (bytes > 0 && p->side[1].buf != p->side[0].buf)
-        memmove(p->side[1].buf, p->side[0].buf, bytes);
-    }
-    pthread_mutex_lock(&rg->mu);
-    for (int i = 0; i < n; i++)
-      if (items[i].copies)
-        items[i].pr->state = PAIR_DONE;
-    pthread_cond_broadcast(&rg->cv);
-  }
+  return copies;
+}
 
-  /* Wait until every item is done or failed. Once one fails (or the
-   * world is aborted, or the timeout passes) the items still open are
-   * given up, so that their other sides fail at once too; messages being
-   * copied are let finish (the copier writes into a buffer of ours).
-   * Remote items are polled, outside the lock, between short waits. */
-  deadline = ovl__now() + timeout;
-  for (unsigned round = 0;; round++) {
-    int open = 0, copying = 0, first_open = -1, bad = -1, ropen = 0;
-    if (nremote > 0 && st == OVL_OK) {
-      pthread_mutex_unlock(&rg->mu);
-      for (int i = 0; i < n; i++)
-        if (items[i].remote && items[i].rstate == R_WAIT)
-          remote_poll(bw, rg, rank, &items[i], &st, why, sizeof why);
-      pthread_mutex_lock(&rg->mu);
-    }
-    for (int i = 0; i < n; i++) {
-      pair *p = items[i].pr;
-      if (items[i].remote) {
-        if (items[i].rstate == R_WAIT && open++ == 0)
-          first_open = i;
-        ropen += items[i].rstate == R_WAIT;
-        continue;
-      }
-      if (p == NULL)
-        continue;
-      if (p->state == PAIR_OPEN && open++ == 0)
-        first_open = i;
-      copying += p->state == PAIR_COPYING;
-      if (p->state == PAIR_FAILED && bad < 0)
-        bad = i;
-    }
-    if (st == OVL_OK && bad >= 0) {
-      st = items[bad].pr->status;
-      snprintf(why, sizeof why, "%s", items[bad].pr->msg);
-    }
-    if (st == OVL_OK && open > 0 && is_aborted(bw)) {
-      describe_item(&items[first_open], item, sizeof item);
-      st = OVL_EABORTED;
-      snprintf(why, sizeof why, "ring %d p2p: %s: aborted", rg->id, item);
-    }
-    if (st == OVL_OK && open > 0 && timed_out) {
-      const p2p_item *it = &items[first_open];
-      size_t len;
-      describe_item(it, item, sizeof item);
-      describe_partner(it, rank, partner, sizeof partner);
-      st = OVL_ETIMEDOUT;
-      len = (size_t)snprintf(why, sizeof why,
-                             "ring %d p2p: %s (%s count=%zu) timed out after "
-                             "%.*f s waiting for %s",
-                             rg->id, item, ovl_dtype_name(it->dtype),
-                             it->count, secs_prec(timeout), timeout,
-                             partner);
-      if (open > 1 && len < sizeof why)
-        snprintf(why + len, sizeof why - len,
-                 " (and %d more items of its group)", open - 1);
-    }
-    if (st != OVL_OK && open > 0) {
-      /* Give up the rest: each message says why to its other side. */
-      for (int i = 0; i < n; i++) {
-        p2p_item *it = &items[i];
-        if (it->remote) {
-          if (it->rstate != R_WAIT)
-            continue;
-          it->rstate = R_FAILED;
-          if (it->send)
-            continue; /* its DATA is out; the abort tells the rest */
-          describe_item(it, item, sizeof item);
-          snprintf(late, sizeof late, "ring %d p2p: %s of rank %d given up: %.800s",
-                   rg->id, item, rank, why);
-          remote_say(bw, rg, rank, it, st == OVL_ETIMEDOUT ? OVL_EABORTED : st,
-                     late);
-          continue;
-        }
-        if (it->pr == NULL || it->pr->state != PAIR_OPEN)
-          continue;
-        describe_item(it, item, sizeof item);
-        if (timed_out && st == OVL_ETIMEDOUT) {
-          describe_partner(it, rank, partner, sizeof partner);
-          pair_fail(rg, it->pr, OVL_ETIMEDOUT,
-                    "ring %d p2p: %s of rank %d timed out after %.*f s "
-                    "waiting for %s",
-                    rg->id, item, rank, secs_prec(timeout), timeout,
-                    partner);
-        } else {
-          pair_fail(rg, it->pr, OVL_EABORTED,
-                    "ring %d p2p: %s of rank %d given up: %s", rg->id, item,
-                    rank, why);
-        }
-      }
+/* The messages this side completes, copied outside the lock (rg->mu held
+ * on entry and on return), then done. */
+static void copy_local(p2p_cmd *c) {
+  ring *rg = c->rg;
+  pthread_mutex_unlock(&rg->mu);
+  for (int i = 0; i < c->n; i++) {
+    pair *p = c->items[i].pr;
+    size_t bytes;
+    if (!c->items[i].copies)
+      continue;
+    bytes = p->side[0].count * ovl_dtype_size(p->side[0].dtype);
+    if (bytes > 0 && p->side[1].buf != p->side[0].buf)
+      memmove(p->side[1].buf, p->side[0].buf, bytes);
+  }
+  pthread_mutex_lock(&rg->mu);
+  for (int i = 0; i < c->n; i++)
+    if (c->items[i].copies)
+      c->items[i].pr->state = PAIR_DONE;
+  pthread_cond_broadcast(&rg->cv);
+}
+
+/* The open remote items: what they wait for taken, if it came (rg->mu
+ * held on entry and on return, released while polling). */
+static void poll_remote(p2p_cmd *c) {
+  pthread_mutex_unlock(&c->rg->mu);
+  for (int i = 0; i < c->n; i++)
+    if (c->items[i].remote && c->items[i].rstate == R_WAIT)
+      remote_poll(c->bw, c->rg, c->rank, &c->items[i], &c->st, c->why,
+                  sizeof c->why);
+  pthread_mutex_lock(&c->rg->mu);
+}
+
+/* Where a command's items are, in one round of its wait. */
+typedef struct p2p_tally {
+  int open;       /* items not done or failed */
+  int copying;    /* messages the other side is copying */
+  int first_open; /* the first open item, or -1 */
+  int bad;        /* the first failed message, or -1 */
+  int ropen;      /* open remote items */
+} p2p_tally;
+
+static p2p_tally tally(const p2p_cmd *c) {
+  p2p_tally t = {0, 0, -1, -1, 0};
+  for (int i = 0; i < c->n; i++) {
+    const p2p_item *it = &c->items[i];
+    pair *p = it->pr;
+    if (it->remote) {
+      if (it->rstate == R_WAIT && t.open++ == 0)
+        t.first_open = i;
+      t.ropen += it->rstate == R_WAIT;
       continue;
     }
-    if (open == 0 && copying == 0)
-      break;
-    if (open == 0) {
-      pthread_cond_wait(&rg->cv, &rg->mu);
-    } else if (ropen > 0) {
-      /* Poll again soon: 10 us, doubling to 1 ms. */
-      double step = 1e-5 * (double)(1u << (round < 7 ? round : 7));
-      double until = ovl__now() + (step < 1e-3 ? step : 1e-3);
-      if (!cond_wait_until(&rg->cv, &rg->mu,
-                           until < deadline ? until : deadline) &&
-          ovl__now() >= deadline)
-        timed_out = true;
-    } else if (!cond_wait_until(&rg->cv, &rg->mu, deadline)) {
-      timed_out = true;
+    if (p == NULL)
+      continue;
+    if (p->state == PAIR_OPEN && t.open++ == 0)
+      t.first_open = i;
+    t.copying += p->state == PAIR_COPYING;
+    if (p->state == PAIR_FAILED && t.bad < 0)
+      t.bad = i;
+  }
+  return t;
+}
+
+/* The command's outcome, if this round decides it: a message failed, the
+ * world was aborted, or the wait timed out with items still open. */
+static void decide(p2p_cmd *c, const p2p_tally *t, bool timed_out) {
+  const double timeout = c->bw->timeout_s;
+  char item[96], partner[96];
+  if (c->st == OVL_OK && t->bad >= 0) {
+    c->st = c->items[t->bad].pr->status;
+    snprintf(c->why, sizeof c->why, "%s", c->items[t->bad].pr->msg);
+  }
+  if (c->st == OVL_OK && t->open > 0 && is_aborted(c->bw)) {
+    describe_item(&c->items[t->first_open], item, sizeof item);
+    c->st = OVL_EABORTED;
+    snprintf(c->why, sizeof c->why, "ring %d p2p: %s: aborted", c->rg->id,
+             item);
+  }
+  if (c->st == OVL_OK && t->open > 0 && timed_out) {
+    const p2p_item *it = &c->items[t->first_open];
+    size_t len;
+    describe_item(it, item, sizeof item);
+    describe_partner(it, c->rank, partner, sizeof partner);
+    c->st = OVL_ETIMEDOUT;
+    len = (size_t)snprintf(c->why, sizeof c->why,
+                           "ring %d p2p: %s (%s count=%zu) timed out after "
+                           "%.*f s waiting for %s",
+                           c->rg->id, item, ovl_dtype_name(it->dtype),
+                           it->count, secs_prec(timeout), timeout, partner);
+    if (t->open > 1 && len < sizeof c->why)
+      snprintf(c->why + len, sizeof c->why - len,
+               " (and %d more items of its group)", t->open - 1);
+  }
+}
+
+/* The command failed: give up the items still open, each message saying
+ * why to its other side. */
+static void give_up(p2p_cmd *c, bool timed_out) {
+  const double timeout = c->bw->timeout_s;
+  char late[OVL_ERROR_MSG_MAX], item[96], partner[96];
+  for (int i = 0; i < c->n; i++) {
+    p2p_item *it = &c->items[i];
+    if (it->remote) {
+      if (it->rstate != R_WAIT)
+        continue;
+      it->rstate = R_FAILED;
+      if (it->send)
+        continue; /* its DATA is out; the abort tells the rest */
+      describe_item(it, item, sizeof item);
+      snprintf(late, sizeof late, "ring %d p2p: %s of rank %d given up: %.800s",
+               c->rg->id, item, c->rank, c->why);
+      remote_say(c->bw, c->rg, c->rank, it,
+                 c->st == OVL_ETIMEDOUT ? OVL_EABORTED : c->st, late);
+      continue;
+    }
+    if (it->pr == NULL || it->pr->state != PAIR_OPEN)
+      continue;
+    describe_item(it, item, sizeof item);
+    if (timed_out && c->st == OVL_ETIMEDOUT) {
+      describe_partner(it, c->rank, partner, sizeof partner);
+      pair_fail(c->rg, it->pr, OVL_ETIMEDOUT,
+                "ring %d p2p: %s of rank %d timed out after %.*f s "
+                "waiting for %s",
+                c->rg->id, item, c->rank, secs_prec(timeout), timeout,
+                partner);
+    } else {
+      pair_fail(c->rg, it->pr, OVL_EABORTED,
+                "ring %d p2p: %s of rank %d given up: %s", c->rg->id, item,
+                c->rank, c->why);
     }
   }
+}
+
+/* Wait for the ring to move, until `deadline`; remote items are polled
+ * again soon: 10 us, doubling to 1 ms, by `round`. True when the wait
+ * timed out. */
+static bool wait_round(p2p_cmd *c, const p2p_tally *t, unsigned round,
+                       double deadline) {
+  ring *rg = c->rg;
+  if (t->open == 0) {
+    pthread_cond_wait(&rg->cv, &rg->mu);
+  } else if (t->ropen > 0) {
+    double step = 1e-5 * (double)(1u << (round < 7 ? round : 7));
+    double until = ovl__now() + (step < 1e-3 ? step : 1e-3);
+    if (!cond_wait_until(&rg->cv, &rg->mu,
+                         until < deadline ? until : deadline) &&
+        ovl__now() >= deadline)
+      return true;
+  } else if (!cond_wait_until(&rg->cv, &rg->mu, deadline)) {
+    return true;
+  }
+  return false;
+}
+
+/* Wait until every item is done or failed; with rg->mu held. Once one
+ * fails (or the world is aborted, or the timeout passes) the items still
+ * open are given up, so that their other sides fail at once too; messages
+ * being copied are let finish (the copier writes into a buffer of ours).
+ * Remote items are polled, outside the lock, between short waits. */
+static void wait_items(p2p_cmd *c, int nremote) {
+  double deadline = ovl__now() + c->bw->timeout_s;
+  bool timed_out = false;
+  for (unsigned round = 0;; round++) {
+    p2p_tally t;
+    if (nremote > 0 && c->st == OVL_OK)
+      poll_remote(c);
+    t = tally(c);
+    decide(c, &t, timed_out);
+    if (c->st != OVL_OK && t.open > 0) {
+      give_up(c, timed_out);
+      continue;
+    }
+    if (t.open == 0 && t.copying == 0)
+      break;
+    if (wait_round(c, &t, round, deadline))
+      timed_out = true;
+  }
+}
+
+ovl_status ovl__cpu_p2p_run(ovl__bworld *bw, ring *rg, int rank,
+                            p2p_item *items, int n, bool skipped,
+                            ovl_error *err) {
+  p2p_cmd c = {bw, rg, rank, items, n, skipped, OVL_OK, ""};
+  int nremote = post_remote(&c);
+
+  pthread_mutex_lock(&rg->mu);
+  if (post_local(&c))
+    copy_local(&c);
+  wait_items(&c, nremote);
   for (int i = 0; i < n; i++)
     if (items[i].pr != NULL)
-      pair_leave(rg, nranks, items[i].pr);
+      pair_leave(rg, bw->nranks, items[i].pr);
   pthread_mutex_unlock(&rg->mu);
-  if (st != OVL_OK)
-    ovl__err(err, st, "%s", why);
-  return st;
+  if (c.st != OVL_OK)
+    ovl__err(err, c.st, "%s", c.why);
+  return c.st;
 }
