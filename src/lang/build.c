@@ -149,6 +149,82 @@ static ovl_status group_op(binder *B, ovl__op *op) {
   return OVL_OK;
 }
 
+/* The call's outputs and inputs, counted against op's row. */
+static ovl_status check_arity(binder *B, const ovl__op *op, const call *c) {
+  const ovl__opdef *def = op->def;
+  if (c->nout > def->max_out) {
+    const name *extra = &c->out[def->max_out];
+    if (def->max_out == 0)
+      return perr(B, extra->line, extra->col, "%s has no output", def->name);
+    return perr(B, extra->line, extra->col, "%s has %d output, got %d",
+                def->name, def->max_out, c->nout);
+  }
+  if (c->npos < def->min_in || c->npos > def->max_in) {
+    if (def->min_in == def->max_in)
+      return perr(B, op->line, op->col, "%s takes %d input%s, got %d",
+                  def->name, def->min_in, def->min_in == 1 ? "" : "s", c->npos);
+    return perr(B, op->line, op->col, "%s takes %s %d input%s, got %d",
+                def->name, c->npos < def->min_in ? "at least" : "at most",
+                c->npos < def->min_in ? def->min_in : def->max_in,
+                (c->npos < def->min_in ? def->min_in : def->max_in) == 1 ? ""
+                                                                         : "s",
+                c->npos);
+  }
+  return OVL_OK;
+}
+
+/* The output's shape and dtype: by the row's shape rule (with no output
+ * named, the op works in place, where its row allows), or, for a
+ * receive, out_shape and dtype. */
+static ovl_status output_shape(binder *B, ovl__op *op, const call *c,
+                               const call_attrs *ca, shape *sh) {
+  const ovl__opdef *def = op->def;
+  bool has_out = c->nout > 0;
+  ovl_status st;
+
+  if (def->shape != NULL) {
+    if ((st = infer_shape(B, op, sh)) != OVL_OK)
+      return st;
+    if (!has_out && !def->inplace_default)
+      return perr(B, op->line, op->col,
+                  "%s needs an output variable (out = %s(...))", def->name,
+                  def->name);
+    if (!has_out) {
+      shape in;
+      shape_of(&B->vars[op->in[0]], &in);
+      if (!ovl__shape_dims_eq(&in, sh))
+        return perr(B, op->line, op->col,
+                    "%s needs an output variable: its output is nranks "
+                    "times %s",
+                    def->name, sh->dims[0] > in.dims[0] ? "larger" : "smaller");
+      op->out = op->in[0];
+    }
+    /* alltoall moves parts of its input between ranks, a matmul reads
+     * all of its inputs while it writes: never in place. */
+    for (int k = 0; def->out_distinct && has_out && k < c->npos; k++)
+      if (c->out[0].n == c->pos[k].n &&
+          memcmp(c->out[0].s, c->pos[k].s, c->out[0].n) == 0)
+        return perr(B, c->out[0].line, c->out[0].col,
+                    "%s cannot work in place: its output must be another "
+                    "variable than its input '%.*s'",
+                    def->name, (int)c->pos[k].n, c->pos[k].s);
+  }
+  if (def->p2p == OVL_P2P_RECV) {
+    /* The received variable: out_shape and dtype (float32 by default). */
+    memset(sh, 0, sizeof *sh);
+    sh->dtype = OVL_DTYPE_FLOAT32;
+    if ((st = ovl__build_shape_attr(B, ca->out_shape, sh)) != OVL_OK ||
+        (ca->dtype != NULL &&
+         (st = ovl__build_dtype_attr(B, ca->dtype, &sh->dtype)) != OVL_OK))
+      return st;
+    if (!has_out)
+      return perr(B, op->line, op->col,
+                  "%s needs an output variable (y = %s(...))", def->name,
+                  def->name);
+  }
+  return OVL_OK;
+}
+
 ovl_status ovl__build_call(binder *B, const ovl__opdef *def, const call *c) {
   ovl__op op;
   kw_seen seen;
@@ -172,24 +248,8 @@ ovl_status ovl__build_call(binder *B, const ovl__opdef *def, const call *c) {
                              : (((uint64_t)1 << B->nranks) - 1);
   op.rank_attr = -1;
 
-  if (c->nout > def->max_out) {
-    const name *extra = &c->out[def->max_out];
-    if (def->max_out == 0)
-      return perr(B, extra->line, extra->col, "%s has no output", def->name);
-    return perr(B, extra->line, extra->col, "%s has %d output, got %d",
-                def->name, def->max_out, c->nout);
-  }
-  if (c->npos < def->min_in || c->npos > def->max_in) {
-    if (def->min_in == def->max_in)
-      return perr(B, op.line, op.col, "%s takes %d input%s, got %d", def->name,
-                  def->min_in, def->min_in == 1 ? "" : "s", c->npos);
-    return perr(B, op.line, op.col, "%s takes %s %d input%s, got %d",
-                def->name, c->npos < def->min_in ? "at least" : "at most",
-                c->npos < def->min_in ? def->min_in : def->max_in,
-                (c->npos < def->min_in ? def->min_in : def->max_in) == 1 ? ""
-                                                                         : "s",
-                c->npos);
-  }
+  if ((st = check_arity(B, &op, c)) != OVL_OK)
+    return st;
   for (int i = 0; i < c->npos; i++)
     if ((st = ovl__build_resolve_var(B, &c->pos[i], &op.in[i])) != OVL_OK)
       return st;
@@ -212,46 +272,8 @@ ovl_status ovl__build_call(binder *B, const ovl__opdef *def, const call *c) {
   op.stream = ovl__op_place(&op);
 
   has_out = c->nout > 0;
-  if (def->shape != NULL) {
-    if ((st = infer_shape(B, &op, &sh)) != OVL_OK)
-      return st;
-    if (!has_out && !def->inplace_default)
-      return perr(B, op.line, op.col,
-                  "%s needs an output variable (out = %s(...))", def->name,
-                  def->name);
-    if (!has_out) {
-      shape in;
-      shape_of(&B->vars[op.in[0]], &in);
-      if (!ovl__shape_dims_eq(&in, &sh))
-        return perr(B, op.line, op.col,
-                    "%s needs an output variable: its output is nranks "
-                    "times %s",
-                    def->name, sh.dims[0] > in.dims[0] ? "larger" : "smaller");
-      op.out = op.in[0];
-    }
-    /* alltoall moves parts of its input between ranks, a matmul reads
-     * all of its inputs while it writes: never in place. */
-    for (int k = 0; def->out_distinct && has_out && k < c->npos; k++)
-      if (c->out[0].n == c->pos[k].n &&
-          memcmp(c->out[0].s, c->pos[k].s, c->out[0].n) == 0)
-        return perr(B, c->out[0].line, c->out[0].col,
-                    "%s cannot work in place: its output must be another "
-                    "variable than its input '%.*s'",
-                    def->name, (int)c->pos[k].n, c->pos[k].s);
-  }
-  if (def->p2p == OVL_P2P_RECV) {
-    /* The received variable: out_shape and dtype (float32 by default). */
-    memset(&sh, 0, sizeof sh);
-    sh.dtype = OVL_DTYPE_FLOAT32;
-    if ((st = ovl__build_shape_attr(B, ca.out_shape, &sh)) != OVL_OK ||
-        (ca.dtype != NULL &&
-         (st = ovl__build_dtype_attr(B, ca.dtype, &sh.dtype)) != OVL_OK))
-      return st;
-    if (!has_out)
-      return perr(B, op.line, op.col,
-                  "%s needs an output variable (y = %s(...))", def->name,
-                  def->name);
-  }
+  if ((st = output_shape(B, &op, c, &ca, &sh)) != OVL_OK)
+    return st;
   if (def->ring_use & OVL_RING_COLLECTIVE)
     B->ring_coll[op.ring_id] = true;
   if (def->ring_use & (OVL_RING_COLLECTIVE | OVL_RING_ORDERS))
