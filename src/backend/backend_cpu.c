@@ -14,7 +14,7 @@
  * last rank to arrive checks that all agree, computes the result for every
  * rank (reducing in rank order, in the dtype) and wakes the others.
  * Point-to-point matches the k-th send from a to b on a ring with the k-th
- * receive on b from a (cpu_coll.c); a group is one command whose items
+ * receive on b from a (cpu_p2p.c); a group is one command whose items
  * progress together.
  *
  * Every wait is on a condition variable (timed ones on CLOCK_MONOTONIC);

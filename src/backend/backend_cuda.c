@@ -40,7 +40,8 @@
  * NCCL lock only.
  *
  * The files, each calling only those after it: backend_cuda.c (ranks,
- * memory, events and syncs, kernels, timers, and the backend's table),
+ * events and syncs, kernels, timers, and the backend's table),
+ * cuda_mem.c (memory: device and pinned host buffers, copies),
  * cuda_world.c (devices, communicators, tuning, abort, teardown),
  * cuda_comm.c (collectives, point-to-point, the flight record),
  * cuda_graph.c (graphs), cuda_util.c (error texts, names, the NCCL
@@ -317,88 +318,6 @@ static void cuda_rank_fini(ovl__brank *br) {
     if (cudaStreamQuery(br->streams[s]) != cudaSuccess)
       atomic_store(&br->bw->dirty, 1);
   rank_release(br);
-}
-
-/* ------------------------------------------------------------------ */
-/* Memory                                                              */
-/* ------------------------------------------------------------------ */
-
-/*
- * Memory operations go through the legacy default stream and wait for it
- * before they return. Our streams are all non-blocking (and so are NCCL's),
- * so this neither waits for queued work nor can hang on a stuck collective;
- * ordering against our streams is the caller's (the executor syncs the calc
- * stream before a fetch). The wait matters for uploads: cudaMemcpy from
- * pageable memory may return before the data has reached the device.
- */
-static ovl_status cuda_mem_alloc(ovl__brank *br, size_t bytes, void **out,
-                                 ovl_error *err) {
-  void *p = NULL;
-  ovl_status st = OVL_OK;
-
-  *out = NULL;
-  /* cudaMalloc(0) gives NULL, which callers would take for a failure. */
-  if (bytes == 0)
-    bytes = 1;
-  OVL__CUDACHECK(err, br->rank, NULL, cudaMalloc, (&p, bytes));
-  /* All-ones bytes are a NaN in both float32 and float64. */
-  OVL__CUDACHECK_GOTO(err, br->rank, NULL, cudaMemsetAsync,
-                      (p, 0xFF, bytes, cudaStreamLegacy), st, fail);
-  OVL__CUDACHECK_GOTO(err, br->rank, NULL, cudaStreamSynchronize,
-                      (cudaStreamLegacy), st, fail);
-  *out = p;
-  return OVL_OK;
-
-fail:
-  (void)cudaFree(p);
-  return st;
-}
-
-static void cuda_mem_free(ovl__brank *br, void *ptr) {
-  (void)br;
-  if (ptr != NULL && cudaFree(ptr) != cudaSuccess)
-    (void)cudaGetLastError();
-}
-
-static ovl_status cuda_host_alloc(ovl__brank *br, size_t bytes, void **out,
-                                  ovl_error *err) {
-  void *p = NULL;
-  *out = NULL;
-  if (bytes == 0)
-    bytes = 1;
-  OVL__CUDACHECK(err, br->rank, NULL, cudaHostAlloc,
-                 (&p, bytes, cudaHostAllocPortable));
-  *out = p;
-  return OVL_OK;
-}
-
-static void cuda_host_free(ovl__brank *br, void *ptr) {
-  (void)br;
-  if (ptr != NULL && cudaFreeHost(ptr) != cudaSuccess)
-    (void)cudaGetLastError();
-}
-
-static ovl_status cuda_mem_upload(ovl__brank *br, void *dst, const void *src,
-                                  size_t bytes, ovl_error *err) {
-  if (bytes == 0)
-    return OVL_OK;
-  OVL__CUDACHECK(err, br->rank, NULL, cudaMemcpyAsync,
-                 (dst, src, bytes, cudaMemcpyHostToDevice, cudaStreamLegacy));
-  OVL__CUDACHECK(err, br->rank, NULL, cudaStreamSynchronize,
-                 (cudaStreamLegacy));
-  return OVL_OK;
-}
-
-static ovl_status cuda_mem_download(ovl__brank *br, void *dst,
-                                    const void *src, size_t bytes,
-                                    ovl_error *err) {
-  if (bytes == 0)
-    return OVL_OK;
-  OVL__CUDACHECK(err, br->rank, NULL, cudaMemcpyAsync,
-                 (dst, src, bytes, cudaMemcpyDeviceToHost, cudaStreamLegacy));
-  OVL__CUDACHECK(err, br->rank, NULL, cudaStreamSynchronize,
-                 (cudaStreamLegacy));
-  return OVL_OK;
 }
 
 /* ------------------------------------------------------------------ */
@@ -778,12 +697,12 @@ const ovl__backend_ops ovl__backend_cuda = {
     .rank_fini = cuda_rank_fini,
     .rank_quiesce = cuda_rank_quiesce,
     .events_reserve = cuda_events_reserve,
-    .mem_alloc = cuda_mem_alloc,
-    .mem_free = cuda_mem_free,
-    .host_alloc = cuda_host_alloc,
-    .host_free = cuda_host_free,
-    .mem_upload = cuda_mem_upload,
-    .mem_download = cuda_mem_download,
+    .mem_alloc = ovl__cuda_mem_alloc,
+    .mem_free = ovl__cuda_mem_free,
+    .host_alloc = ovl__cuda_host_alloc,
+    .host_free = ovl__cuda_host_free,
+    .mem_upload = ovl__cuda_mem_upload,
+    .mem_download = ovl__cuda_mem_download,
     .event_record = cuda_event_record,
     .stream_wait_event = cuda_stream_wait_event,
     .stream_sync = cuda_stream_sync,

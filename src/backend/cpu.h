@@ -1,9 +1,9 @@
 /*
- * The cpu backend's shared state. The backend is four files:
+ * The cpu backend's shared state. The backend is six files:
  *   backend_cpu.c  the seam (ovl__backend_cpu): world, ranks, memory, work
  *   cpu_stream.c   streams, events and their worker threads
- *   cpu_coll.c     collectives and point-to-point: the rendezvous of the
- *                  ranks
+ *   cpu_coll.c     collectives: the rendezvous of the ranks
+ *   cpu_p2p.c      point-to-point: the messages of the ranks
  *   cpu_kernels.c  the element math of kernels and reductions
  *   cpu_matmul.c   the matrix multiply
  * Internal to the cpu backend.
@@ -87,7 +87,7 @@ typedef struct p2p_item {
    * copies it. */
   pair *pr;
   bool copies;
-  /* The peer is another process's (cpu_coll.c, "Between processes"):
+  /* The peer is another process's (cpu_p2p.c, "Between processes"):
    * its process, and where the item is (REMOTE_*). */
   bool remote;
   int proc;
@@ -239,7 +239,7 @@ struct ring {
 struct ovl__bworld {
   int nranks;
   /* The ranks this process drives, and the processes (run/procs.h):
-   * the others' ranks meet ours through MPI (cpu_coll.c). */
+   * the others' ranks meet ours through MPI (cpu_coll.c, cpu_p2p.c). */
   ovl__layout lay;
   double timeout_s;
   unsigned chaos_seed; /* 0: off */
@@ -347,11 +347,11 @@ void ovl__cpu_matmul(ovl_dtype dtype, void *out, const void *x,
  * return once the result is in every recv buffer. */
 ovl_status ovl__cpu_rendezvous(ovl__bworld *bw, ring *rg, uint64_t seq,
                                int rank, const arrival *a, ovl_error *err);
-/* Run one point-to-point command of `rank` (items[0..n), NCCL group
- * semantics): post every item, copy the messages whose other side is
- * there, and return once every item completed, or one failed (then the
- * others still open are given up). `skipped`: the rank's stream had
- * already failed; its items only tell the other sides so. */
+/* cpu_p2p.c: run one point-to-point command of `rank` (items[0..n),
+ * NCCL group semantics): post every item, copy the messages whose other
+ * side is there, and return once every item completed, or one failed
+ * (then the others still open are given up). `skipped`: the rank's stream
+ * had already failed; its items only tell the other sides so. */
 ovl_status ovl__cpu_p2p_run(ovl__bworld *bw, ring *rg, int rank,
                             p2p_item *items, int n, bool skipped,
                             ovl_error *err);

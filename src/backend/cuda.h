@@ -1,9 +1,13 @@
 /*
- * The cuda backend's shared state and helpers. The backend is two C files
- * and the kernels:
- *   backend_cuda.c  the seam (ovl__backend_cuda): ranks, memory, events,
- *                   syncs, work, timers
+ * The cuda backend's shared state and helpers. The backend is six C files
+ * and the kernels, each file calling only those after it:
+ *   backend_cuda.c  the seam (ovl__backend_cuda): ranks, events, syncs,
+ *                   work, timers
+ *   cuda_mem.c      memory: device and pinned host buffers, copies
  *   cuda_world.c    devices, communicators, tuning, abort, teardown
+ *   cuda_comm.c     collectives, point-to-point, the flight record
+ *   cuda_graph.c    graphs
+ *   cuda_util.c     error texts, names, the NCCL section, the device count
  *   kernels.cu      the CUDA kernels (kernels.h)
  * See backend_cuda.c for the model. Internal to the cuda backend.
  */
@@ -237,6 +241,23 @@ static inline ovl_status aborted_err(const ovl__brank *br, const char *what,
 bool ovl__cuda_nccl_enter(ovl__brank *br);
 void ovl__cuda_nccl_leave(ovl__brank *br);
 void ovl__cuda_sleep_ns(long ns);
+
+/* ------------------------------------------------------------------ */
+/* Memory (cuda_mem.c)                                                 */
+/* ------------------------------------------------------------------ */
+
+/* The backend's mem_alloc, mem_free, host_alloc, host_free, mem_upload
+ * and mem_download (backend/backend.h). */
+ovl_status ovl__cuda_mem_alloc(ovl__brank *br, size_t bytes, void **out,
+                               ovl_error *err);
+void ovl__cuda_mem_free(ovl__brank *br, void *ptr);
+ovl_status ovl__cuda_host_alloc(ovl__brank *br, size_t bytes, void **out,
+                                ovl_error *err);
+void ovl__cuda_host_free(ovl__brank *br, void *ptr);
+ovl_status ovl__cuda_mem_upload(ovl__brank *br, void *dst, const void *src,
+                                size_t bytes, ovl_error *err);
+ovl_status ovl__cuda_mem_download(ovl__brank *br, void *dst, const void *src,
+                                  size_t bytes, ovl_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Collectives and point-to-point (cuda_comm.c)                        */

@@ -1,10 +1,12 @@
 /*
  * The pipeline layer (src/pipeline/): every stage for the modes asked, on
- * top of the run (docs/ARCHITECTURE.md, "The pipeline"): pipeline.c
- * (forms, checks, reference, runs, comparisons, trials, summary) and
- * replay.c (the race replay), which this header joins. The report it
- * makes is read through the public API (ovl_report_*), by the tools and
- * by the report writers (src/report/).
+ * top of the run (docs/ARCHITECTURE.md, "The pipeline"): pipeline.c (the
+ * stages: forms, checks, reference, runs, comparisons, trials), report.c
+ * (the report the stages fill, below: its lifetime, its getters, the
+ * summary figures of its trials) and replay.c (the race replay), which
+ * this header joins; pipeline.c calls the other two. The report is read
+ * through the public API (ovl_report_*), by the tools and by the report
+ * writers (src/report/).
  */
 #ifndef OVL_PIPELINE_PIPELINE_H
 #define OVL_PIPELINE_PIPELINE_H
@@ -36,5 +38,54 @@ ovl_status ovl__replay_form_run(ovl_world *world, const ovl_program *prog,
                                 double atol, double delay_us,
                                 ovl__replay_form *out, ovl_error *err);
 void ovl__replay_form_release(ovl__replay_form *f);
+
+/* ------------------------------------------------------------------ */
+/* The report (report.c; filled by pipeline.c)                         */
+/* ------------------------------------------------------------------ */
+
+/* One trial of one mode: its times and its comparison. */
+typedef struct {
+  double total, median, min, max;
+  ovl_check check;
+} trial_mode;
+
+/* One mode of a report. */
+typedef struct {
+  ovl_mode mode;
+  ovl_program *prog; /* its form: made by the race check or the run */
+  ovl_races *races;  /* NULL without the race check */
+  ovl_deadlocks *deadlocks; /* NULL without the check */
+  ovl_result *res;   /* NULL until it ran; the last trial's run */
+  bool checked;      /* its numbers are compared with the reference */
+  /* The trial under way (or the last): */
+  ovl_check check;
+  double total, median, min, max;
+  /* The trials before it, in order. */
+  trial_mode *past;
+  size_t npast;
+  ovl__replay_form replay; /* with replay: its races replayed */
+} report_mode;
+
+struct ovl_report_s {
+  const ovl_program *prog; /* the caller's */
+  size_t nmodes;
+  size_t ntrials; /* trials started */
+  report_mode modes[OVL__MODE_COUNT]; /* in the order they ran */
+  bool races; /* made with the race check */
+  /* The mismatches of the program as bound (NULL without the check, or
+   * when no form asked keeps the communication: comp alone). */
+  ovl_mismatches *mismatches;
+  /* Why nothing ran (mismatches or deadlocks found), or NULL. */
+  const char *not_run;
+  bool replay; /* made with the race replay */
+  /* The machine (with a run): copied from the world. */
+  char *backend, *devices;
+  char **device_names; /* [nranks] */
+  int nranks;
+  ovl_world_info info;
+};
+
+/* qsort's order of doubles (report.c). */
+int ovl__report_cmp_double(const void *a, const void *b);
 
 #endif /* OVL_PIPELINE_PIPELINE_H */

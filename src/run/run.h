@@ -1,10 +1,11 @@
 /*
- * The run layer (src/run/): worlds (world.c), the executor (exec.c),
- * results (result.c) and their comparison with a reference (compare.c),
- * the flight record of a run that timed out (flight.c), and the abortable
- * barrier the rank threads meet at. What it offers the layers above it
- * beyond the public API (ovl_world_*, ovl_result_*, ovl_check_result).
- * Internal to libovl.
+ * The run layer (src/run/): worlds (world.c), the executor (exec.c and
+ * the exec_*.c it calls, which share run/exec.h), results (result.c) and
+ * their comparison with a reference (compare.c), the flight record of a
+ * run that timed out (flight.c), and the abortable barrier the rank
+ * threads meet at (barrier.c). What it offers the layers above it beyond
+ * the public API (ovl_world_*, ovl_result_*, ovl_check_result). Internal
+ * to libovl.
  */
 #ifndef OVL_RUN_H
 #define OVL_RUN_H
