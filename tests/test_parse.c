@@ -2210,6 +2210,37 @@ START_TEST(test_rank_attrs_shared) {
 }
 END_TEST
 
+/* A root that depends on rank (dist.broadcast(t, src=rank)): evaluated
+ * on the ranks that run the op, into rank_attrs beside the peer; the
+ * program is rank-dependent (the mismatch check compares the roots). */
+START_TEST(test_rank_root) {
+  ovl_program *p = parse_ranks("x = data(shape=[4])\n"
+                               "c_broadcast(x, root=rank % 2)\n"
+                               "c_reduce_sum(x, root=rank / nranks, "
+                               "ranks=[1:nranks])\n"
+                               "send_v2(x, peer=(rank + 1) % nranks)\n"
+                               "c_broadcast(x, root=2)\n",
+                               4);
+  const ovl__op *op = p->ops;
+  ck_assert_uint_eq(p->nops, 4);
+  ck_assert(p->rank_dependent);
+  ck_assert_int_ge(op[0].rank_attr, 0);
+  ck_assert_int_ge(op[1].rank_attr, 0);
+  ck_assert_int_eq(op[3].rank_attr, -1);
+  for (int r = 0; r < 4; r++) {
+    ck_assert_int_eq(ovl__op_root(p, &op[0], r), r % 2);
+    if (r > 0)
+      ck_assert_int_eq(ovl__op_root(p, &op[1], r), 0);
+    /* A rank-dependent peer keeps the op's root. */
+    ck_assert_int_eq(ovl__op_peer(p, &op[2], r), (r + 1) % 4);
+    ck_assert_int_eq(ovl__op_root(p, &op[3], r), 2);
+  }
+  /* A rank that does not run it has no root. */
+  ck_assert_int_eq(p->rank_attrs[op[1].rank_attr + 1], -1);
+  ovl_program_free(p);
+}
+END_TEST
+
 /* group { }: every expanded instance numbered, in program order. */
 START_TEST(test_groups) {
   ovl_program *p = parse_ranks(
@@ -2509,36 +2540,34 @@ START_TEST(test_err_expressions) {
   /* `rank` only in peer. */
   EXPECT_RANKS_ERR(A10 "c_allreduce_sum(a, ring_id=rank % 2)\n", 4,
                    "<string>:2:28: ring_id cannot depend on rank: it must be "
-                   "the same on every rank (only peer may depend on rank)");
-  EXPECT_RANKS_ERR(A10 "c_broadcast(a, root=(nranks - rank) % nranks)\n", 4,
-                   "<string>:2:31: root cannot depend on rank: it must be the "
-                   "same on every rank (only peer may depend on rank)");
-  EXPECT_RANKS_ERR(A10 "c_reduce_sum(a, root=rank)\n", 4,
-                   "<string>:2:22: root cannot depend on rank: it must be the "
-                   "same on every rank (only peer may depend on rank)");
+                   "the same on every rank (only peer and root may depend on rank)");
+  /* A root may (test_rank_root); each rank's must be one of them. */
+  EXPECT_RANKS_ERR(A10 "c_broadcast(a, root=rank + 1)\n", 4,
+                   "<string>:2:21: root=rank + 1 is 4 on rank 3; ranks are "
+                   "0..3");
   EXPECT_RANKS_ERR("b = data(shape=[2, rank + 1])\n", 4,
                    "<string>:1:20: shape cannot depend on rank: it must be "
-                   "the same on every rank (only peer may depend on rank)");
+                   "the same on every rank (only peer and root may depend on rank)");
   EXPECT_RANKS_ERR("b = data(shape=[2], seed=rank)\n", 4,
                    "<string>:1:26: seed cannot depend on rank: it must be "
-                   "the same on every rank (only peer may depend on rank)");
+                   "the same on every rank (only peer and root may depend on rank)");
   EXPECT_RANKS_ERR("repeat rank + 1 {\n}\n", 4,
                    "<string>:1:8: a repeat count cannot depend on rank: it "
-                   "must be the same on every rank (only peer may depend on "
-                   "rank)");
+                   "must be the same on every rank (only peer and root may "
+                   "depend on rank)");
   EXPECT_RANKS_ERR("param n = 2 * rank\n", 4,
                    "<string>:1:15: a param cannot depend on rank: it must be "
-                   "the same on every rank (only peer may depend on rank)");
+                   "the same on every rank (only peer and root may depend on rank)");
   EXPECT_RANKS_ERR(A10 "b = assign(a, ranks=[rank])\n", 4,
                    "<string>:2:22: ranks cannot depend on rank: it must be "
-                   "the same on every rank (only peer may depend on rank)");
+                   "the same on every rank (only peer and root may depend on rank)");
   EXPECT_RANKS_ERR(A10 "b = assign(a, ranks=[0:rank])\n", 4,
                    "<string>:2:24: ranks cannot depend on rank: it must be "
-                   "the same on every rank (only peer may depend on rank)");
+                   "the same on every rank (only peer and root may depend on rank)");
   EXPECT_RANKS_ERR(A10 "y = recv_v2(peer=1, out_shape=[rank])\n", 4,
                    "<string>:2:32: out_shape cannot depend on rank: it must "
-                   "be the same on every rank (only peer may depend on "
-                   "rank)");
+                   "be the same on every rank (only peer and root may depend "
+                   "on rank)");
   /* rank, nranks and group are reserved. */
   EXPECT_RANKS_ERR(A10 "rank = assign(a)\n", 4,
                    "<string>:2:1: 'rank' is reserved and cannot name a "
@@ -2831,9 +2860,9 @@ START_TEST(test_collectives_issue13) {
                    "ring_id)");
   EXPECT_RANKS_ERR(A10 "x = barrier(a)\n", 2,
                    "<string>:2:1: barrier has no output");
-  EXPECT_RANKS_ERR(A10 "c_reduce_sum(a, root=rank)\n", 2,
-                   "<string>:2:22: root cannot depend on rank: it must be the "
-                   "same on every rank (only peer may depend on rank)");
+  EXPECT_RANKS_ERR(A10 "c_reduce_sum(a, root=rank + 2)\n", 2,
+                   "<string>:2:22: root=rank + 2 is 2 on rank 0; ranks are "
+                   "0..1");
 }
 END_TEST
 
@@ -3191,6 +3220,7 @@ static Suite *parse_suite(void) {
   tcase_add_test(tc, test_ranks_lists);
   tcase_add_test(tc, test_send_recv);
   tcase_add_test(tc, test_rank_attrs_shared);
+  tcase_add_test(tc, test_rank_root);
   tcase_add_test(tc, test_groups);
   tcase_add_test(tc, test_expressions);
   tcase_add_test(tc, test_err_expressions);

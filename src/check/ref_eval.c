@@ -338,8 +338,8 @@ static void run_local(ref_state *s, size_t i, int r0, int r1, size_t lo,
     const ovl__op *ops[OVL_MAX_RANKS];
     for (int r = 0; r < s->nranks; r++)
       ops[r] = op;
-    /* Lock step: root is the same on every rank (op->root). */
-    ovl__ref_run_local_coll(s, ops, op->root, lo, hi);
+    /* Lock step: root is the same on every rank. */
+    ovl__ref_run_local_coll(s, ops, ovl__op_root(s->prog, op, 0), lo, hi);
     return;
   }
   case OVL_PRIM_HOST_READ:

@@ -14,8 +14,8 @@
  *
  * Every op takes ranks=[...] (the ranks that run it: op->ranks). Int
  * attributes, list entries and dims may be integer expressions (expr.c)
- * over params and nranks; peer may depend on `rank` too, and is then
- * evaluated for each rank that runs the op into the binder's rank_attrs
+ * over params and nranks; peer and root may depend on `rank` too, and are
+ * then evaluated for each rank that runs the op into the binder's rank_attrs
  * (shared by the ops a repeat block makes of the statement). A statement
  * in a group block gets the template group's number (bind.c numbers the
  * instances once the program is expanded).
@@ -81,35 +81,51 @@ static ovl_status infer_shape(binder *B, const ovl__op *op, shape *out) {
   return OVL_OK;
 }
 
-/* A peer that depends on rank, on each rank that runs op: a new entry of
- * the binder's rank_attrs (2 ints per rank: peer, root; -1 for a rank that
- * does not run it). */
-static ovl_status rank_peers(binder *B, ovl__op *op, const kwarg *kw) {
+/* A peer or a root that depends on rank (`peer`, `root`: its attribute,
+ * or NULL), on each rank that runs op: a new entry of the binder's
+ * rank_attrs (2 ints per rank: peer, root; -1 for a rank that does not
+ * run it). The other of the two keeps op's value on every rank. */
+static ovl_status rank_attrs(binder *B, ovl__op *op, const kwarg *peer_kw,
+                             const kwarg *root_kw) {
   size_t base = B->nrank_attrs, n = 2 * (size_t)B->nranks;
   void *p;
   ovl_status st;
   if (base > INT32_MAX - n)
     return perr(B, op->line, op->col,
-                "more ops with a rank-dependent peer than a program can hold");
+                "more ops with a rank-dependent peer or root than a program "
+                "can hold");
   if ((p = ovl__grow(B->rank_attrs, &B->caprank_attrs, base + n,
                      sizeof *B->rank_attrs)) == NULL)
     return nomem(B);
   B->rank_attrs = p;
   for (int r = 0; r < B->nranks; r++) {
-    int64_t peer = -1;
+    int64_t peer = -1, root = -1;
     if (ovl__op_on_rank(op, r)) {
-      if ((st = ovl__expr_eval(B, &kw->val.v, r, "peer=", &peer)) != OVL_OK)
+      peer = op->peer;
+      root = op->root;
+      if (peer_kw != NULL &&
+          (st = ovl__expr_eval(B, &peer_kw->val.v, r, "peer=", &peer)) !=
+              OVL_OK)
         return st;
-      if (peer < 0 || peer >= B->nranks)
-        return ovl__build_rank_out_of_range(B, &kw->val.v, "peer", "=", peer, r,
-                                            NULL);
+      if (peer_kw != NULL && (peer < 0 || peer >= B->nranks))
+        return ovl__build_rank_out_of_range(B, &peer_kw->val.v, "peer", "=",
+                                            peer, r, NULL);
+      if (root_kw != NULL &&
+          (st = ovl__expr_eval(B, &root_kw->val.v, r, "root=", &root)) !=
+              OVL_OK)
+        return st;
+      if (root_kw != NULL && (root < 0 || root >= B->nranks))
+        return ovl__build_rank_out_of_range(B, &root_kw->val.v, "root", "=",
+                                            root, r, NULL);
     }
     B->rank_attrs[base + 2 * (size_t)r] = (int32_t)peer;
-    B->rank_attrs[base + 2 * (size_t)r + 1] = op->root;
+    B->rank_attrs[base + 2 * (size_t)r + 1] = (int32_t)root;
   }
   B->nrank_attrs = base + n;
   op->rank_attr = (int32_t)base;
-  op->peer = -1; /* ovl__op_peer reads rank_attrs */
+  /* ovl__op_peer and ovl__op_root read rank_attrs */
+  op->peer = -1;
+  op->root = -1;
   return OVL_OK;
 }
 
@@ -261,7 +277,8 @@ ovl_status ovl__build_call(binder *B, const ovl__opdef *def, const call *c) {
       return st;
   if ((st = ovl__build_check_required(B, &op, &seen)) != OVL_OK)
     return st;
-  if (ca.rank_peer != NULL && (st = rank_peers(B, &op, ca.rank_peer)) != OVL_OK)
+  if ((ca.rank_peer != NULL || ca.rank_root != NULL) &&
+      (st = rank_attrs(B, &op, ca.rank_peer, ca.rank_root)) != OVL_OK)
     return st;
   /* stream=comm puts the op on the comm stream of its ring, which exists
    * for every ring a schedule names. */

@@ -36,6 +36,7 @@ typedef struct kw_seen {
 typedef struct call_attrs {
   bool stream_comm;       /* stream=comm: the comm stream of op's ring */
   const kwarg *rank_peer; /* a peer that depends on rank */
+  const kwarg *rank_root; /* a root that depends on rank */
   const kwarg *out_shape, *dtype;
 } call_attrs;
 

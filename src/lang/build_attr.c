@@ -260,7 +260,7 @@ static ovl_status ranks_attr(binder *B, const kwarg *kw, uint64_t *mask) {
       if (ovl__expr_names_rank(B->S, it, &line, &col))
         return perr(B, line, col,
                     "ranks cannot depend on rank: it must be the same on "
-                    "every rank (only peer may depend on rank)");
+                    "every rank (only peer and root may depend on rank)");
       if ((st = ovl__range_eval(B, it, "ranks range ", &lo, &hi)) != OVL_OK)
         return st;
       ovl__expr_text(B->S, it, text, sizeof text);
@@ -334,6 +334,7 @@ ovl_status ovl__build_apply_attr(binder *B, ovl__op *op, const kwarg *kw,
   const char *opname = op->def->name;
   char buf[160], fbuf[DEFINE_FROM_SIZE];
   size_t a;
+  int line, col;
   int64_t i = 0;
   double f = 0.0;
   ovl_status st;
@@ -380,6 +381,11 @@ ovl_status ovl__build_apply_attr(binder *B, ovl__op *op, const kwarg *kw,
   case OVL_ATTR_BIAS:
     return ovl__build_want_number(B, opname, kw, &op->bias);
   case OVL_ATTR_ROOT:
+    /* One that depends on rank is evaluated per rank, as peer. */
+    if (ovl__expr_names_rank(B->S, &kw->val.v, &line, &col)) {
+      ca->rank_root = kw;
+      return OVL_OK;
+    }
     if ((st = ovl__build_want_int(B, opname, kw, &i)) != OVL_OK)
       return st;
     if (i < 0 || i >= B->nranks)

@@ -213,7 +213,7 @@ ovl_status ovl__int_value(binder *B, const scalar *v, const char *what,
   if (ovl__expr_names_rank(B->S, v, &line, &col))
     return perr(B, line, col,
                 "%s cannot depend on rank: it must be the same on every "
-                "rank (only peer may depend on rank)",
+                "rank (only peer and root may depend on rank)",
                 thing);
   *is_int = true;
   return ovl__expr_eval(B, v, -1, what, out);
