@@ -1392,6 +1392,29 @@ ovl_status ovl_report_json(const ovl_report *r,
 ovl_status ovl_report_races_json(const ovl_report *r, char **text,
                                  size_t *len, ovl_error *err);
 
+/* ------------------------------------------------------------------ */
+/* Findings across forms, both ends of a deadlock, fixes of every kind */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The pipeline checks each form on its own; a bug found in several forms
+ * is one bug. A race is the same in two forms when it is between the same
+ * two accesses (its variable, and each access's line, column and kind);
+ * a deadlock when its cycle goes through the same comm ops (by line and
+ * column). The summary (ovl_report_summary_get) counts each once.
+ */
+
+/* The forms race i was found in (OVL_MODE_BIT of each); 0 when not known
+ * (a report made by ovl_race_check alone, not by the pipeline). */
+unsigned ovl_races_forms(const ovl_races *r, size_t i);
+/* The same of deadlock i. */
+unsigned ovl_deadlocks_forms(const ovl_deadlocks *d, size_t i);
+/* The index (<= i) of the first mode of the report whose races and
+ * deadlocks read the same as mode i's (i itself when none does): forms
+ * whose findings are identical are printed once. -1: i out of range or
+ * no checks. */
+int ovl_report_same_findings(const ovl_report *r, size_t i);
+
 #ifdef __cplusplus
 }
 #endif

@@ -110,7 +110,7 @@ def check_trace(path, nranks, modes):
 
 
 RESULT_KEYS = ("tool", "version", "schedule", "machine", "options", "modes",
-               "speedup", "ideal_speedup", "overlap_efficiency", "trials",
+               "findings", "speedup", "ideal_speedup", "overlap_efficiency", "trials",
                "result", "exit_status")
 SCHEDULE_KEYS = ("path", "params", "ops", "fetched", "bytes_per_rank")
 MACHINE_KEYS = ("backend", "ranks", "devices", "device_summary", "hostname",
@@ -181,6 +181,30 @@ def check_results(path, modes):
         check(abs(tr[fig]["median"] - doc[fig]) <= 1e-6 * abs(doc[fig]),
               "%s is the median over the trials" % fig)
     check(doc["result"].startswith(("PASS", "FAIL")), "result")
+    # "findings": each bug once, whatever the forms it is in (a report made
+    # with the checks); the groups of forms whose findings read the same.
+    fd = doc.get("findings")
+    if doc["options"]["races"]:
+        check(isinstance(fd, dict), "findings")
+        if isinstance(fd, dict):
+            has_keys(fd, ("races", "mismatches", "deadlocks", "same"),
+                     "findings")
+            check(sorted(f for g in fd["same"] for f in g) == sorted(modes),
+                  "findings.same groups every mode once: %r" % fd["same"])
+            for name, m in doc["modes"].items():
+                for r in (m["races"] or {}).get("races", []):
+                    check(name in (r.get("forms") or []),
+                          "a race of %s lists its form: %r" % (name, r))
+            listed = set()
+            for m in doc["modes"].values():
+                for r in (m["races"] or {}).get("races", []):
+                    listed.add((r["var"], r["first"]["line"],
+                                r["first"]["col"], r["second"]["line"],
+                                r["second"]["col"]))
+            check(fd["races"] >= len(listed),
+                  "findings.races counts each race once: %r" % fd)
+    else:
+        check(fd is None, "findings null without the checks")
 
 
 def main():

@@ -152,9 +152,13 @@ then ok "--chaos=0 refused"; else ko "--chaos=0 refused"; fi
 # delay lines (which show the bug in a plain run), so that only the
 # replay's delay is left; the good twins have no races to replay.
 replay_shown_re='^[a-z]+ race [0-9]+ shown: rank [0-9]+ [A-Za-z_][A-Za-z0-9_]*\[[0-9,]+\] got ([-+0-9.e]+|nan|-?inf) expected ([-+0-9.e]+|nan|-?inf) \([0-9]+ of [0-9]+ elements differ; [^ ]+ delayed [0-9.]+ m?s before line [0-9]+\)$'
-# all_shown: every race the report lists was replayed and shown.
+# all_shown: every race the report lists was replayed and shown, in each
+# form it is listed for (a section of forms whose findings read the same,
+# "== sync, async (the same findings) ==", lists each race once for both).
 all_shown() {
-  n=$(grep -c '^race [0-9]*: ' "$tmp/out")
+  n=$(awk '/^== mismatches/ { k = 0; next }
+           /^== .* ==$/ { k = split($0, a, ", "); next }
+           /^race [0-9]+: / { n += k } END { print n + 0 }' "$tmp/out")
   [ "$n" -gt 0 ] && ! has out ' not shown: ' &&
     [ "$(grep -Ec "$replay_shown_re" "$tmp/out")" -eq "$n" ] &&
     has out "^replay: $n of $n races? shown as wrong numbers\$"
@@ -296,11 +300,21 @@ if run 4 races-in-step --races "$bad/race_not_loop_carried.sched" &&
 then ok "--races: a race within a step of a repeat"; else ko "--races: a race within a step of a repeat"; fi
 # A user stream's and a collective-less comm stream's races are the
 # schedule's own: sync form keeps them.
+# One race in both forms: one bug, counted once; where the two forms'
+# findings read the same (a user stream's: the forms keep both streams,
+# and the same fix), one section says so.
 for f in user_stream_missing_wait comm_stream_no_collective; do
   if run 4 "races-both $f" --races --mode=both "$bad/$f.sched" &&
-    [ "$(grep -c '^1 race in ' "$tmp/out")" -eq 2 ]
-  then ok "--races --mode=both $f: both forms race"; else ko "--races --mode=both $f: both forms race"; fi
+    has out '^  found in the sync and async forms$' &&
+    has out '^check: 1 race, 0 mismatches, 0 deadlocks in '
+  then ok "--races --mode=both $f: both forms race, one bug"; else ko "--races --mode=both $f: both forms race, one bug"; fi
 done
+if run 4 races-same-findings --races "$bad/user_stream_missing_wait.sched" &&
+  has out '^== sync, async \(the same findings\) ==$' &&
+  [ "$(grep -c '^race 1: ' "$tmp/out")" -eq 1 ] &&
+  run 4 races-other-findings --races "$bad/comm_stream_no_collective.sched" &&
+  has out '^== sync ==$' && has out '^== async ==$'
+then ok "--races: forms whose findings read the same print once"; else ko "--races: forms whose findings read the same print once"; fi
 if run 4 races-user-stream --races "$bad/user_stream_missing_wait.sched" &&
   has out '^  write  scale +.*user_stream_missing_wait\.sched:18  copy$' &&
   has out '^  read   scale +.*user_stream_missing_wait\.sched:19  calc$' &&
@@ -585,6 +599,13 @@ if run_racy 1 json-mismatch -n 2 -w 0 --mode=async --json="$tmp/m.json" "$src/sc
   grep -q '"races": {"schedule"' "$tmp/m.json" &&
   json_ok results "$tmp/m.json" async
 then ok "--json=FILE of a mismatch"; else ko "--json=FILE of a mismatch"; fi
+# A race in both forms is one bug: the verdict and "findings" count it once.
+if run_racy 1 json-one-bug --trials=1 -n 1 -w 0 --json="$tmp/ob.json" "$bad/user_stream_missing_wait.sched" &&
+  has out '^result: FAIL: numeric mismatch' &&
+  grep -q '"findings": {"races": 1, "mismatches": 0, "deadlocks": 0, "same": \[\["sync", "async"\]\]}' "$tmp/ob.json" &&
+  grep -q '"forms":\["sync","async"\]' "$tmp/ob.json" &&
+  json_ok results "$tmp/ob.json" sync,async
+then ok "--json=FILE: a race of both forms counted once"; else ko "--json=FILE: a race of both forms counted once"; fi
 if run 0 json-stdout --mode=all -n 2 -w 1 -D cols=10 --op-times --json=- &&
   head -c 1 "$tmp/out" | grep -q '{' && has err '^result: PASS$' && ! has out '^result' &&
   grep -q '"ideal_speedup": [0-9]' "$tmp/out" && grep -q '"op_times": \[' "$tmp/out" &&

@@ -41,7 +41,14 @@ apply() {
 # (FIX: what follows "fix (checked): ", or "-" for an unchecked fix).
 races() {
   awk '
-    /^== .* ==$/ { form = $2; next }
+    # "== async ==", or "== sync, async (the same findings) ==": forms
+    # whose findings read the same, printed once; a race of such a section
+    # is a race of each of them.
+    /^== .* ==$/ {
+      h = $0; sub(/^== /, "", h); sub(/ ==$/, "", h)
+      sub(/ \(the same findings\)$/, "", h)
+      nforms = split(h, forms, ", "); next
+    }
     /^race [0-9]+: / {
       v = $0; sub(/^race [0-9]+: \047/, "", v); sub(/\047 on .*/, "", v)
       nacc = 0; next
@@ -52,9 +59,14 @@ races() {
     }
     /^  fix \(checked\): / {
       f = $0; sub(/^  fix \(checked\): /, "", f)
-      print form "\t" v "\t" l[1] "\t" l[2] "\t" f; next
+      for (i = 1; i <= nforms; i++)
+        print forms[i] "\t" v "\t" l[1] "\t" l[2] "\t" f
+      next
     }
-    /^  fix \(unchecked\): / { print form "\t" v "\t" l[1] "\t" l[2] "\t-" }
+    /^  fix \(unchecked\): / {
+      for (i = 1; i <= nforms; i++)
+        print forms[i] "\t" v "\t" l[1] "\t" l[2] "\t-"
+    }
   ' "$1"
 }
 

@@ -752,7 +752,9 @@ START_TEST(races_as_json) {
                        "\"count\":0,\"more\":0,\"blocked\":0}}, "
                        "\"mismatches\": {\"schedule\":\"racy.sched\","
                        "\"ranks\":2,\"comm_ops\":2,\"mismatches\":[],"
-                       "\"count\":0,\"more\":0}}\n";
+                       "\"count\":0,\"more\":0}, \"findings\": "
+                       "{\"races\": 1, \"mismatches\": 0, \"deadlocks\": 0, "
+                       "\"same\": [[\"async\"]]}}\n";
     size_t n1 = strlen(one), nh = strlen(head);
     while (n1 > 0 && one[n1 - 1] == '\n')
       n1--;
@@ -773,7 +775,10 @@ START_TEST(races_as_json) {
                 "%s", text);
   ck_assert_ptr_nonnull(strstr(text, "\"more\":0}, \"async\": {\"schedule\""));
   ck_assert_ptr_nonnull(strstr(text, "}, \"deadlocks\": {\"sync\": {"));
-  ck_assert_str_eq(text + len - 3, "}}\n");
+  ck_assert_str_eq(text + len - 4, "]}}\n");
+  /* Its one race is in the async form only. */
+  ck_assert_ptr_nonnull(strstr(text, "\"forms\":[\"async\"]"));
+  ck_assert_ptr_nonnull(strstr(text, "\"findings\": {\"races\": 1, "));
   free(text);
   free(one);
   ovl_report_free(r);

@@ -576,7 +576,8 @@ START_TEST(json_is_well_formed) {
          "\"fix\":\"insert c_wait_compute(c, ring_id=0) before line 6\","
          "\"fix_checked\":false,"
          "\"fix_why\":\"not checked: no schedule given\","
-         "\"note\":null,\"occurrences\":1}],\"count\":1,\"more\":0}\n");
+         "\"note\":null,\"occurrences\":1,\"forms\":null}],"
+                   "\"count\":1,\"more\":0}\n");
   free(t);
   ovl_races_free(r);
   ovl_program_free(p);

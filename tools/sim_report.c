@@ -351,6 +351,26 @@ static int put_text(FILE *f, char *text, const ovl_error *err,
   return 0;
 }
 
+/* "== sync ==", or for forms whose findings read the same (the library
+ * says which: ovl_report_same_findings) "== sync, async (the same
+ * findings) ==", printed once. */
+static void print_section_head(const ovl_report *r, size_t i, FILE *f) {
+  ovl_report_mode m;
+  size_t n = 0;
+  fputs("== ", f);
+  for (size_t j = i; j < ovl_report_mode_count(r); j++) {
+    if (ovl_report_same_findings(r, j) != (int)i)
+      continue;
+    ovl_report_mode_get(r, j, &m);
+    fprintf(f, "%s%s", n++ ? ", " : "", ovl_mode_name(m.mode));
+  }
+  if (n == 0) {
+    ovl_report_mode_get(r, i, &m);
+    fputs(ovl_mode_name(m.mode), f);
+  }
+  fprintf(f, "%s ==\n", n > 1 ? " (the same findings)" : "");
+}
+
 long sim_print_races(const ovl_report *r, bool racy_only, FILE *f) {
   const ovl_program *prog = ovl_report_program(r);
   const ovl_mismatches *mm = ovl_report_mismatches(r);
@@ -360,13 +380,15 @@ long sim_print_races(const ovl_report *r, bool racy_only, FILE *f) {
     ovl_error err = {0};
     char *text = NULL;
     bool races, deadlocks;
+    int same = ovl_report_same_findings(r, i);
     ovl_report_mode_get(r, i, &m);
     races = m.races != NULL && (!racy_only || races_of(&m) > 0);
     deadlocks = m.deadlocks != NULL && (!racy_only || deadlocks_of(&m) > 0);
-    if (!races && !deadlocks)
+    /* A form that reads as an earlier one was printed with it. */
+    if ((!races && !deadlocks) || (same >= 0 && same != (int)i))
       continue;
-    /* Every section says which form it checked. */
-    fprintf(f, "== %s ==\n", ovl_mode_name(m.mode));
+    /* Every section says which form(s) it checked. */
+    print_section_head(r, i, f);
     if (races) {
       if (ovl_races_format(m.races, prog, 0, &text, &err) != OVL_OK)
         text = NULL;

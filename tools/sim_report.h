@@ -48,10 +48,11 @@ void sim_print_mismatches(const ovl_report *r);
 void sim_print_tolerance(const ovl_report *r);
 
 /* The check reports as text, on `f`: per mode, headed "== MODE ==", its
- * races and its deadlocks, then the mismatches of the program (headed "==
- * mismatches (every form) =="); with `racy_only`, only the reports that
- * found something. Returns the number of findings, or -1 on error
- * (message printed). */
+ * races and its deadlocks (forms whose findings read the same once,
+ * headed "== sync, async (the same findings) =="), then the mismatches of
+ * the program (headed "== mismatches (every form) =="); with `racy_only`,
+ * only the reports that found something. Returns the number of findings
+ * printed, or -1 on error (message printed). */
 long sim_print_races(const ovl_report *r, bool racy_only, FILE *f);
 
 /* "1 race, 0 mismatches, 2 deadlocks" (no newline). */

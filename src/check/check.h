@@ -60,4 +60,26 @@ ovl_status ovl__deadlock_check_graph(const ovl_program *prog, bool graph,
  * ovl_host_bytes_per_op. */
 size_t ovl__race_bytes_per_op(void);
 
+/* ------------------------------------------------------------------ */
+/* Findings across forms (check/forms.c)                               */
+/* ------------------------------------------------------------------ */
+
+/* The checks of one form: its races and deadlocks (either NULL: not
+ * checked). */
+typedef struct ovl__form_checks {
+  ovl_mode mode;
+  const ovl_program *prog; /* the form */
+  ovl_races *races;
+  ovl_deadlocks *deadlocks;
+} ovl__form_checks;
+
+/* Mark every race and deadlock of the forms f[0 .. n) with the forms it
+ * was found in (ovl_races_forms, ovl_deadlocks_forms: the same two
+ * accesses, by variable, line, column and kind; the same comm ops in the
+ * cycle, by line and column), and count the distinct ones: those listed,
+ * each once, and as many not listed as the form that left the most out.
+ * False when out of memory. */
+bool ovl__findings_across_forms(ovl__form_checks *f, size_t n,
+                                uint64_t *races, uint64_t *deadlocks);
+
 #endif /* OVL_CHECK_CHECK_H */

@@ -26,6 +26,9 @@ typedef struct dl_rec {
    * its stream and whether the next step is on another rank (2 * nsteps
    * + 1 words). */
   uint64_t *key;
+  /* The forms it was found in, and the forms checked (as race_rec's:
+   * check/forms.c). */
+  unsigned forms, forms_checked;
 } dl_rec;
 
 struct ovl_deadlocks_s {

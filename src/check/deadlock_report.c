@@ -214,6 +214,8 @@ static void fmt_json(ovl__sbuf *b, const void *res, const ovl_program *prog,
     ovl__sb_printf(b, "],\"occurrences\":%llu,\"message\":",
                    (unsigned long long)r->occurrences);
     ovl__sb_json_str(b, r->message);
+    ovl__sb_puts(b, ",\"forms\":");
+    ovl__findings_forms_json(b, r->forms);
     ovl__sb_puts(b, "}");
   }
   ovl__sb_printf(b, "],\"count\":%zu,\"more\":%llu,\"blocked\":%llu}\n",
@@ -236,6 +238,7 @@ static void fmt_human(ovl__sbuf *b, const void *res,
                      (unsigned long long)r->occurrences - 1,
                      r->occurrences == 2 ? "" : "s");
     ovl__sb_puts(b, "\n");
+    ovl__findings_forms_line(b, r->forms, r->forms_checked);
   }
   ovl__findings_close(b, d->list.n, d->list.more, "deadlock", "deadlock",
                       "deadlocks", file, d->nranks, "");
@@ -247,4 +250,8 @@ ovl_status ovl_deadlocks_format(const ovl_deadlocks *d,
   return ovl__findings_format(d, prog, json ? fmt_json : fmt_human,
                               "ovl_deadlocks_format", "deadlock report",
                               text, err);
+}
+
+unsigned ovl_deadlocks_forms(const ovl_deadlocks *d, size_t i) {
+  return d != NULL && i < d->list.n ? rec_at(d, i)->forms : 0;
 }

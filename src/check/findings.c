@@ -141,3 +141,44 @@ void ovl__findings_close(ovl__sbuf *b, size_t n, uint64_t more,
     ovl__sb_printf(b, "%zu %s in %s (%d rank%s)\n", n, n == 1 ? one : many,
                    file, nranks, nranks == 1 ? "" : "s");
 }
+
+/* ------------------------------------------------------------------ */
+/* Forms                                                               */
+/* ------------------------------------------------------------------ */
+
+/* The modes in the order the pipeline runs them. */
+static const ovl_mode form_order[] = {OVL_MODE_SYNC, OVL_MODE_ASYNC,
+                                      OVL_MODE_COMP, OVL_MODE_COMM};
+#define N_FORMS (sizeof form_order / sizeof form_order[0])
+
+void ovl__findings_forms_line(ovl__sbuf *b, unsigned forms,
+                              unsigned checked) {
+  int n = __builtin_popcount(forms), k = 0;
+  if (__builtin_popcount(checked) < 2 || forms == 0)
+    return;
+  ovl__sb_puts(b, "  found in the ");
+  for (size_t i = 0; i < N_FORMS; i++) {
+    if (!(forms & OVL_MODE_BIT(form_order[i])))
+      continue;
+    if (k > 0)
+      ovl__sb_puts(b, k == n - 1 ? " and " : ", ");
+    ovl__sb_puts(b, ovl_mode_name(form_order[i]));
+    k++;
+  }
+  ovl__sb_printf(b, " form%s%s\n", n == 1 ? "" : "s",
+                 n == 1 ? " only" : "");
+}
+
+void ovl__findings_forms_json(ovl__sbuf *b, unsigned forms) {
+  int k = 0;
+  if (forms == 0) {
+    ovl__sb_puts(b, "null");
+    return;
+  }
+  ovl__sb_puts(b, "[");
+  for (size_t i = 0; i < N_FORMS; i++)
+    if (forms & OVL_MODE_BIT(form_order[i]))
+      ovl__sb_printf(b, "%s\"%s\"", k++ ? "," : "",
+                     ovl_mode_name(form_order[i]));
+  ovl__sb_puts(b, "]");
+}

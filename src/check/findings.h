@@ -95,4 +95,16 @@ void ovl__findings_close(ovl__sbuf *b, size_t n, uint64_t more,
                          const char *many, const char *file, int nranks,
                          const char *extra);
 
+/* ------------------------------------------------------------------ */
+/* Forms                                                               */
+/* ------------------------------------------------------------------ */
+
+/* The line under a finding that says where it was found, when more than
+ * one form was checked: "  found in the sync and async forms", "  found
+ * in the async form only" (nothing when `checked` has one form or none). */
+void ovl__findings_forms_line(ovl__sbuf *b, unsigned forms, unsigned checked);
+
+/* JSON: ["sync", "async"] of a mask, or null for 0 (not known). */
+void ovl__findings_forms_json(ovl__sbuf *b, unsigned forms);
+
 #endif /* OVL_CHECK_FINDINGS_H */

@@ -46,6 +46,7 @@ static void fmt_human(ovl__sbuf *b, const void *res,
     }
     if (rr->note != NULL)
       ovl__sb_printf(b, "  note: %s\n", rr->note);
+    ovl__findings_forms_line(b, rr->forms, rr->forms_checked);
     if (rr->fix_checked)
       ovl__sb_printf(b, "  fix (checked): %s\n", rr->fix);
     else if (rr->fix_why != NULL)
@@ -107,8 +108,10 @@ static void fmt_json(ovl__sbuf *b, const void *res, const ovl_program *prog,
       ovl__sb_json_str(b, rr->note);
     else
       ovl__sb_puts(b, "null");
-    ovl__sb_printf(b, ",\"occurrences\":%llu}",
+    ovl__sb_printf(b, ",\"occurrences\":%llu,\"forms\":",
               (unsigned long long)rr->occurrences);
+    ovl__findings_forms_json(b, rr->forms);
+    ovl__sb_puts(b, "}");
   }
   ovl__sb_printf(b, "],\"count\":%zu,\"more\":%llu}\n", r->list.n,
             (unsigned long long)r->list.more);

@@ -181,3 +181,7 @@ int ovl_races_get(const ovl_races *r, size_t i, ovl_race_info *info) {
   info->ranks = rr->ranks;
   return 0;
 }
+
+unsigned ovl_races_forms(const ovl_races *r, size_t i) {
+  return r != NULL && i < r->list.n ? ovl__races_at(r, i)->forms : 0;
+}

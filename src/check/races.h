@@ -29,6 +29,9 @@ typedef struct race_rec {
   uint64_t rmask;
   int nranks;
   int *ranks;
+  /* The forms it was found in, and the forms checked (OVL_MODE_BIT
+   * masks; both 0 until the pipeline marks them: check/forms.c). */
+  unsigned forms, forms_checked;
   /* While checking: the class of ranks that last found it (1 + its
    * number), and how many times that class did. */
   uint32_t cls_seen;

@@ -132,6 +132,9 @@ static ovl_status check_races(ovl_report *r, const ovl_pipeline_opts *o,
    * order on every rank: one check of the program as bound. */
   if (comm && ovl_mismatch_check(r->prog, &r->mismatches, e) != OVL_OK)
     return stage_failed(e, o, "mismatch check");
+  /* A bug found in several forms is one. */
+  if (ovl__report_findings(r, e) != OVL_OK)
+    return stage_failed(e, o, "check");
   return OVL_OK;
 }
 

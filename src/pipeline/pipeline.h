@@ -11,6 +11,7 @@
 #ifndef OVL_PIPELINE_PIPELINE_H
 #define OVL_PIPELINE_PIPELINE_H
 
+#include "check/check.h"
 #include "run/run.h"
 
 /* The race replay of one form (pipeline/replay.c; ovl.h, "Race replay"). */
@@ -77,6 +78,11 @@ struct ovl_report_s {
   ovl_mismatches *mismatches;
   /* Why nothing ran (mismatches or deadlocks found), or NULL. */
   const char *not_run;
+  /* The distinct races and deadlocks of every form (a bug found in
+   * several forms counts once: check/forms.c), and per mode the first
+   * mode whose findings read the same (ovl_report_same_findings). */
+  uint64_t races_found, deadlocks_found;
+  int same[OVL__MODE_COUNT];
   bool replay; /* made with the race replay */
   /* The machine (with a run): copied from the world. */
   char *backend, *devices;
@@ -84,6 +90,11 @@ struct ovl_report_s {
   int nranks;
   ovl_world_info info;
 };
+
+/* After the checks: every race and deadlock marked with the forms it is
+ * in, the distinct ones counted, and the modes whose findings read the
+ * same grouped (report.c). */
+ovl_status ovl__report_findings(ovl_report *r, ovl_error *err);
 
 /* qsort's order of doubles (report.c). */
 int ovl__report_cmp_double(const void *a, const void *b);

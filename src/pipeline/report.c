@@ -263,9 +263,8 @@ void ovl_report_trial_summary_get(const ovl_report *r, size_t t,
       out->mismatched += tm->check.mismatched;
       out->nonfinite += tm->check.nonfinite;
     }
-    if (m->races != NULL)
-      out->races += ovl_races_count(m->races) + ovl_races_more(m->races);
   }
+  out->races = r->races_found;
 }
 
 void ovl_report_summary_get(const ovl_report *r, ovl_report_summary *out) {
@@ -289,15 +288,69 @@ void ovl_report_summary_get(const ovl_report *r, ovl_report_summary *out) {
       out->mismatched += m->past[t].check.mismatched;
       out->nonfinite += m->past[t].check.nonfinite;
     }
-    if (m->races != NULL)
-      out->races += ovl_races_count(m->races) + ovl_races_more(m->races);
-    if (m->deadlocks != NULL)
-      out->deadlocks += ovl_deadlocks_count(m->deadlocks) +
-                        ovl_deadlocks_more(m->deadlocks);
   }
+  /* Each bug once, whatever the forms it is found in. */
+  out->races = r->races_found;
+  out->deadlocks = r->deadlocks_found;
   if (r->mismatches != NULL)
     out->mismatches = ovl_mismatches_count(r->mismatches) +
                       ovl_mismatches_more(r->mismatches);
+}
+
+/* The text of mode m's findings (its races and deadlocks), or NULL. */
+static char *findings_text(const ovl_report *r, const report_mode *m) {
+  ovl__sbuf b = {0};
+  char *t = NULL;
+  if (m->races != NULL && ovl_races_format(m->races, r->prog, 0, &t,
+                                           NULL) == OVL_OK) {
+    ovl__sb_puts(&b, t);
+    free(t);
+  }
+  t = NULL;
+  if (m->deadlocks != NULL &&
+      ovl_deadlocks_format(m->deadlocks, r->prog, 0, &t, NULL) == OVL_OK) {
+    ovl__sb_puts(&b, t);
+    free(t);
+  }
+  if (b.fail) {
+    free(b.s);
+    return NULL;
+  }
+  return b.s != NULL ? b.s : ovl__strdup("");
+}
+
+ovl_status ovl__report_findings(ovl_report *r, ovl_error *err) {
+  ovl__form_checks f[OVL__MODE_COUNT];
+  char *text[OVL__MODE_COUNT] = {NULL};
+  bool ok = true;
+  for (size_t i = 0; i < r->nmodes; i++) {
+    f[i].mode = r->modes[i].mode;
+    f[i].prog = r->modes[i].prog;
+    f[i].races = r->modes[i].races;
+    f[i].deadlocks = r->modes[i].deadlocks;
+  }
+  if (!ovl__findings_across_forms(f, r->nmodes, &r->races_found,
+                                  &r->deadlocks_found))
+    return ovl__err(err, OVL_ENOMEM, "out of memory");
+  /* Forms whose findings read the same, to be printed once. */
+  for (size_t i = 0; ok && i < r->nmodes; i++) {
+    ok = (text[i] = findings_text(r, &r->modes[i])) != NULL;
+    r->same[i] = (int)i;
+    for (size_t j = 0; ok && j < i; j++)
+      if (r->same[j] == (int)j && strcmp(text[i], text[j]) == 0) {
+        r->same[i] = (int)j;
+        break;
+      }
+  }
+  for (size_t i = 0; i < r->nmodes; i++)
+    free(text[i]);
+  return ok ? OVL_OK : ovl__err(err, OVL_ENOMEM, "out of memory");
+}
+
+int ovl_report_same_findings(const ovl_report *r, size_t i) {
+  if (r == NULL || i >= r->nmodes || !r->races)
+    return -1;
+  return r->same[i];
 }
 
 const ovl_mismatches *ovl_report_mismatches(const ovl_report *r) {

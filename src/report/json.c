@@ -119,6 +119,33 @@ static void sb_mismatches(ovl__sbuf *b, const ovl_report *r) {
   sb_text(b, text);
 }
 
+/* "findings": each bug once, whatever the forms it is found in (the
+ * summary's counts), and the groups of forms whose findings read the
+ * same ([["sync", "async"]]: printed once). */
+static void sb_findings(ovl__sbuf *b, const ovl_report *r) {
+  ovl_report_summary sum;
+  ovl_report_summary_get(r, &sum);
+  ovl__sb_printf(b, "{\"races\": %llu, \"mismatches\": %llu, "
+                    "\"deadlocks\": %llu, \"same\": [",
+                 (unsigned long long)sum.races,
+                 (unsigned long long)sum.mismatches,
+                 (unsigned long long)sum.deadlocks);
+  for (size_t i = 0, g = 0; i < ovl_report_mode_count(r); i++) {
+    if (ovl_report_same_findings(r, i) != (int)i)
+      continue;
+    ovl__sb_puts(b, g++ ? ", [" : "[");
+    for (size_t j = i, k = 0; j < ovl_report_mode_count(r); j++) {
+      ovl_report_mode m;
+      if (ovl_report_same_findings(r, j) != (int)i)
+        continue;
+      ovl_report_mode_get(r, j, &m);
+      ovl__sb_printf(b, "%s\"%s\"", k++ ? ", " : "", ovl_mode_name(m.mode));
+    }
+    ovl__sb_puts(b, "]");
+  }
+  ovl__sb_puts(b, "]}");
+}
+
 static void json_schedule(ovl__sbuf *b, const ovl_program *prog) {
   ovl__sb_puts(b, "  \"schedule\": {\"path\": ");
   ovl__sb_json_str(b, ovl_program_filename(prog));
@@ -466,6 +493,11 @@ ovl_status ovl_report_json(const ovl_report *r,
   json_modes(&b, r, mc.nranks, opts->op_times);
   ovl__sb_puts(&b, "  \"mismatches\": ");
   sb_mismatches(&b, r);
+  ovl__sb_puts(&b, ",\n  \"findings\": ");
+  if (ovl_report_same_findings(r, 0) >= 0)
+    sb_findings(&b, r);
+  else
+    ovl__sb_puts(&b, "null");
   ovl__sb_puts(&b, ",\n  \"not_run\": ");
   sb_str_or_null(&b, ovl_report_not_run(r));
   ovl__sb_puts(&b, ",\n  \"speedup\": ");
@@ -597,6 +629,8 @@ ovl_status ovl_report_races_json(const ovl_report *r, char **text,
   }
   ovl__sb_puts(&b, "}, \"mismatches\": ");
   sb_mismatches(&b, r);
+  ovl__sb_puts(&b, ", \"findings\": ");
+  sb_findings(&b, r);
   /* Made with the replay: its results too. */
   if (ovl_report_replay_get(r, 0, &rp) == 0) {
     ovl__sb_puts(&b, ", \"replay\": ");
