@@ -951,11 +951,15 @@ uint64_t ovl_deadlocks_more(const ovl_deadlocks *d);
 uint64_t ovl_deadlocks_blocked(const ovl_deadlocks *d);
 int ovl_deadlocks_get(const ovl_deadlocks *d, size_t i,
                       ovl_deadlock_finding *info);
-/* Text: "deadlock 1: rank 0 calc waits ...", then "1 deadlock in FILE (2
- * ranks)" or "no deadlocks in FILE (2 ranks)". JSON: {"schedule",
- * "ranks", "deadlocks": [{"steps": [{"rank", "stream", "op", "line",
- * "col", "ring", "coll_index", "peer", "in_group"}], "occurrences",
- * "message"}], "count", "more", "blocked"}. */
+/* Text: "deadlock 1: rank 0 calc waits ...", a line per step blocked at a
+ * comm op naming what it waits to match ("  rank 0 at line 5 (...) waits
+ * to match rank 1's recv_v2 at FILE:6, issued only after line 5 (...)":
+ * ovl_deadlocks_match), then "1 deadlock in FILE (2 ranks)" or "no
+ * deadlocks in FILE (2 ranks)". JSON: {"schedule", "ranks", "deadlocks":
+ * [{"steps": [{"rank", "stream", "op", "line", "col", "ring",
+ * "coll_index", "peer", "in_group", "waits_for": {"rank", "op", "line",
+ * "col", "after_line", "after_op", "after_stream"} or null}],
+ * "occurrences", "message", "forms"}], "count", "more", "blocked"}. */
 ovl_status ovl_deadlocks_format(const ovl_deadlocks *d,
                                 const ovl_program *prog, int json,
                                 char **text, ovl_error *err);
@@ -1409,6 +1413,25 @@ ovl_status ovl_report_races_json(const ovl_report *r, char **text,
 unsigned ovl_races_forms(const ovl_races *r, size_t i);
 /* The same of deadlock i. */
 unsigned ovl_deadlocks_forms(const ovl_deadlocks *d, size_t i);
+/* Both ends of a deadlock: what step `step` of deadlock i waits to match
+ * (the comm op of the other rank, or of its own rank, that its cycle
+ * waits for), and where that rank is held back before it. rank -1: the
+ * step is not blocked at a comm op (a host sync, an event wait). */
+typedef struct ovl_deadlock_match_s {
+  int rank;            /* the rank of the op waited for */
+  size_t op;           /* that op (program index), its name and position */
+  const char *op_name;
+  int line, col;
+  /* > 0: it is issued only after this line, where that rank's host
+   * (after_stream -1) or the op's stream is blocked (op after_op). */
+  int after_line;
+  size_t after_op;
+  int after_stream;
+} ovl_deadlock_match;
+/* Returns 0, or -1 (out zeroed, rank -1) when i or step is out of range.
+ * Strings live as long as `d`. */
+int ovl_deadlocks_match(const ovl_deadlocks *d, size_t i, size_t step,
+                        ovl_deadlock_match *out);
 /* The index (<= i) of the first mode of the report whose races and
  * deadlocks read the same as mode i's (i itself when none does): forms
  * whose findings are identical are printed once. -1: i out of range or

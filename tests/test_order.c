@@ -549,8 +549,42 @@ START_TEST(rings_in_opposite_orders_through_host_syncs) {
   ck_assert_ptr_nonnull(strstr(
       t, "{\"steps\":[{\"rank\":0,\"stream\":\"comm[0]\",\"op\":"
          "\"c_allreduce_sum\",\"line\":3,\"col\":1,\"ring\":0,"
-         "\"coll_index\":1,\"peer\":null,\"in_group\":false},"));
+         "\"coll_index\":1,\"peer\":null,\"in_group\":false,"
+         "\"waits_for\":{\"rank\":1,\"op\":\"c_allreduce_sum\",\"line\":7,"
+         "\"col\":1,\"after_line\":6,\"after_op\":\"c_sync_comm_stream\","
+         "\"after_stream\":\"host\"}},"));
+  /* A host sync waits for its stream, not to match a comm op. */
+  ck_assert_ptr_nonnull(strstr(t, "\"in_group\":false,\"waits_for\":null}"));
   free(t);
+  /* Both ends: rank 0's ring 0 collective waits to match rank 1's, which
+   * rank 1's host issues only after its sync of ring 1 (line 6). */
+  {
+    ovl_deadlock_match mt;
+    ck_assert_int_eq(ovl_deadlocks_match(d, 0, 0, &mt), 0);
+    ck_assert_int_eq(mt.rank, 1);
+    ck_assert_str_eq(mt.op_name, "c_allreduce_sum");
+    ck_assert_int_eq(mt.line, 7);
+    ck_assert_int_eq(mt.after_line, 6);
+    ck_assert_int_eq(mt.after_stream, -1);
+    ck_assert_int_eq(ovl_deadlocks_match(d, 0, 1, &mt), 0);
+    ck_assert_int_eq(mt.rank, -1);
+    ck_assert_int_eq(ovl_deadlocks_match(d, 0, 2, &mt), 0);
+    ck_assert_int_eq(mt.rank, 0);
+    ck_assert_int_eq(mt.line, 5);
+    ck_assert_int_eq(mt.after_line, 4);
+    ck_assert_int_eq(ovl_deadlocks_match(d, 0, 4, &mt), -1);
+    ck_assert_int_eq(ovl_deadlocks_match(d, 1, 0, &mt), -1);
+    t = dl_text(d, p, 0);
+    ck_assert_ptr_nonnull(strstr(
+        t, "\n  rank 0 at line 3 (c_allreduce_sum, ring 0 collective #1) "
+           "waits to match rank 1's c_allreduce_sum at d.sched:7, issued "
+           "only after line 6 (c_sync_comm_stream, where that rank's host "
+           "is blocked)\n  rank 1 at line 5 (c_allreduce_sum, ring 1 "
+           "collective #1) waits to match rank 0's c_allreduce_sum at "
+           "d.sched:5, issued only after line 4 (c_sync_comm_stream, where "
+           "that rank's host is blocked)\n1 deadlock in d.sched"));
+    free(t);
+  }
   ovl_deadlocks_free(d);
   /* The sync form: the same collectives on calc, a cycle of two. */
   {
@@ -564,6 +598,17 @@ START_TEST(rings_in_opposite_orders_through_host_syncs) {
                      "(c_allreduce_sum, ring 0 collective #1) for rank 1, "
                      "whose calc is blocked at line 5 (c_allreduce_sum, ring "
                      "1 collective #1) waiting for rank 0 calc");
+    /* Rank 1's collective of ring 0 is queued on its calc behind its
+     * ring 1 collective, line 5. */
+    {
+      ovl_deadlock_match mt;
+      ck_assert_int_eq(ovl_deadlocks_match(d, 0, 0, &mt), 0);
+      ck_assert_int_eq(mt.rank, 1);
+      ck_assert_int_eq(mt.line, 7);
+      ck_assert_int_eq(mt.after_line, 5);
+      ck_assert_int_eq(mt.after_stream, 0);
+      ck_assert_str_eq(mt.op_name, "c_allreduce_sum");
+    }
     ovl_deadlocks_free(d);
     ovl_program_free(s);
   }

@@ -16,9 +16,26 @@
 /* The report (check/deadlock_report.c)                                */
 /* ------------------------------------------------------------------ */
 
+/* What a step blocked at a comm op waits to match: the other rank's op,
+ * and where that rank is held back before it (ovl_deadlock_match). */
+typedef struct dl_match {
+  int rank; /* -1: the step is not blocked at a comm op */
+  uint32_t op;
+  int line, col;
+  const char *op_name;
+  /* The op the other rank is blocked at first (its host, or the stream of
+   * the op): the op waited for is issued only after it. */
+  uint32_t after_op;
+  int after_line;
+  const char *after_op_name;
+  int after_stream; /* -1: the host */
+  const char *after_stream_name; /* "host", "calc", ...: owned by the record */
+} dl_match;
+
 typedef struct dl_rec {
   size_t nsteps;
   ovl_deadlock_step *steps;
+  dl_match *match; /* per step */
   char **names; /* the steps' stream names, owned */
   uint64_t occurrences;
   char *message;
@@ -44,11 +61,11 @@ struct ovl_deadlocks_s {
  * `graph`; NULL when out of memory. */
 ovl_deadlocks *ovl__deadlocks_new(int nranks, bool graph);
 
-/* Add the cycle of steps st[0 .. n) unless one alike is listed (it counts
- * one more). The steps are taken (kept or freed) whatever happens. False
- * when out of memory. */
+/* Add the cycle of steps st[0 .. n), with what each waits to match
+ * (mt[0 .. n)), unless one alike is listed (it counts one more). Both are
+ * taken (kept or freed) whatever happens. False when out of memory. */
 bool ovl__deadlocks_add(ovl_deadlocks *res, ovl_deadlock_step *st,
-                        size_t n);
+                        dl_match *mt, size_t n);
 
 /* ------------------------------------------------------------------ */
 /* The execution (check/deadlock_exec.c)                               */

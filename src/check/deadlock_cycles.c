@@ -19,6 +19,7 @@ typedef struct edge {
   uint32_t to;
   uint32_t op;   /* the op the source is blocked at */
   uint32_t item; /* its comm item, or OVL__NONE */
+  uint32_t wait; /* the item of `to`'s rank it waits for, or OVL__NONE */
 } edge;
 
 typedef struct graph {
@@ -31,7 +32,8 @@ typedef struct graph {
   bool *blocked;
 } graph;
 
-static bool add_edge(graph *g, uint32_t to, uint32_t op, uint32_t item) {
+static bool add_edge(graph *g, uint32_t to, uint32_t op, uint32_t item,
+                     uint32_t wait) {
   if (g->ne == g->cap) {
     size_t nc = g->cap ? 2 * g->cap : 64;
     edge *ne = realloc(g->e, nc * sizeof *ne);
@@ -40,7 +42,7 @@ static bool add_edge(graph *g, uint32_t to, uint32_t op, uint32_t item) {
     g->e = ne;
     g->cap = nc;
   }
-  g->e[g->ne++] = (edge){to, op, item};
+  g->e[g->ne++] = (edge){to, op, item, wait};
   return true;
 }
 
@@ -61,13 +63,13 @@ static bool item_edges(dl *d, graph *g, uint32_t x) {
     for (int r = 0; r < d->nr; r++) {
       uint32_t y = ovl__match_coll(d->m, r, it->ring, it->ord);
       if (y != OVL__NONE && d->ist[y] == IT_NONE &&
-          !add_edge(g, owner(d, y), it->op, x))
+          !add_edge(g, owner(d, y), it->op, x, y))
         return false;
     }
     return true;
   }
   if (it->partner != OVL__NONE && d->ist[it->partner] == IT_NONE)
-    return add_edge(g, owner(d, it->partner), it->op, x);
+    return add_edge(g, owner(d, it->partner), it->op, x, it->partner);
   return true;
 }
 
@@ -90,7 +92,7 @@ static bool build_graph(dl *d, graph *g) {
           g->blocked[v] = true;
           g->at[v] = d->op_of[p->hp];
           if (!add_edge(g, (uint32_t)(r * d->np + p->wait_stream), g->at[v],
-                        OVL__NONE))
+                        OVL__NONE, OVL__NONE))
             return false;
         }
         continue;
@@ -103,7 +105,7 @@ static bool build_graph(dl *d, graph *g) {
         g->at[v] = d->op_of[prim];
         if (p->state == ST_WAIT) {
           if (!add_edge(g, (uint32_t)(r * d->np + p->wait_stream), g->at[v],
-                        OVL__NONE))
+                        OVL__NONE, OVL__NONE))
             return false;
         } else if (p->state == ST_COMM) {
           const uint32_t *l = d->slist + d->sfirst[part];
@@ -118,7 +120,7 @@ static bool build_graph(dl *d, graph *g) {
           /* Its next primitive is not enqueued (or not all of its
            * group): it waits for its host. */
           if (!add_edge(g, (uint32_t)(r * d->np + d->ns), g->at[v],
-                        OVL__NONE))
+                        OVL__NONE, OVL__NONE))
             return false;
         }
       }
@@ -207,7 +209,44 @@ static bool op_has_ring(const ovl__op *o) {
          (o->def->ring_use != 0 || o->def->p2p != OVL_P2P_NONE);
 }
 
-static void fill_step(dl *d, uint32_t v, const edge *e, ovl_deadlock_step *s) {
+/* What a comm step waits to match: item y of another rank (or its own),
+ * and where that rank is held back before it: its stream's head when y is
+ * enqueued behind it, else (not enqueued, or a group the host has not
+ * enqueued whole) the op its host is blocked at. */
+static void fill_match(dl *d, uint32_t y, dl_match *m) {
+  const ovl_program *prog = d->prog;
+  const ovl__citem *it = &d->m->items[y];
+  pstate *h = PS(d, it->rank, d->ns);
+  uint32_t at = OVL__NONE;
+  int where = -1;
+  const ovl__op *o = &prog->ops[it->op];
+  m->rank = it->rank;
+  m->op = it->op;
+  m->line = o->line;
+  m->col = o->col;
+  m->op_name = o->def->name;
+  if (it->prim < h->hp) {
+    uint32_t head = ovl__dl_next_prim(d, it->rank, it->stream);
+    if (head != UINT32_MAX && d->op_of[head] != it->op &&
+        !(it->group != 0 && prog->ops[d->op_of[head]].group == it->group)) {
+      at = d->op_of[head];
+      where = it->stream;
+    }
+  }
+  if (at == OVL__NONE && h->state == ST_SYNC && h->hp < prog->nprims) {
+    at = d->op_of[h->hp];
+    where = -1;
+  }
+  m->after_op = at;
+  m->after_line = at != OVL__NONE ? prog->ops[at].line : 0;
+  m->after_op_name = at != OVL__NONE ? prog->ops[at].def->name : NULL;
+  m->after_stream = where;
+  /* The report copies it (the result does not refer to the program). */
+  m->after_stream_name = ovl__stream_name(prog, where);
+}
+
+static void fill_step(dl *d, uint32_t v, const edge *e, ovl_deadlock_step *s,
+                      dl_match *m) {
   const ovl_program *prog = d->prog;
   int r = (int)(v / (uint32_t)d->np), part = (int)(v % (uint32_t)d->np);
   const ovl__op *o = &prog->ops[e->op];
@@ -229,6 +268,12 @@ static void fill_step(dl *d, uint32_t v, const edge *e, ovl_deadlock_step *s) {
     else
       s->peer = it->peer;
   }
+  memset(m, 0, sizeof *m);
+  m->rank = -1;
+  m->after_op = OVL__NONE;
+  m->after_stream = -1;
+  if (e->item != OVL__NONE && e->wait != OVL__NONE)
+    fill_match(d, e->wait, m);
 }
 
 /* One cycle through component c, from its first node: the shortest
@@ -270,21 +315,25 @@ static bool report_component(dl *d, const graph *g, const uint32_t *comp,
   if (ok && back != SIZE_MAX) {
     size_t n = 1;
     ovl_deadlock_step *st;
+    dl_match *mt;
     for (uint32_t v = last; v != start; v = par[v])
       n++;
     st = calloc(n, sizeof *st);
-    if (st == NULL) {
+    mt = calloc(n, sizeof *mt);
+    if (st == NULL || mt == NULL) {
+      free(st);
+      free(mt);
       ok = false;
     } else {
       /* Walk back from `last`: step i is the node, with the edge it
        * leaves by. */
       size_t i = n - 1;
-      fill_step(d, last, &g->e[back], &st[i]);
+      fill_step(d, last, &g->e[back], &st[i], &mt[i]);
       for (uint32_t v = last; v != start; v = par[v]) {
         i--;
-        fill_step(d, par[v], &g->e[pe[v]], &st[i]);
+        fill_step(d, par[v], &g->e[pe[v]], &st[i], &mt[i]);
       }
-      ok = ovl__deadlocks_add(res, st, n);
+      ok = ovl__deadlocks_add(res, st, mt, n);
     }
   }
   free(par);

@@ -24,8 +24,11 @@ static void rec_free(void *rec, void *ctx) {
   (void)ctx;
   for (size_t k = 0; r->names != NULL && k < r->nsteps; k++)
     free(r->names[k]);
+  for (size_t k = 0; r->match != NULL && k < r->nsteps; k++)
+    free((char *)r->match[k].after_stream_name);
   free(r->names);
   free(r->steps);
+  free(r->match);
   free(r->message);
   free(r->key);
 }
@@ -98,13 +101,14 @@ static bool key_eq(const void *rec, const void *key) {
 }
 
 bool ovl__deadlocks_add(ovl_deadlocks *res, ovl_deadlock_step *st,
-                        size_t n) {
+                        dl_match *mt, size_t n) {
   uint64_t *key = malloc((2 * n + 1) * sizeof *key), h = 0x51ed27;
   void *rec;
   dl_rec *r;
   ovl__flist_got got;
   if (key == NULL) {
     free(st);
+    free(mt);
     return false;
   }
   key[0] = n;
@@ -121,11 +125,33 @@ bool ovl__deadlocks_add(ovl_deadlocks *res, ovl_deadlock_step *st,
       ((dl_rec *)rec)->occurrences++;
     free(key);
     free(st);
+    free(mt);
     return got != OVL__FLIST_NOMEM;
+  }
+  /* Its own copies of the stream names of what the steps wait for (the
+   * program's until then). */
+  const char **after = malloc((n + 1) * sizeof *after);
+  if (after == NULL) {
+    free(key);
+    free(st);
+    free(mt);
+    return false;
+  }
+  for (size_t i = 0; i < n; i++) {
+    after[i] = mt[i].after_stream_name;
+    mt[i].after_stream_name = NULL;
   }
   r = rec;
   r->nsteps = n;
   r->steps = st;
+  r->match = mt;
+  for (size_t i = 0; i < n; i++)
+    if (mt[i].rank >= 0 && after[i] != NULL &&
+        (mt[i].after_stream_name = ovl__strdup(after[i])) == NULL) {
+      free(after);
+      return false;
+    }
+  free(after);
   r->occurrences = 1;
   r->key = key;
   r->names = calloc(n, sizeof *r->names);
@@ -209,7 +235,30 @@ static void fmt_json(ovl__sbuf *b, const void *res, const ovl_program *prog,
         ovl__sb_printf(b, "%d", s->peer);
       else
         ovl__sb_puts(b, "null");
-      ovl__sb_printf(b, ",\"in_group\":%s}", s->in_group ? "true" : "false");
+      ovl__sb_printf(b, ",\"in_group\":%s,\"waits_for\":",
+                     s->in_group ? "true" : "false");
+      if (r->match == NULL || r->match[k].rank < 0) {
+        ovl__sb_puts(b, "null}");
+        continue;
+      }
+      {
+        const dl_match *m = &r->match[k];
+        ovl__sb_printf(b, "{\"rank\":%d,\"op\":", m->rank);
+        ovl__sb_json_str(b, m->op_name);
+        ovl__sb_printf(b, ",\"line\":%d,\"col\":%d,\"after_line\":",
+                       m->line, m->col);
+        if (m->after_op == OVL__NONE) {
+          ovl__sb_puts(b, "null,\"after_op\":null,\"after_stream\":null}}");
+          continue;
+        }
+        ovl__sb_printf(b, "%d,\"after_op\":", m->after_line);
+        ovl__sb_json_str(b, m->after_op_name);
+        ovl__sb_puts(b, ",\"after_stream\":");
+        ovl__sb_json_str(b, m->after_stream_name != NULL
+                                ? m->after_stream_name
+                                : "host");
+        ovl__sb_puts(b, "}}");
+      }
     }
     ovl__sb_printf(b, "],\"occurrences\":%llu,\"message\":",
                    (unsigned long long)r->occurrences);
@@ -221,6 +270,37 @@ static void fmt_json(ovl__sbuf *b, const void *res, const ovl_program *prog,
   ovl__sb_printf(b, "],\"count\":%zu,\"more\":%llu,\"blocked\":%llu}\n",
                  d->list.n, (unsigned long long)d->list.more,
                  (unsigned long long)d->blocked);
+}
+
+/* Both ends of each comm step of a cycle, a line each: "  rank 0 at line
+ * 5 (send_v2 to rank 1, ring 0) waits to match rank 1's recv_v2 at
+ * FILE:6, issued only after line 5 (send_v2, where that rank's calc is
+ * blocked)". */
+static void match_lines(ovl__sbuf *b, const dl_rec *r, const char *file) {
+  for (size_t k = 0; r->match != NULL && k < r->nsteps; k++) {
+    const ovl_deadlock_step *s = &r->steps[k];
+    const dl_match *m = &r->match[k];
+    if (m->rank < 0)
+      continue;
+    ovl__sb_printf(b, "  rank %d at line %d (", s->rank, s->line);
+    what_text(b, s);
+    ovl__sb_puts(b, ") waits to match ");
+    if (m->rank == s->rank)
+      ovl__sb_printf(b, "its own %s at %s:%d", m->op_name, file, m->line);
+    else
+      ovl__sb_printf(b, "rank %d's %s at %s:%d", m->rank, m->op_name, file,
+                     m->line);
+    if (m->after_op == OVL__NONE) {
+      ovl__sb_puts(b, "\n");
+      continue;
+    }
+    ovl__sb_printf(b, ", issued only after line %d (%s, where %s %s is "
+                      "blocked)\n",
+                   m->after_line, m->after_op_name,
+                   m->rank == s->rank ? "its" : "that rank's",
+                   m->after_stream_name != NULL ? m->after_stream_name
+                                                : "host");
+  }
 }
 
 static void fmt_human(ovl__sbuf *b, const void *res,
@@ -238,6 +318,7 @@ static void fmt_human(ovl__sbuf *b, const void *res,
                      (unsigned long long)r->occurrences - 1,
                      r->occurrences == 2 ? "" : "s");
     ovl__sb_puts(b, "\n");
+    match_lines(b, r, file);
     ovl__findings_forms_line(b, r->forms, r->forms_checked);
   }
   ovl__findings_close(b, d->list.n, d->list.more, "deadlock", "deadlock",
@@ -254,4 +335,31 @@ ovl_status ovl_deadlocks_format(const ovl_deadlocks *d,
 
 unsigned ovl_deadlocks_forms(const ovl_deadlocks *d, size_t i) {
   return d != NULL && i < d->list.n ? rec_at(d, i)->forms : 0;
+}
+
+int ovl_deadlocks_match(const ovl_deadlocks *d, size_t i, size_t step,
+                        ovl_deadlock_match *out) {
+  const dl_rec *r;
+  const dl_match *m;
+  if (out != NULL) {
+    memset(out, 0, sizeof *out);
+    out->rank = -1;
+    out->after_stream = -1;
+  }
+  if (d == NULL || out == NULL || i >= d->list.n ||
+      step >= rec_at(d, i)->nsteps)
+    return -1;
+  r = rec_at(d, i);
+  m = &r->match[step];
+  if (m->rank < 0)
+    return 0;
+  out->rank = m->rank;
+  out->op = m->op;
+  out->op_name = m->op_name;
+  out->line = m->line;
+  out->col = m->col;
+  out->after_line = m->after_op != OVL__NONE ? m->after_line : 0;
+  out->after_op = m->after_op != OVL__NONE ? m->after_op : 0;
+  out->after_stream = m->after_stream;
+  return 0;
 }
