@@ -1432,6 +1432,25 @@ typedef struct ovl_deadlock_match_s {
  * Strings live as long as `d`. */
 int ovl_deadlocks_match(const ovl_deadlocks *d, size_t i, size_t step,
                         ovl_deadlock_match *out);
+/* The fix hint of a mismatch or a deadlock (the pipeline makes them,
+ * given the schedule): `fix` an edit of the schedule's text, in the
+ * forms of a race's fix and more (README, "Finding ordering bugs"):
+ *   put lines N-K in one group        move lines N-K before line M
+ *   remove ranks=[...] from line N    delete line N
+ * (parts joined by "; ", every line one of the text as it is). checked 1:
+ * the edited schedule was parsed, bound and checked again (every form
+ * the report checks): the finding is gone and no finding appeared.
+ * Otherwise `why` says why: "no candidate removed ...", or, with `fix`
+ * NULL, "none known (...)" (no mechanical fix for this kind). All NULL:
+ * no hint was made (a report made without the schedule). */
+typedef struct ovl_fix_info_s {
+  const char *fix;
+  int checked;
+  const char *why;
+} ovl_fix_info;
+/* Returns 0, or -1 (out zeroed) when i is out of range. */
+int ovl_mismatches_fix(const ovl_mismatches *m, size_t i, ovl_fix_info *out);
+int ovl_deadlocks_fix(const ovl_deadlocks *d, size_t i, ovl_fix_info *out);
 /* The index (<= i) of the first mode of the report whose races and
  * deadlocks read the same as mode i's (i itself when none does): forms
  * whose findings are identical are printed once. -1: i out of range or

@@ -82,4 +82,17 @@ typedef struct ovl__form_checks {
 bool ovl__findings_across_forms(ovl__form_checks *f, size_t n,
                                 uint64_t *races, uint64_t *deadlocks);
 
+/* Give every mismatch of `mm` (the report of `bound`, the program as
+ * bound; NULL: none) and every deadlock of the forms f[0 .. n) its fix
+ * hint, re-checked against the schedule `s` bound with `opts` as the
+ * races' are (check/order_fix_check.c; ovl_mismatches_fix): the edited
+ * text parsed, bound and checked in every form of f (deadlocks as graphs
+ * run with `graph`); the first candidate that removes the finding and
+ * adds none is checked; where no edit is known, why. */
+ovl_status ovl__order_check_fixes(const ovl_program *bound,
+                                  ovl_mismatches *mm, ovl__form_checks *f,
+                                  size_t n, bool graph,
+                                  const ovl_schedule *s,
+                                  const ovl_bind_opts *opts, ovl_error *err);
+
 #endif /* OVL_CHECK_CHECK_H */

@@ -46,6 +46,9 @@ typedef struct dl_rec {
   /* The forms it was found in, and the forms checked (as race_rec's:
    * check/forms.c). */
   unsigned forms, forms_checked;
+  /* Its fix hint (check/order_fix.c), as a mismatch's. */
+  char *fix, *fix_why;
+  bool fix_checked;
 } dl_rec;
 
 struct ovl_deadlocks_s {
@@ -55,7 +58,16 @@ struct ovl_deadlocks_s {
   uint64_t blocked;
   int nranks;
   bool graph; /* checked as graphs run (ovl__deadlock_check_graph) */
+  /* With something blocked: the positions (line << 32 | col) of the comm
+   * ops the execution never reached (no rank posted one of them), sorted:
+   * a deadlock there was not looked for. */
+  uint64_t *unreached;
+  size_t nunreached;
 };
+
+/* Whether the execution of `d` never reached the comm ops at position
+ * `pos` (line << 32 | col). */
+bool ovl__deadlocks_unreached(const ovl_deadlocks *d, uint64_t pos);
 
 /* An empty report, for `nranks` ranks, checked as graphs run when
  * `graph`; NULL when out of memory. */

@@ -342,6 +342,44 @@ static bool report_component(dl *d, const graph *g, const uint32_t *comp,
   return ok;
 }
 
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* The positions of the comm ops no rank posted (of the positions of
+ * every op whose item some rank posted, none): res->unreached. */
+static bool unreached(dl *d, ovl_deadlocks *res) {
+  size_t n = d->m->nitems, na = 0, nb = 0, k = 0;
+  uint64_t *a = malloc((n + 1) * sizeof *a), *b = malloc((n + 1) * sizeof *b);
+  if (a == NULL || b == NULL) {
+    free(a);
+    free(b);
+    return false;
+  }
+  for (size_t x = 0; x < n; x++) {
+    const ovl__op *o = &d->prog->ops[d->m->items[x].op];
+    uint64_t pos = (uint64_t)(uint32_t)o->line << 32 | (uint32_t)o->col;
+    if (d->ist[x] == IT_NONE)
+      b[nb++] = pos;
+    else
+      a[na++] = pos;
+  }
+  qsort(a, na, sizeof *a, cmp_u64);
+  qsort(b, nb, sizeof *b, cmp_u64);
+  for (size_t i = 0, j = 0; i < nb; i++) {
+    while (j < na && a[j] < b[i])
+      j++;
+    if ((j < na && a[j] == b[i]) || (k > 0 && b[k - 1] == b[i]))
+      continue;
+    b[k++] = b[i];
+  }
+  free(a);
+  res->unreached = b;
+  res->nunreached = k;
+  return true;
+}
+
 ovl_status ovl__dl_find_cycles(dl *d, ovl_deadlocks *res, ovl_error *err) {
   graph g;
   uint32_t *comp = NULL, *first = NULL, *size = NULL;
@@ -356,6 +394,7 @@ ovl_status ovl__dl_find_cycles(dl *d, ovl_deadlocks *res, ovl_error *err) {
     graph_free(&g);
     return OVL_OK;
   }
+  ok = ok && unreached(d, res);
   comp = malloc((g.nn + 1) * sizeof *comp);
   ok = ok && comp != NULL && scc(&g, comp, &ncomp);
   if (ok) {

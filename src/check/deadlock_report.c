@@ -31,13 +31,28 @@ static void rec_free(void *rec, void *ctx) {
   free(r->match);
   free(r->message);
   free(r->key);
+  free(r->fix);
+  free(r->fix_why);
 }
 
 void ovl_deadlocks_free(ovl_deadlocks *d) {
   if (d == NULL)
     return;
   ovl__flist_free(&d->list, rec_free, NULL);
+  free(d->unreached);
   free(d);
+}
+
+bool ovl__deadlocks_unreached(const ovl_deadlocks *d, uint64_t pos) {
+  size_t lo = 0, hi = d != NULL ? d->nunreached : 0;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (d->unreached[mid] < pos)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return d != NULL && lo < d->nunreached && d->unreached[lo] == pos;
 }
 
 static void what_text(ovl__sbuf *b, const ovl_deadlock_step *s) {
@@ -265,6 +280,7 @@ static void fmt_json(ovl__sbuf *b, const void *res, const ovl_program *prog,
     ovl__sb_json_str(b, r->message);
     ovl__sb_puts(b, ",\"forms\":");
     ovl__findings_forms_json(b, r->forms);
+    ovl__findings_fix_json(b, r->fix, r->fix_checked, r->fix_why);
     ovl__sb_puts(b, "}");
   }
   ovl__sb_printf(b, "],\"count\":%zu,\"more\":%llu,\"blocked\":%llu}\n",
@@ -320,6 +336,7 @@ static void fmt_human(ovl__sbuf *b, const void *res,
     ovl__sb_puts(b, "\n");
     match_lines(b, r, file);
     ovl__findings_forms_line(b, r->forms, r->forms_checked);
+    ovl__findings_fix_line(b, r->fix, r->fix_checked, r->fix_why);
   }
   ovl__findings_close(b, d->list.n, d->list.more, "deadlock", "deadlock",
                       "deadlocks", file, d->nranks, "");
@@ -361,5 +378,29 @@ int ovl_deadlocks_match(const ovl_deadlocks *d, size_t i, size_t step,
   out->after_line = m->after_op != OVL__NONE ? m->after_line : 0;
   out->after_op = m->after_op != OVL__NONE ? m->after_op : 0;
   out->after_stream = m->after_stream;
+  return 0;
+}
+
+bool ovl__deadlock_set_fix(ovl_deadlocks *d, size_t i, char *text,
+                           bool checked, const char *why) {
+  dl_rec *r = rec_at(d, i);
+  free(r->fix);
+  free(r->fix_why);
+  r->fix = text;
+  r->fix_checked = checked;
+  r->fix_why = why != NULL ? ovl__strdup(why) : NULL;
+  return why == NULL || r->fix_why != NULL;
+}
+
+int ovl_deadlocks_fix(const ovl_deadlocks *d, size_t i, ovl_fix_info *out) {
+  const dl_rec *r;
+  if (out != NULL)
+    memset(out, 0, sizeof *out);
+  if (d == NULL || out == NULL || i >= d->list.n)
+    return -1;
+  r = rec_at(d, i);
+  out->fix = r->fix;
+  out->checked = r->fix_checked;
+  out->why = r->fix_why;
   return 0;
 }

@@ -182,3 +182,30 @@ void ovl__findings_forms_json(ovl__sbuf *b, unsigned forms) {
                      ovl_mode_name(form_order[i]));
   ovl__sb_puts(b, "]");
 }
+
+void ovl__findings_fix_line(ovl__sbuf *b, const char *fix, bool checked,
+                            const char *why) {
+  if (fix != NULL && checked)
+    ovl__sb_printf(b, "  fix (checked): %s\n", fix);
+  else if (fix != NULL && why != NULL)
+    ovl__sb_printf(b, "  fix (unchecked): %s (%s)\n", fix, why);
+  else if (fix != NULL)
+    ovl__sb_printf(b, "  fix (unchecked): %s\n", fix);
+  else if (why != NULL)
+    ovl__sb_printf(b, "  fix: %s\n", why);
+}
+
+void ovl__findings_fix_json(ovl__sbuf *b, const char *fix, bool checked,
+                            const char *why) {
+  ovl__sb_puts(b, ",\"fix\":");
+  if (fix != NULL)
+    ovl__sb_json_str(b, fix);
+  else
+    ovl__sb_puts(b, "null");
+  ovl__sb_printf(b, ",\"fix_checked\":%s,\"fix_why\":",
+                 checked ? "true" : "false");
+  if (why != NULL)
+    ovl__sb_json_str(b, why);
+  else
+    ovl__sb_puts(b, "null");
+}

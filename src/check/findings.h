@@ -107,4 +107,13 @@ void ovl__findings_forms_line(ovl__sbuf *b, unsigned forms, unsigned checked);
 /* JSON: ["sync", "async"] of a mask, or null for 0 (not known). */
 void ovl__findings_forms_json(ovl__sbuf *b, unsigned forms);
 
+/* The fix line of a mismatch or a deadlock: "  fix (checked): FIX",
+ * "  fix (unchecked): FIX (WHY)", or with no fix "  fix: WHY" (none
+ * known); nothing when neither is set (no hint was made). JSON:
+ * ,"fix":...,"fix_checked":...,"fix_why":... */
+void ovl__findings_fix_line(ovl__sbuf *b, const char *fix, bool checked,
+                            const char *why);
+void ovl__findings_fix_json(ovl__sbuf *b, const char *fix, bool checked,
+                            const char *why);
+
 #endif /* OVL_CHECK_FINDINGS_H */

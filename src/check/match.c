@@ -394,6 +394,11 @@ static unsigned coll_differs(const ovl__match *m, const ovl__citem *a,
   return d;
 }
 
+bool ovl__match_coll_agree(const ovl__match *m, uint32_t a, uint32_t b) {
+  return m->items[a].kind == OVL__CI_COLL && m->items[b].kind == OVL__CI_COLL &&
+         coll_differs(m, &m->items[a], &m->items[b]) == 0;
+}
+
 static unsigned pair_differs(const ovl__match *m, const ovl__citem *s,
                              const ovl__citem *r) {
   ovl__citem_desc ds, dr;

@@ -137,6 +137,10 @@ void ovl__citem_text(const ovl__match *m, const ovl__citem *it, char *buf,
 void ovl__citem_where(const ovl__match *m, const ovl__citem *it,
                       ovl__sbuf *b);
 
+/* Whether collectives a and b (items) agree: the same collective,
+ * reduction, count, dtype, root and variables. */
+bool ovl__match_coll_agree(const ovl__match *m, uint32_t a, uint32_t b);
+
 /* ------------------------------------------------------------------ */
 /* Disagreements (mismatches), one occurrence at a time                */
 /* ------------------------------------------------------------------ */

@@ -132,6 +132,21 @@ static ovl_status check_races(ovl_report *r, const ovl_pipeline_opts *o,
    * order on every rank: one check of the program as bound. */
   if (comm && ovl_mismatch_check(r->prog, &r->mismatches, e) != OVL_OK)
     return stage_failed(e, o, "mismatch check");
+  /* Given the schedule, the fixes of the mismatches and deadlocks are
+   * re-checked against it, as the races' are. */
+  if (o->schedule != NULL) {
+    ovl__form_checks f[OVL__MODE_COUNT];
+    for (size_t i = 0; i < r->nmodes; i++) {
+      f[i].mode = r->modes[i].mode;
+      f[i].prog = r->modes[i].prog;
+      f[i].races = r->modes[i].races;
+      f[i].deadlocks = r->modes[i].deadlocks;
+    }
+    if (ovl__order_check_fixes(r->prog, r->mismatches, f, r->nmodes,
+                               o->run && o->run_opts.graph != 0,
+                               o->schedule, o->bind, e) != OVL_OK)
+      return stage_failed(e, o, "fix check");
+  }
   /* A bug found in several forms is one. */
   if (ovl__report_findings(r, e) != OVL_OK)
     return stage_failed(e, o, "check");
