@@ -1451,6 +1451,43 @@ typedef struct ovl_fix_info_s {
 /* Returns 0, or -1 (out zeroed) when i is out of range. */
 int ovl_mismatches_fix(const ovl_mismatches *m, size_t i, ovl_fix_info *out);
 int ovl_deadlocks_fix(const ovl_deadlocks *d, size_t i, ovl_fix_info *out);
+/*
+ * The fixed schedule: every checked hint applied to the text of `s`, one
+ * at a time (the text checked again after each, bound with `opts` (NULL:
+ * as ovl_schedule_bind's) in the forms of `modes` (OVL_MODE_BIT of each),
+ * deadlocks as graphs run when `graph`), until no finding is left or no
+ * hint removes one without adding one. Of the hints of one step, the one
+ * that removes the most findings goes first (a hint that fixes every form
+ * before one that fixes its own). A hint that inserts a wait moves the
+ * next wait of the same kind below it in its block instead (deleted
+ * there, its inputs merged into the new one) where that changes no
+ * finding: a wait made redundant is moved, not duplicated. On success
+ * *out holds the result (ovl_fixed_free); its text is the schedule's when
+ * nothing was fixed. Errors: OVL_EINVAL (a NULL argument, no mode),
+ * OVL_EPARSE (the schedule does not bind with `opts`), OVL_ENOMEM, and
+ * the checks' own.
+ */
+typedef struct ovl_fixed_s ovl_fixed;
+ovl_status ovl_schedule_fix(const ovl_schedule *s, const ovl_bind_opts *opts,
+                            unsigned modes, int graph, ovl_fixed **out,
+                            ovl_error *err);
+/* The fixed text (*len its bytes; every line ends with a newline). */
+const char *ovl_fixed_text(const ovl_fixed *f, size_t *len);
+/* Hints applied, and hint i as applied (its lines those of the text as it
+ * was when it was applied: after hints 0 .. i - 1). */
+size_t ovl_fixed_count(const ovl_fixed *f);
+const char *ovl_fixed_hint(const ovl_fixed *f, size_t i);
+/* The findings the fixed text still has, each bug once. */
+void ovl_fixed_left(const ovl_fixed *f, uint64_t *races,
+                    uint64_t *mismatches, uint64_t *deadlocks);
+/* The difference from the schedule's text to the fixed one as a unified
+ * diff (3 lines of context), headed "--- OLD_LABEL" and "+++ NEW_LABEL";
+ * empty when nothing was fixed. *text is malloc'd. */
+ovl_status ovl_fixed_diff(const ovl_fixed *f, const char *old_label,
+                          const char *new_label, char **text, size_t *len,
+                          ovl_error *err);
+void ovl_fixed_free(ovl_fixed *f);
+
 /* The index (<= i) of the first mode of the report whose races and
  * deadlocks read the same as mode i's (i itself when none does): forms
  * whose findings are identical are printed once. -1: i out of range or

@@ -31,6 +31,7 @@
 #include "common_flags.h"
 #include "outfile.h"
 #include "ovl.h"
+#include "sim_fix.h"
 #include "sim_flags.h"
 #include "sim_memory.h"
 #include "sim_replay.h"
@@ -54,7 +55,7 @@
 
 /* The output files, checked before anything runs (outfile_prepare); an
  * entry whose path is NULL is not wanted (or is --json=-, stdout). */
-enum { OUT_JSON, OUT_TRACE, OUT_SVG, N_OUTPUTS };
+enum { OUT_JSON, OUT_TRACE, OUT_SVG, OUT_FIX, N_OUTPUTS };
 
 /* Whether this executable lies in the build tree (under OVL_BUILDDIR, as
  * libtool's tools/.libs/ does), rather than installed. */
@@ -204,8 +205,8 @@ static const char *stdout_name = "standard output";
 static int prepare_outputs(const sim_options *o, const char *schedule,
                            outfile outs[N_OUTPUTS]) {
   const char *const inputs[] = {schedule};
-  const char *flags[N_OUTPUTS] = {"--json", "--trace", "--svg"};
-  const char *paths[N_OUTPUTS] = {o->json, o->trace, o->svg};
+  const char *flags[N_OUTPUTS] = {"--json", "--trace", "--svg", "--fix"};
+  const char *paths[N_OUTPUTS] = {o->json, o->trace, o->svg, o->fix_file};
 
   /* Under mpirun, process 0 alone writes (every process has the same
    * report). */
@@ -310,7 +311,7 @@ static int races_output(const sim_options *o, const ovl_report *report,
  * alone touches no device: it binds for --ranks (default 2; under mpirun,
  * processes x --gpus-per-process) with the plain defaults. */
 static int check_only(sim_options *o, const char *path, unsigned modes,
-                      const outfile *json) {
+                      const outfile *json, const outfile *fix) {
   const char *defs[SIM_MAX_DEFINES + 1];
   char stepsdef[32];
   ovl_bind_opts bopts = {.defines = defs,
@@ -369,13 +370,23 @@ static int check_only(sim_options *o, const char *path, unsigned modes,
     rc = runtime_exit(st);
     goto out;
   }
-  rc = races_output(o, report, json);
+  /* --fix alone: the diff alone on stdout (-q: nothing but it). */
+  rc = o->fix && (o->fix_file == NULL || o->common.quiet) && o->json == NULL
+           ? -1
+           : races_output(o, report, json);
   if (rc < 0) {
     ovl_report_summary sum;
     ovl_report_summary_get(report, &sum);
     rc = sum.races > 0 || sum.mismatches > 0 || sum.deadlocks > 0
              ? EXIT_RACES
              : EXIT_SUCCESS;
+  }
+  /* --fix: the exit status is the fixed schedule's. */
+  if (o->fix && (rc == EXIT_RACES || rc == EXIT_SUCCESS) &&
+      ovl_procs_rank(procs) <= 0) {
+    int frc = sim_fix(sched, &bopts, modes,
+                      o->fix_file != NULL ? fix : NULL, o->common.quiet);
+    rc = frc >= 0 ? frc : EXIT_SUCCESS;
   }
 out:
   ovl_schedule_free(sched);
@@ -604,8 +615,8 @@ static int overlap_sim(int argc, char **argv) {
     goto out;
   /* Modes, in the order they run: sync, async, comp, comm. */
   modes = sim_modes(&o);
-  if (o.replay != 0 || o.races_only) {
-    rc = check_only(&o, path, modes, &outs[OUT_JSON]);
+  if (o.replay != 0 || o.races_only || o.fix) {
+    rc = check_only(&o, path, modes, &outs[OUT_JSON], &outs[OUT_FIX]);
     goto out;
   }
 

@@ -30,7 +30,8 @@ enum {
   OPT_REPLAY,
   OPT_REPLAY_DELAY,
   OPT_TRIALS,
-  OPT_CHECK_ROWS
+  OPT_CHECK_ROWS,
+  OPT_FIX
 };
 
 /* overlap_sim's own flags; those overlap_sweep takes too are
@@ -46,6 +47,7 @@ static const struct option sim_longopts[] = {
     {"no-races", no_argument, NULL, OPT_NO_RACES},
     {"replay", optional_argument, NULL, OPT_REPLAY},
     {"replay-delay", required_argument, NULL, OPT_REPLAY_DELAY},
+    {"fix", optional_argument, NULL, OPT_FIX},
     {"json", optional_argument, NULL, OPT_JSON},
     {"trace", required_argument, NULL, OPT_TRACE},
     {"svg", required_argument, NULL, OPT_SVG},
@@ -160,6 +162,19 @@ void sim_usage(FILE *f) {
       "the\n"
       "                       larger of 20 ms and 4 x a plain run of the "
       "form)\n"
+      "      --fix[=FILE]     check as --races, then apply every checked "
+      "fix hint (of\n"
+      "                       races, mismatches and deadlocks; a wait the "
+      "hint makes\n"
+      "                       redundant is moved, not duplicated) and write "
+      "the fixed\n"
+      "                       schedule to FILE, or without FILE print the "
+      "change as a\n"
+      "                       unified diff on stdout (what was applied goes "
+      "to stderr);\n"
+      "                       exit 0 when the fixed schedule has no "
+      "findings, 4 if any\n"
+      "                       are left\n"
       "      --json=FILE      the results of the run as JSON (stable keys, "
       "see README;\n"
       "                       FILE '-' is stdout, and the table then goes to "
@@ -389,6 +404,14 @@ static int sim_take(void *opts, int c, const char *arg) {
     return -1;
   case OPT_CHECK_ROWS:
     return parse_check_rows(arg, &o->check_rows);
+  case OPT_FIX:
+    if (arg != NULL && (arg[0] == '\0' || strcmp(arg, "-") == 0))
+      return usage_error("--fix=%s: not a file name (--fix alone prints a "
+                         "diff on stdout)",
+                         arg);
+    o->fix = 1;
+    o->fix_file = arg;
+    return -1;
   case 'v':
     o->verbose = 1;
     return -1;
@@ -411,10 +434,22 @@ static int sim_check_flags(const sim_options *o) {
   if (o->replay != 0 && o->chaos_seed != 0)
     return usage_error("--replay is deterministic: --chaos would add "
                        "random delays to it");
-  if (o->json_bare && !o->races_only && o->replay == 0)
+  if (o->json_bare && !o->races_only && !o->fix && o->replay == 0)
     return usage_error("--json needs a file for the results of a run "
                        "(--json=FILE, or --json=- for stdout); --json "
                        "alone is for --races and --replay");
+  if (o->fix && o->replay != 0)
+    return usage_error("--fix checks and fixes: it cannot go with --replay");
+  if (o->fix && o->no_races)
+    return usage_error("--fix applies the checks' hints: it cannot go with "
+                       "--no-races");
+  if (o->fix && (o->trace != NULL || o->svg != NULL))
+    return usage_error("--fix runs nothing: %s needs a run",
+                       o->trace != NULL ? "--trace" : "--svg");
+  if (o->fix && o->fix_file == NULL && o->json != NULL &&
+      strcmp(o->json, "-") == 0)
+    return usage_error("--fix without FILE prints a diff on stdout: "
+                       "--json needs a file then (--json=FILE)");
   if (o->races_only && o->replay == 0 &&
       (o->trace != NULL || o->svg != NULL))
     return usage_error("--races runs nothing: %s needs a run",
@@ -423,8 +458,9 @@ static int sim_check_flags(const sim_options *o) {
     return usage_error("--replay makes untimed runs of one iteration: %s "
                        "needs a run",
                        o->trace != NULL ? "--trace" : "--svg");
-  if (c->graph && o->races_only && o->replay == 0)
-    return usage_error("--races runs nothing: --graph needs a run");
+  if (c->graph && (o->races_only || o->fix) && o->replay == 0)
+    return usage_error("%s runs nothing: --graph needs a run",
+                       o->fix ? "--fix" : "--races");
   if (c->graph && o->replay != 0)
     return usage_error("--replay makes eager runs of one iteration: it "
                        "cannot go with --graph");
@@ -433,9 +469,11 @@ static int sim_check_flags(const sim_options *o) {
                        "backend: they cannot go together");
   if ((rc = common_flags_check(c)) >= 0)
     return rc;
-  if (o->trials > 0 && (o->races_only || o->replay != 0))
+  if (o->trials > 0 && (o->races_only || o->replay != 0 || o->fix))
     return usage_error("--trials repeats a run: %s runs nothing timed",
-                       o->races_only ? "--races" : "--replay");
+                       o->races_only ? "--races"
+                       : o->fix      ? "--fix"
+                                     : "--replay");
   if (o->trace_iter_given && o->trace == NULL && o->svg == NULL)
     return usage_error("--trace-iter needs --trace or --svg");
   if (o->trace_iter_given && o->trace_iter >= c->iters)

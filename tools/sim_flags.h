@@ -44,6 +44,10 @@ typedef struct {
    * --replay-delay=US (0: the library's default). */
   long replay;
   double replay_delay_us;
+  /* --fix[=FILE]: apply every checked hint; the fixed schedule to FILE
+   * (fix_file), or without FILE a diff on stdout. */
+  int fix;
+  const char *fix_file;
   const char *schedule;
   /* Set by the tool, not a flag: the seed's `steps` the default run chose
    * for its rank count (0: the seed's own, or a schedule was named). */
