@@ -514,10 +514,15 @@ typedef struct dline {
   int ai, bi; /* 0-based line in a (KEEP, DEL), b (KEEP, ADD) */
 } dline;
 
+/* Whether 0-based line i of a text has no newline (its last, cut off). */
+static bool no_newline(const ovl__lines *X, int i) {
+  return i + 1 == X->n && X->len > 0 && X->text[X->len - 1] != '\n';
+}
+
 static bool line_eq(const ovl__lines *A, int i, const ovl__lines *B, int j) {
   size_t n, m;
   const char *a = ovl__line(A, i + 1, &n), *b = ovl__line(B, j + 1, &m);
-  return n == m && memcmp(a, b, n) == 0;
+  return n == m && memcmp(a, b, n) == 0 && no_newline(A, i) == no_newline(B, j);
 }
 
 /* The script: common head and tail, the middle by longest common
@@ -664,9 +669,8 @@ ovl_status ovl_fixed_diff(const ovl_fixed *f, const char *old_label,
                      : d[j].op == D_DEL ? '-'
                                         : '+',
                      (int)m, s);
-      /* The original's last line without a newline. */
-      if (d[j].op != D_ADD && d[j].ai + 1 == A.n && f->orig_len > 0 &&
-          f->orig[f->orig_len - 1] != '\n')
+      /* A last line without its newline. */
+      if (d[j].op == D_ADD ? no_newline(&B, d[j].bi) : no_newline(&A, d[j].ai))
         ovl__sb_puts(&b, "\\ No newline at end of file\n");
     }
     i = hi;
