@@ -1488,6 +1488,46 @@ ovl_status ovl_fixed_diff(const ovl_fixed *f, const char *old_label,
                           ovl_error *err);
 void ovl_fixed_free(ovl_fixed *f);
 
+/* Timelines that show the bug: an op to mark, on the ranks of `ranks`
+ * (bit r), outlined and labelled "race K" (race K of its form's report),
+ * and per run its name (NULL: the mode's) and its marks. */
+typedef struct ovl_timeline_mark_s {
+  size_t op; /* in the run's program */
+  uint64_t ranks;
+  int race;
+} ovl_timeline_mark;
+typedef struct ovl_timeline_marks_s {
+  const char *label;
+  const ovl_timeline_mark *marks;
+  size_t nmarks;
+} ovl_timeline_marks;
+/* ovl_timeline_trace and ovl_timeline_svg with marks[k] for runs[k]
+ * (marks NULL: none): a marked op's slice is named "OP [race K]", red
+ * (cname "terrible") with args "race": [K]; in the picture outlined and
+ * labelled. Both also colour the waits by kind: an event wait, a host
+ * sync, and the part of a collective before its last peer started it
+ * (the trace: a slice "waiting for its peers" inside the collective's,
+ * and args "wait"). */
+ovl_status ovl_timeline_trace_marked(const ovl_timeline_run *runs,
+                                     const ovl_timeline_marks *marks,
+                                     size_t nruns, char **text, size_t *len,
+                                     ovl_error *err);
+ovl_status ovl_timeline_svg_marked(const ovl_timeline_run *runs,
+                                   const ovl_timeline_marks *marks,
+                                   size_t nruns, char **text, size_t *len,
+                                   ovl_error *err);
+/* The timelines of a report, with its races marked: where its replays
+ * were traced (ovl_pipeline_opts.replay with run_opts.trace), one run per
+ * race replayed, labelled "FORM race K", marking the race's two accesses
+ * in the form with its delay; else each mode that ran traced (the last
+ * trial's run), marking the two accesses of each race of its form, on
+ * the race's ranks. *runs (n of them) is malloc'd with *marks (free()
+ * *runs alone); they point into the report. OVL_EINVAL when nothing was
+ * traced. */
+ovl_status ovl_report_timelines(const ovl_report *r, ovl_timeline_run **runs,
+                                const ovl_timeline_marks **marks, size_t *n,
+                                ovl_error *err);
+
 /* The index (<= i) of the first mode of the report whose races and
  * deadlocks read the same as mode i's (i itself when none does): forms
  * whose findings are identical are printed once. -1: i out of range or

@@ -3,6 +3,8 @@
 only where python3 exists).
 
     check_json.py trace FILE RANKS MODES   # --trace: a Chrome trace file
+                                           # (MODES: the runs' modes, or
+                                           # labels: "async race 1")
     check_json.py results FILE MODES       # --json=FILE of a run
 
 MODES is a comma-separated list (sync,async). Exits 0 when every check
@@ -21,6 +23,10 @@ def check(cond, what):
 
 
 def check_trace(path, nranks, modes):
+    # A run is named by its mode, or by a label that starts with it (a
+    # replay: "async race 1").
+    labels = modes
+    modes = [m.split(" ")[0] for m in modes]
     with open(path) as f:
         doc = json.load(f)
     check(isinstance(doc, dict), "the file is a JSON object")
@@ -46,10 +52,10 @@ def check_trace(path, nranks, modes):
         elif ph in ("s", "f"):
             flows.setdefault(e["id"], {})[ph] = e
     # A process per (mode, rank), named after the rank and its device.
-    for mode in modes:
+    for mode in labels:
         for r in range(nranks):
             want = "rank %d (" % r
-            if len(modes) > 1:
+            if len(labels) > 1 or mode not in modes:
                 want = "%s: %s" % (mode, want)
             check(any(n.startswith(want) for n in procs.values()),
                   "a process named %r..." % want)
@@ -60,12 +66,36 @@ def check_trace(path, nranks, modes):
     for tname in ("calc", "comm[0]"):
         check(any(threads.get(k) == tname and v for k, v in slices.items()),
               "slices on a %s track" % tname)
+    # On one track slices follow each other, or one lies inside another
+    # (a collective's wait for its peers inside the collective).
     for key, lst in slices.items():
-        lst.sort(key=lambda x: x[0])
-        for a, b in zip(lst, lst[1:]):
-            check(b[0] >= a[1] - 1e-9,
-                  "slices on %r do not overlap: %r then %r" %
-                  (key, a[2]["name"], b[2]["name"]))
+        lst.sort(key=lambda x: (x[0], -x[1]))
+        open_ = []
+        for a in lst:
+            while open_ and open_[-1][1] <= a[0] + 1e-9:
+                open_.pop()
+            if open_:
+                check(a[1] <= open_[-1][1] + 1e-9,
+                      "slices on %r do not overlap: %r then %r" %
+                      (key, open_[-1][2]["name"], a[2]["name"]))
+                check(a[2].get("cat") == "peer_wait",
+                      "only a wait for peers lies inside a slice: %r in %r" %
+                      (a[2]["name"], open_[-1][2]["name"]))
+            open_.append(a)
+    # Waits by kind; raced ops named and coloured.
+    for lst in slices.values():
+        for _, _, e in lst:
+            a = e["args"]
+            if e.get("cat") == "event_wait":
+                check(a.get("wait") == "event", "an event wait: %r" % e)
+            if e.get("cat") == "host_sync":
+                check(a.get("wait") == "host_sync", "a host sync: %r" % e)
+            if e.get("cat") == "peer_wait":
+                check(a.get("wait") == "peers", "a wait for peers: %r" % e)
+            if "race" in a:
+                check(all(("race %d" % k) in e["name"] for k in a["race"]) and
+                      e.get("cname") == "terrible",
+                      "a raced op is named and red: %r" % e)
     # Every slice: source file:line, bytes, mode.
     for lst in slices.values():
         for _, _, e in lst:

@@ -236,10 +236,10 @@ if run 2 replay-no-races --replay --no-races && has err -- '--replay .*--no-race
   run 2 replay-chaos --replay --chaos=1 && has err -- '--replay is deterministic' &&
   run 2 replay-delay-alone --replay-delay=100 && has err -- '--replay-delay needs --replay' &&
   run 2 replay-delay-bad --replay --replay-delay=0 && has err -- '--replay-delay: ' &&
-  run 2 replay-trace --replay --trace="$tmp/x.json" && has err -- '--replay makes untimed runs' &&
+  run 2 replay-trace-iter --replay --trace="$tmp/x.json" --trace-iter=0 && has err -- '--replay makes runs of one iteration' &&
   run 2 replay-delay-timeout --replay --replay-delay=2000000 --timeout=1 "$src/schedules/bad/missing_wait_compute.sched" &&
   has err 'not shorter than the timeout'
-then ok "--replay refused with --no-races, --chaos, --trace; --replay-delay checked"; else ko "--replay refused with --no-races, --chaos, --trace; --replay-delay checked"; fi
+then ok "--replay refused with --no-races, --chaos, --trace-iter; --replay-delay checked"; else ko "--replay refused with --no-races, --chaos, --trace-iter; --replay-delay checked"; fi
 # --graph: the cpu backend has no graphs (asked for, or picked by auto
 # where no GPU is visible); and what --graph cannot go with. Nothing runs.
 if run 2 graph-cpu --graph && ! has out . &&
@@ -576,6 +576,24 @@ then ok "--trace with --races"; else ko "--trace with --races"; fi
 if run 3 trace-bad-path -n 2 -w 1 -D cols=10 --trace="$tmp/no/such/dir/t.json" &&
   has err -- "--trace=$tmp/no/such/dir/t.json: cannot create .*No such file" && [ ! -s "$tmp/out" ]
 then ok "--trace to a bad path: exit 3 before the run, the path named"; else ko "--trace to a bad path: exit 3 before the run, the path named"; fi
+
+# The timelines show the bug: after a run that found a race, and after
+# --replay (one run per race replayed), the race's two accesses are named
+# "[race 1]" in the trace and outlined and labelled in the picture; waits
+# carry their kind.
+if run_racy 1 trace-race --trials=1 -n 1 -w 0 --trace="$tmp/tr.json" --svg="$tmp/tr.svg" "$src/schedules/bad/missing_wait_compute.sched" &&
+  [ "$(grep -o '"name":"[a-z_]* [^"]*\[race 1\]"' "$tmp/tr.json" | sort -u | wc -l)" -eq 2 ] &&
+  grep -q '"race":\[1\]' "$tmp/tr.json" && grep -q '"wait":"event"' "$tmp/tr.json" &&
+  grep -q '"cat":"host_sync"' "$tmp/tr.json" &&
+  grep -q '<text class="rl" [^>]*>race 1</text>' "$tmp/tr.svg" &&
+  json_ok trace "$tmp/tr.json" 2 sync,async &&
+  run_racy 4 replay-trace --replay --trace="$tmp/rt.json" --svg="$tmp/rt.svg" "$src/schedules/bad/missing_wait_compute.sched" &&
+  has out '^async race 1 shown: ' &&
+  grep -q '"name":"async race 1: rank 0 (' "$tmp/rt.json" &&
+  grep -q '"name":"scale \[race 1\]"' "$tmp/rt.json" && grep -q '"name":"delay"' "$tmp/rt.json" &&
+  grep -q '>async race 1</text>' "$tmp/rt.svg" && grep -q '<rect class="rc" x="[0-9.]*" y="-1" ' "$tmp/rt.svg" &&
+  json_ok trace "$tmp/rt.json" 2 "async race 1"
+then ok "--trace and --svg mark the races (after a run, after --replay)"; else ko "--trace and --svg mark the races (after a run, after --replay)"; fi
 
 # --svg: a picture of the same iteration (tests/svg_render.sh renders it).
 if run 0 svg --mode=all -n 2 -w 1 -D cols=10 --svg="$tmp/t.svg" &&

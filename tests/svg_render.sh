@@ -45,5 +45,43 @@ render() {
 render both
 render all --mode=all
 render async4 --mode=async -r 4
+
+# A run that found a race, and its replay: the raced ops are outlined and
+# labelled "race 1", and waits are coloured by kind (an event wait, a host
+# sync, a collective waiting for its peers), and the picture renders.
+# render_racy NAME RC ARGS...: as render, the run exiting RC.
+render_racy() {
+  name=$1 want=$2
+  shift 2
+  "$tool" --backend=cpu -q --svg="$tmp/$name.svg" "$@" >"$tmp/out" 2>&1
+  rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    echo "FAIL: $name: exit $rc, expected $want"
+    sed 's/^/    | /' "$tmp/out"
+    fail=$((fail + 1))
+    return
+  fi
+  if rsvg-convert -o "$tmp/$name.png" "$tmp/$name.svg" 2>"$tmp/err" &&
+    [ "$(png_width "$tmp/$name.png")" -eq 1200 ] &&
+    grep -q '<rect class="rc" x="[0-9.]*" y="-1" ' "$tmp/$name.svg" &&
+    grep -q '<text class="rl" [^>]*>race 1</text>' "$tmp/$name.svg" &&
+    grep -q '\.k5{fill:' "$tmp/$name.svg" && grep -q '\.k6{fill:' "$tmp/$name.svg" &&
+    grep -q '>collective waiting for its peers<' "$tmp/$name.svg" &&
+    grep -q '<rect class="k6" ' "$tmp/$name.svg"; then
+    echo "PASS: $name renders, its race marked"
+    pass=$((pass + 1))
+  else
+    echo "FAIL: $name: rsvg-convert, or no race marked"
+    sed 's/^/    | /' "$tmp/err"
+    fail=$((fail + 1))
+  fi
+}
+bad=${srcdir:-.}/schedules/bad
+render_racy race-run 1 --trials=1 -n 1 -w 0 "$bad/missing_wait_compute.sched"
+render_racy race-replay 4 --replay "$bad/missing_wait_compute.sched"
+grep -q '>async race 1</text>' "$tmp/race-replay.svg" &&
+  grep -q '<rect class="pw" ' "$tmp/race-run.svg" &&
+  { echo "PASS: the replay's panel is its race; a collective waits for its peers"; pass=$((pass + 1)); } ||
+  { echo "FAIL: the replay's panel is its race; a collective waits for its peers"; fail=$((fail + 1)); }
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -535,6 +535,93 @@ START_TEST(fixed_schedule) {
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Timelines that show the bug                                         */
+/* ------------------------------------------------------------------ */
+
+START_TEST(timelines_mark_the_races) {
+  static const char text[] =
+      "x = data(shape=[64], dtype=float32, init=uniform, seed=7)\n" /* 1 */
+      "c = scale(x, scale=3.0)\n"                                  /* 2 */
+      "c_allreduce_sum(c, ring_id=0)\n"                            /* 3 */
+      "c_wait_comm(c, ring_id=0)\n"                                /* 4 */
+      "fetch(c)\n";                                                /* 5 */
+  ovl_world *w = tu_cpu_world(2, 10);
+  ovl_program *p = tu_parse(text, "t.sched", 2);
+  ovl_pipeline_opts o = {.modes = BOTH, .races = 1, .run = 1,
+                         .run_opts = {.iters = 1, .trace = 1,
+                                      .trace_iter = -1},
+                         .rtol = OVL_TOL_DTYPE, .atol = OVL_TOL_DTYPE};
+  ovl_report *r = NULL;
+  ovl_timeline_run *tl = NULL;
+  const ovl_timeline_marks *tm = NULL;
+  size_t n = 0, len;
+  char *t = NULL;
+  ovl_error err = {0};
+  ck_assert_msg(ovl_pipeline_run(w, p, &o, &r, &err) == OVL_OK, "%s",
+                err.msg);
+  ck_assert_int_eq(ovl_report_timelines(r, &tl, &tm, &n, &err), OVL_OK);
+  ck_assert_uint_eq(n, 2);
+  ck_assert_int_eq(tl[1].mode, OVL_MODE_ASYNC);
+  ck_assert_ptr_null(tm[1].label);
+  ck_assert_uint_eq(tm[0].nmarks, 0); /* sync: no race */
+  ck_assert_uint_eq(tm[1].nmarks, 2);
+  ck_assert_int_eq(tm[1].marks[0].race, 1);
+  ck_assert_uint_eq(tm[1].marks[0].ranks, 3);
+  ck_assert_str_eq(tl[1].prog->ops[tm[1].marks[0].op].def->name, "scale");
+  ck_assert_str_eq(tl[1].prog->ops[tm[1].marks[1].op].def->name,
+                   "c_allreduce_sum");
+  ck_assert_int_eq(ovl_timeline_trace_marked(tl, tm, n, &t, &len, &err),
+                   OVL_OK);
+  ck_assert_msg(tu_json_ok(t), "%s", t);
+  ck_assert_ptr_nonnull(strstr(t, "\"name\":\"scale [race 1]\",\"cname\":"
+                                  "\"terrible\""));
+  ck_assert_ptr_nonnull(strstr(t, "\"cat\":\"event_wait\""));
+  ck_assert_ptr_nonnull(strstr(t, "\"wait\":\"event\""));
+  free(t);
+  ck_assert_int_eq(ovl_timeline_svg_marked(tl, tm, n, &t, &len, &err),
+                   OVL_OK);
+  ck_assert_ptr_nonnull(strstr(t, ">race 1</text>"));
+  ck_assert_ptr_nonnull(strstr(t, "<rect class=\"rc\" x="));
+  ck_assert_ptr_nonnull(strstr(t, "\" y=\"-1\" width="));
+  free(t);
+  /* Unmarked, as before: no race in the picture (the legend only). */
+  ck_assert_int_eq(ovl_timeline_svg(tl, n, &t, &len, &err), OVL_OK);
+  ck_assert_ptr_null(strstr(t, ">race 1</text>"));
+  ck_assert_ptr_null(strstr(t, "\" y=\"-1\" width="));
+  free(t);
+  free(tl);
+  ovl_report_free(r);
+
+  /* Replayed and traced: one run per race, the accesses marked where
+   * they are in the form with its delay. */
+  o.run = 0;
+  o.replay = OVL_REPLAY_ALL;
+  ck_assert_msg(ovl_pipeline_run(w, p, &o, &r, &err) == OVL_OK, "%s",
+                err.msg);
+  ck_assert_int_eq(ovl_report_timelines(r, &tl, &tm, &n, &err), OVL_OK);
+  ck_assert_uint_eq(n, 1);
+  ck_assert_str_eq(tm[0].label, "async race 1");
+  ck_assert_str_eq(tl[0].prog->ops[tm[0].marks[0].op - 1].def->name,
+                   "delay");
+  ck_assert_str_eq(tl[0].prog->ops[tm[0].marks[0].op].def->name, "scale");
+  ck_assert_int_eq(ovl_timeline_svg_marked(tl, tm, n, &t, &len, &err),
+                   OVL_OK);
+  ck_assert_ptr_nonnull(strstr(t, ">async race 1</text>"));
+  free(t);
+  free(tl);
+  ovl_report_free(r);
+  /* Nothing traced. */
+  o.run_opts.trace = 0;
+  ck_assert_msg(ovl_pipeline_run(w, p, &o, &r, &err) == OVL_OK, "%s",
+                err.msg);
+  ck_assert_int_eq(ovl_report_timelines(r, &tl, &tm, &n, &err), OVL_EINVAL);
+  ovl_report_free(r);
+  ovl_program_free(p);
+  ovl_world_free(w);
+}
+END_TEST
+
 static Suite *findings_suite(void) {
   Suite *s = suite_create("findings");
   TCase *tc = tcase_create("forms");
@@ -550,6 +637,10 @@ static Suite *findings_suite(void) {
   tcase_add_test(tc, deadlock_hint_moves_a_run);
   tcase_add_test(tc, edits_of_the_text);
   tcase_add_test(tc, fixed_schedule);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("timelines");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, timelines_mark_the_races);
   suite_add_tcase(s, tc);
   return s;
 }

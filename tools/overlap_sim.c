@@ -310,8 +310,13 @@ static int races_output(const sim_options *o, const ovl_report *report,
  * every race found (or race K) on the world the flags ask for. --races
  * alone touches no device: it binds for --ranks (default 2; under mpirun,
  * processes x --gpus-per-process) with the plain defaults. */
+static int write_timelines(const sim_options *o,
+                           const outfile outs[N_OUTPUTS],
+                           const ovl_report *report);
+
 static int check_only(sim_options *o, const char *path, unsigned modes,
-                      const outfile *json, const outfile *fix) {
+                      const outfile outs[N_OUTPUTS]) {
+  const outfile *json = &outs[OUT_JSON], *fix = &outs[OUT_FIX];
   const char *defs[SIM_MAX_DEFINES + 1];
   char stepsdef[32];
   ovl_bind_opts bopts = {.defines = defs,
@@ -344,6 +349,8 @@ static int check_only(sim_options *o, const char *path, unsigned modes,
     if ((rc = common_make_world(&o->common, procs, o->chaos_seed,
                                 &world)) >= 0)
       goto out;
+    /* --trace, --svg: each replay traced, its race marked. */
+    pl.run_opts.trace = o->trace != NULL || o->svg != NULL;
     bopts.nranks = ovl_world_nranks(world);
     bopts.cpu_defaults = strcmp(ovl_world_backend_name(world), "cpu") == 0;
   }
@@ -380,6 +387,11 @@ static int check_only(sim_options *o, const char *path, unsigned modes,
     rc = sum.races > 0 || sum.mismatches > 0 || sum.deadlocks > 0
              ? EXIT_RACES
              : EXIT_SUCCESS;
+  }
+  if (o->replay != 0 && (rc == EXIT_RACES || rc == EXIT_SUCCESS)) {
+    int w = write_timelines(o, outs, report);
+    if (w >= 0)
+      rc = w;
   }
   /* --fix: the exit status is the fixed schedule's. */
   if (o->fix && (rc == EXIT_RACES || rc == EXIT_SUCCESS) &&
@@ -436,18 +448,21 @@ static void on_progress(void *ctx, const ovl_report *report,
   }
 }
 
-/* --trace, --svg and --json=FILE after a run. Returns -1, or EXIT_RUNTIME
- * with the message printed. */
-static int write_run_outputs(const sim_options *o,
-                             const outfile outs[N_OUTPUTS],
-                             const ovl_report *report, int exit_status) {
-  ovl_timeline_run tl[OVL__MODE_COUNT];
+/* --trace and --svg: the timelines of the report (the library's: its
+ * runs, or its replays, with the races marked). Returns -1, or
+ * EXIT_RUNTIME with the message printed. */
+static int write_timelines(const sim_options *o,
+                           const outfile outs[N_OUTPUTS],
+                           const ovl_report *report) {
+  ovl_timeline_run *tl = NULL;
+  const ovl_timeline_marks *tm = NULL;
   size_t ntl = 0;
   char *text = NULL;
   size_t len = 0;
   ovl_error err = {0};
-  ovl_status st;
 
+  if (o->trace == NULL && o->svg == NULL)
+    return -1;
   /* Nothing ran: no timeline to write. */
   if (ovl_report_not_run(report) != NULL) {
     if (o->trace != NULL)
@@ -456,37 +471,58 @@ static int write_run_outputs(const sim_options *o,
     if (o->svg != NULL)
       fprintf(stderr, "%s: --svg=%s not written: nothing ran\n", progname,
               o->svg);
+    return -1;
   }
-  for (size_t i = 0;
-       ovl_report_not_run(report) == NULL && i < ovl_report_mode_count(report);
-       i++) {
-    ovl_report_mode m;
-    ovl_report_mode_get(report, i, &m);
-    tl[ntl].mode = m.mode;
-    tl[ntl].prog = m.prog;
-    tl[ntl].res = m.res;
-    ntl++;
+  if (ovl_report_timelines(report, &tl, &tm, &ntl, &err) != OVL_OK) {
+    fprintf(stderr, "%s: %s=%s not written: nothing was traced (%s)\n",
+            progname, o->trace != NULL ? "--trace" : "--svg",
+            o->trace != NULL ? o->trace : o->svg, err.msg);
+    return -1;
   }
   if (o->trace != NULL && ntl > 0) {
-    if (ovl_timeline_trace(tl, ntl, &text, &len, &err) != OVL_OK) {
+    if (ovl_timeline_trace_marked(tl, tm, ntl, &text, &len, &err) !=
+        OVL_OK) {
       fprintf(stderr, "%s: --trace=%s: %s\n", progname, o->trace, err.msg);
+      free(tl);
       return EXIT_RUNTIME;
     }
     int w = write_output(&outs[OUT_TRACE], text, len);
     free(text);
-    if (w < 0)
+    if (w < 0) {
+      free(tl);
       return EXIT_RUNTIME;
+    }
   }
   if (o->svg != NULL && ntl > 0) {
-    if (ovl_timeline_svg(tl, ntl, &text, &len, &err) != OVL_OK) {
+    if (ovl_timeline_svg_marked(tl, tm, ntl, &text, &len, &err) != OVL_OK) {
       fprintf(stderr, "%s: --svg=%s: %s\n", progname, o->svg, err.msg);
+      free(tl);
       return EXIT_RUNTIME;
     }
     int w = write_output(&outs[OUT_SVG], text, len);
     free(text);
-    if (w < 0)
+    if (w < 0) {
+      free(tl);
       return EXIT_RUNTIME;
+    }
   }
+  free(tl);
+  return -1;
+}
+
+/* --trace, --svg and --json=FILE after a run. Returns -1, or EXIT_RUNTIME
+ * with the message printed. */
+static int write_run_outputs(const sim_options *o,
+                             const outfile outs[N_OUTPUTS],
+                             const ovl_report *report, int exit_status) {
+  char *text = NULL;
+  size_t len = 0;
+  ovl_error err = {0};
+  ovl_status st;
+  int rc = write_timelines(o, outs, report);
+
+  if (rc >= 0)
+    return rc;
   if (o->json != NULL) {
     /* The "options" object echoes the flags. */
     ovl_report_json_opts jo = {
@@ -616,7 +652,7 @@ static int overlap_sim(int argc, char **argv) {
   /* Modes, in the order they run: sync, async, comp, comm. */
   modes = sim_modes(&o);
   if (o.replay != 0 || o.races_only || o.fix) {
-    rc = check_only(&o, path, modes, &outs[OUT_JSON], &outs[OUT_FIX]);
+    rc = check_only(&o, path, modes, outs);
     goto out;
   }
 

@@ -188,11 +188,17 @@ void sim_usage(FILE *f) {
       "a track\n"
       "                       per stream and the host, a slice per op, arrows "
       "from\n"
-      "                       event records to their waits\n"
+      "                       event records to their waits; the accesses of "
+      "each race\n"
+      "                       found are marked 'race K' (with --replay: one "
+      "run per race\n"
+      "                       replayed)\n"
       "      --svg=FILE       a picture (SVG) of the same iteration: one lane "
       "per\n"
       "                       (rank, stream), one panel per mode on a common "
-      "time axis\n"
+      "time axis,\n"
+      "                       waits coloured by kind, races outlined and "
+      "labelled\n"
       "      --trace-iter=K   the timed iteration --trace and --svg show "
       "(0-based;\n"
       "                       default: the last)\n"
@@ -454,10 +460,9 @@ static int sim_check_flags(const sim_options *o) {
       (o->trace != NULL || o->svg != NULL))
     return usage_error("--races runs nothing: %s needs a run",
                        o->trace != NULL ? "--trace" : "--svg");
-  if (o->replay != 0 && (o->trace != NULL || o->svg != NULL))
-    return usage_error("--replay makes untimed runs of one iteration: %s "
-                       "needs a run",
-                       o->trace != NULL ? "--trace" : "--svg");
+  if (o->replay != 0 && o->trace_iter_given)
+    return usage_error("--replay makes runs of one iteration: --trace and "
+                       "--svg show each replay whole (no --trace-iter)");
   if (c->graph && (o->races_only || o->fix) && o->replay == 0)
     return usage_error("%s runs nothing: --graph needs a run",
                        o->fix ? "--fix" : "--races");

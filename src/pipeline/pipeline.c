@@ -288,7 +288,8 @@ static ovl_status replay_races(ovl_report *r, ovl_world *world,
       continue;
     st = ovl__replay_form_run(world, r->prog, m->prog, m->races, o->replay,
                               not_compared(r->prog, m->mode), ref, o->rtol,
-                              o->atol, o->replay_delay_us, &m->replay, e);
+                              o->atol, o->replay_delay_us,
+                              o->run_opts.trace != 0, &m->replay, e);
     if (st != OVL_OK)
       return stage_failed(e, o, "replay (%s)", ovl_mode_name(m->mode));
   }

@@ -23,6 +23,10 @@ typedef struct ovl__replay_form {
   size_t n;
   ovl_replay *items; /* [n] */
   char **whys;       /* [n]: the items' `why`, owned */
+  /* Traced (ovl_pipeline_opts.run_opts.trace): per item, the program run
+   * (the form with its delay) and its result; NULL where not replayed. */
+  ovl_program **progs;
+  ovl_result **results;
 } ovl__replay_form;
 
 /* Replay the races `which` (OVL_REPLAY_ALL, or K >= 1) of `races`, found
@@ -30,13 +34,15 @@ typedef struct ovl__replay_form {
  * race with its first access delayed, each compared with `ref` (rtol,
  * atol). `not_compared`: NULL, or why the form's numbers are not compared
  * (then nothing runs and every race says so; `ref` may be NULL).
- * `delay_us`: 0 for the default. On failure `out` is released. */
+ * `delay_us`: 0 for the default. With `trace` each replay is traced and
+ * kept (out->progs, out->results), for its timeline. On failure `out` is
+ * released. */
 ovl_status ovl__replay_form_run(ovl_world *world, const ovl_program *prog,
                                 const ovl_program *form,
                                 const ovl_races *races, long which,
                                 const char *not_compared,
                                 const ovl_reference *ref, double rtol,
-                                double atol, double delay_us,
+                                double atol, double delay_us, bool trace,
                                 ovl__replay_form *out, ovl_error *err);
 void ovl__replay_form_release(ovl__replay_form *f);
 

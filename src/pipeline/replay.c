@@ -27,6 +27,12 @@ void ovl__replay_form_release(ovl__replay_form *f) {
     return;
   for (size_t i = 0; f->whys != NULL && i < f->n; i++)
     free(f->whys[i]);
+  for (size_t i = 0; f->progs != NULL && i < f->n; i++)
+    ovl_program_free(f->progs[i]);
+  for (size_t i = 0; f->results != NULL && i < f->n; i++)
+    ovl_result_free(f->results[i]);
+  free(f->progs);
+  free(f->results);
   free(f->whys);
   free(f->items);
   memset(f, 0, sizeof *f);
@@ -34,19 +40,24 @@ void ovl__replay_form_release(ovl__replay_form *f) {
 }
 
 /* Run `p` once (one iteration, no warmup) and compare its fetched values
- * with `ref`, as `prog`'s (the same fetched variables). */
+ * with `ref`, as `prog`'s (the same fetched variables). With `keep` the
+ * run is traced and its result kept in *keep. */
 static ovl_status run_once(ovl_world *world, const ovl_program *prog,
                            const ovl_program *p, const ovl_reference *ref,
                            double rtol, double atol, ovl_check *chk,
-                           double *secs, ovl_error *err) {
-  ovl_run_opts ro = {.iters = 1, .warmup = 0, .trace_iter = -1};
+                           double *secs, ovl_result **keep, ovl_error *err) {
+  ovl_run_opts ro = {.iters = 1, .warmup = 0, .trace_iter = -1,
+                     .trace = keep != NULL};
   ovl_result *res = NULL;
   ovl__compare cmp = {prog, ref, rtol, atol, chk, OVL_OK, {0}};
   ovl_status st = ovl__world_run(world, p, &ro, &cmp, &res, err);
   if (st != OVL_OK)
     return st;
   *secs = ovl_result_times(res)[0];
-  ovl_result_free(res);
+  if (keep != NULL)
+    *keep = res;
+  else
+    ovl_result_free(res);
   if (cmp.status != OVL_OK && err != NULL)
     *err = cmp.err;
   return cmp.status;
@@ -187,7 +198,8 @@ static ovl_status replay_one(ovl_world *world, const ovl_program *prog,
                              const ovl_race_info *info,
                              const ovl_reference *ref, double rtol,
                              double atol, double us, ovl_replay *it,
-                             char **why, ovl_error *err) {
+                             char **why, ovl_program **keep_prog,
+                             ovl_result **keep_res, ovl_error *err) {
   ovl_program *edited = NULL;
   ovl_check chk;
   bool *dep;
@@ -216,7 +228,13 @@ static ovl_status replay_one(ovl_world *world, const ovl_program *prog,
   st = ovl__program_insert_delay(form, info->first.op, info->first.stream,
                                  us, &edited, err);
   if (st == OVL_OK)
-    st = run_once(world, prog, edited, ref, rtol, atol, &chk, &secs, err);
+    st = run_once(world, prog, edited, ref, rtol, atol, &chk, &secs,
+                  keep_res, err);
+  /* Traced: the program stays with its run, for the timeline. */
+  if (st == OVL_OK && keep_prog != NULL) {
+    *keep_prog = edited;
+    edited = NULL;
+  }
   ovl_program_free(edited);
   if (st != OVL_OK) {
     free(dep);
@@ -236,7 +254,7 @@ ovl_status ovl__replay_form_run(ovl_world *world, const ovl_program *prog,
                                 const ovl_races *races, long which,
                                 const char *not_compared,
                                 const ovl_reference *ref, double rtol,
-                                double atol, double delay_us,
+                                double atol, double delay_us, bool trace,
                                 ovl__replay_form *out, ovl_error *err) {
   size_t count = ovl_races_count(races), lo, hi;
   ovl_status st = OVL_OK;
@@ -256,7 +274,12 @@ ovl_status ovl__replay_form_run(ovl_world *world, const ovl_program *prog,
     return OVL_OK;
   out->items = calloc(hi - lo, sizeof *out->items);
   out->whys = calloc(hi - lo, sizeof *out->whys);
-  if (out->items == NULL || out->whys == NULL) {
+  if (trace) {
+    out->progs = calloc(hi - lo, sizeof *out->progs);
+    out->results = calloc(hi - lo, sizeof *out->results);
+  }
+  if (out->items == NULL || out->whys == NULL ||
+      (trace && (out->progs == NULL || out->results == NULL))) {
     ovl__replay_form_release(out);
     return ovl__err(err, OVL_ENOMEM, "out of memory");
   }
@@ -278,7 +301,7 @@ ovl_status ovl__replay_form_run(ovl_world *world, const ovl_program *prog,
     ovl_check chk;
     memset(&chk, 0, sizeof chk);
     st = run_once(world, prog, form, ref, rtol, atol, &chk, &out->plain_s,
-                  err);
+                  NULL, err);
     if (st == OVL_OK) {
       out->plain_ran = true;
       out->plain_checked = chk.checked;
@@ -307,7 +330,8 @@ ovl_status ovl__replay_form_run(ovl_world *world, const ovl_program *prog,
       continue;
     }
     st = replay_one(world, prog, form, &info, ref, rtol, atol, out->delay_us,
-                    it, &out->whys[k], err);
+                    it, &out->whys[k], trace ? &out->progs[k] : NULL,
+                    trace ? &out->results[k] : NULL, err);
     if (st != OVL_OK)
       ovl__err_prefix(err, "race %zu: ", it->race + 1);
   }

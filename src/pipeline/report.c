@@ -7,6 +7,7 @@
  * and the op times of a run grouped by source line. pipeline.c fills it.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -458,5 +459,114 @@ ovl_status ovl_report_op_times(const ovl_report *r, size_t i,
   free(done);
   *rows = g;
   *nrows = n;
+  return OVL_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Timelines                                                           */
+/* ------------------------------------------------------------------ */
+
+/* The ranks of race i of `races` as a mask. */
+static uint64_t race_ranks(const ovl_races *races, size_t i) {
+  ovl_race_info ri;
+  uint64_t m = 0;
+  ovl_races_get(races, i, &ri);
+  for (int k = 0; k < ri.nranks; k++)
+    if (ri.ranks[k] >= 0 && ri.ranks[k] < 64)
+      m |= (uint64_t)1 << ri.ranks[k];
+  return m;
+}
+
+ovl_status ovl_report_timelines(const ovl_report *r, ovl_timeline_run **runs,
+                                const ovl_timeline_marks **runmarks,
+                                size_t *n, ovl_error *err) {
+  size_t nruns = 0, nmarks = 0, k = 0, mk = 0;
+  bool replays = false;
+  ovl_timeline_run *tl;
+  ovl_timeline_marks *tm;
+  ovl_timeline_mark *marks;
+  char *labels;
+  if (runs != NULL)
+    *runs = NULL;
+  if (runmarks != NULL)
+    *runmarks = NULL;
+  if (n != NULL)
+    *n = 0;
+  if (r == NULL || runs == NULL || runmarks == NULL || n == NULL)
+    return ovl__err(err, OVL_EINVAL, "ovl_report_timelines: bad argument");
+  /* The replays, where they were traced; else the runs. */
+  for (size_t i = 0; i < r->nmodes; i++)
+    for (size_t j = 0; r->modes[i].replay.results != NULL &&
+                       j < r->modes[i].replay.n;
+         j++)
+      if (r->modes[i].replay.results[j] != NULL) {
+        replays = true;
+        nruns++;
+        nmarks += 2;
+      }
+  for (size_t i = 0; !replays && i < r->nmodes; i++)
+    if (r->modes[i].res != NULL && ovl_result_trace_iter(r->modes[i].res) >= 0) {
+      nruns++;
+      nmarks += 2 * ovl_races_count(r->modes[i].races);
+    }
+  if (nruns == 0)
+    return ovl__err(err, OVL_EINVAL,
+                    "ovl_report_timelines: nothing was traced");
+  tl = calloc(1, nruns * sizeof *tl + nruns * sizeof *tm +
+                     (nmarks + 1) * sizeof *marks + nruns * 64);
+  if (tl == NULL)
+    return ovl__err(err, OVL_ENOMEM, "out of memory");
+  tm = (ovl_timeline_marks *)(tl + nruns);
+  marks = (ovl_timeline_mark *)(tm + nruns);
+  labels = (char *)(marks + nmarks + 1);
+  for (size_t i = 0; i < r->nmodes; i++) {
+    const report_mode *m = &r->modes[i];
+    if (replays) {
+      for (size_t j = 0; m->replay.results != NULL && j < m->replay.n; j++) {
+        const ovl_replay *it = &m->replay.items[j];
+        ovl_race_info ri;
+        if (m->replay.results[j] == NULL)
+          continue;
+        ovl_races_get(m->races, it->race, &ri);
+        tl[k].mode = m->mode;
+        tl[k].prog = m->replay.progs[j];
+        tl[k].res = m->replay.results[j];
+        /* The delay went in before the first access: every op from it
+         * on is one further. */
+        tm[k].marks = &marks[mk];
+        tm[k].nmarks = 2;
+        marks[mk].op = ri.first.op + 1;
+        marks[mk + 1].op = ri.second.op + (ri.second.op >= ri.first.op);
+        marks[mk].race = marks[mk + 1].race = (int)it->race + 1;
+        marks[mk].ranks = marks[mk + 1].ranks = race_ranks(m->races, it->race);
+        mk += 2;
+        snprintf(labels + 64 * k, 64, "%s race %zu", ovl_mode_name(m->mode),
+                 it->race + 1);
+        tm[k].label = labels + 64 * k;
+        k++;
+      }
+      continue;
+    }
+    if (m->res == NULL || ovl_result_trace_iter(m->res) < 0)
+      continue;
+    tl[k].mode = m->mode;
+    tl[k].prog = m->prog;
+    tl[k].res = m->res;
+    tm[k].marks = &marks[mk];
+    for (size_t j = 0; j < ovl_races_count(m->races); j++) {
+      ovl_race_info ri;
+      ovl_races_get(m->races, j, &ri);
+      marks[mk].op = ri.first.op;
+      marks[mk + 1].op = ri.second.op;
+      marks[mk].race = marks[mk + 1].race = (int)j + 1;
+      marks[mk].ranks = marks[mk + 1].ranks = race_ranks(m->races, j);
+      mk += 2;
+      tm[k].nmarks += 2;
+    }
+    k++;
+  }
+  *runs = tl;
+  *runmarks = tm;
+  *n = k;
   return OVL_OK;
 }

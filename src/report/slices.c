@@ -12,7 +12,8 @@
 #include "report/slices.h"
 
 const char *const ovl__tl_cat_names[CAT__COUNT] = {
-    "compute", "collective", "wait", "delay", "host"};
+    "compute", "collective", "record",   "delay",
+    "host",    "event_wait", "host_sync"};
 
 /* The category (colour) of a primitive. */
 cat_t ovl__tl_prim_cat(const ovl__prim *p) {
@@ -26,12 +27,14 @@ cat_t ovl__tl_prim_cat(const ovl__prim *p) {
   case OVL_PRIM_DELAY:
     return CAT_DELAY;
   case OVL_PRIM_HOST_SYNC:
+    return CAT_HOST_SYNC;
   case OVL_PRIM_HOST_READ:
     return CAT_HOST;
-  case OVL_PRIM_RECORD:
   case OVL_PRIM_WAIT:
+    return CAT_EVENT_WAIT;
+  case OVL_PRIM_RECORD:
   default:
-    return CAT_WAIT;
+    return CAT_RECORD;
   }
 }
 
@@ -58,6 +61,8 @@ static void add_slice(rank_slices *out, int64_t *last, const ovl_program *prog,
   sl->lane = lane;
   sl->record = pr->kind == OVL_PRIM_RECORD && !pr->main;
   sl->cat = ovl__tl_prim_cat(pr);
+  sl->t_peers = 0;
+  sl->race = 0;
   sl->t0 = ovl__tl_to_ns(offset, a);
   sl->t1 = ovl__tl_to_ns(offset, b);
   if (sl->t0 < last[lane])
@@ -86,6 +91,7 @@ bool ovl__tl_build_slices(const ovl_program *prog, const ovl_result *res,
     double a, b;
     if (ovl__op_on_host(prog, i)) {
       size_t m = ovl__op_main_prim(prog, i);
+      /* fetch reads on the host after its sync: the read's colour. */
       if (ovl__result_prim_span(res, rank, m, &a, &b) == 0)
         add_slice(out, last, prog, i, m, nstreams, offset, a, b);
       continue;
@@ -98,22 +104,77 @@ bool ovl__tl_build_slices(const ovl_program *prog, const ovl_result *res,
   return true;
 }
 
+/* The first race of the run's marks on op `op` of `rank`, or 0. */
+static int race_of(const tl_run *run, size_t op, int rank) {
+  for (size_t k = 0; k < run->nmarks; k++)
+    if (run->marks[k].op == op && ((run->marks[k].ranks >> rank) & 1))
+      return run->marks[k].race;
+  return 0;
+}
+
+/* The collectives of a run: each rank's k-th on a ring waits for its
+ * peers until the last rank starts its k-th (ranks lined up on the host
+ * clock). False when out of memory. */
+static bool peer_waits(const tl_run *run, rank_slices *rs,
+                       int nranks) {
+  const ovl_program *prog = run->prog;
+  int nrings = prog->nrings > 0 ? prog->nrings : 1;
+  size_t ncoll = 0;
+  int64_t *start;
+  uint32_t *k;
+  for (size_t i = 0; i < prog->nops; i++)
+    ncoll += prog->prims[ovl__op_main_prim(prog, i)].kind == OVL_PRIM_COLL;
+  start = calloc((size_t)nrings * (ncoll + 1), sizeof *start);
+  k = calloc((size_t)nrings, sizeof *k);
+  if (start == NULL || k == NULL) {
+    free(start);
+    free(k);
+    return false;
+  }
+  /* The latest start of each (ring, k), then each rank's wait. */
+  for (int pass = 0; pass < 2; pass++)
+    for (int r = 0; r < nranks; r++) {
+      memset(k, 0, (size_t)nrings * sizeof *k);
+      for (size_t j = 0; j < rs[r].n; j++) {
+        slice *sl = &rs[r].s[j];
+        int ring = prog->ops[sl->op].ring_id;
+        int64_t *at;
+        if (prog->prims[sl->prim].kind != OVL_PRIM_COLL || ring < 0 ||
+            ring >= nrings)
+          continue;
+        at = &start[(size_t)ring * (ncoll + 1) + k[ring]++];
+        if (pass == 0 && sl->t0 > *at)
+          *at = sl->t0;
+        else if (pass == 1 && *at > sl->t0)
+          sl->t_peers = *at < sl->t1 ? *at : sl->t1;
+      }
+    }
+  free(start);
+  free(k);
+  return true;
+}
+
 /* All ranks of all runs; NULL when out of memory. [run * nranks + rank] */
-rank_slices *ovl__tl_build_all(const ovl_timeline_run *runs, size_t nruns,
+rank_slices *ovl__tl_build_all(const tl_run *runs, size_t nruns,
                               int nranks) {
   rank_slices *all = calloc(nruns * (size_t)nranks + 1, sizeof *all);
   if (all == NULL)
     return NULL;
   for (size_t k = 0; k < nruns; k++) {
     double origin = ovl__tl_run_origin(runs[k].res, nranks);
-    for (int r = 0; r < nranks; r++)
-      if (!ovl__tl_build_slices(runs[k].prog, runs[k].res, r, origin,
-                        &all[k * (size_t)nranks + (size_t)r])) {
-        for (size_t j = 0; j < nruns * (size_t)nranks; j++)
-          free(all[j].s);
-        free(all);
-        return NULL;
-      }
+    bool ok = true;
+    for (int r = 0; ok && r < nranks; r++) {
+      rank_slices *rs = &all[k * (size_t)nranks + (size_t)r];
+      ok = ovl__tl_build_slices(runs[k].prog, runs[k].res, r, origin, rs);
+      for (size_t j = 0; ok && runs[k].nmarks > 0 && j < rs->n; j++)
+        rs->s[j].race = race_of(&runs[k], rs->s[j].op, r);
+    }
+    if (!ok || !peer_waits(&runs[k], &all[k * (size_t)nranks], nranks)) {
+      for (size_t j = 0; j < nruns * (size_t)nranks; j++)
+        free(all[j].s);
+      free(all);
+      return NULL;
+    }
   }
   return all;
 }
@@ -207,4 +268,22 @@ ovl_status ovl__tl_finish(ovl__sbuf *b, char **text, size_t *len, ovl_error *err
   if (len != NULL)
     *len = b->len;
   return OVL_OK;
+}
+
+tl_run *ovl__tl_runs(const ovl_timeline_run *runs,
+                     const ovl_timeline_marks *marks, size_t nruns) {
+  tl_run *t = calloc(nruns + 1, sizeof *t);
+  if (t == NULL)
+    return NULL;
+  for (size_t k = 0; k < nruns; k++) {
+    t[k].mode = runs[k].mode;
+    t[k].prog = runs[k].prog;
+    t[k].res = runs[k].res;
+    if (marks != NULL) {
+      t[k].label = marks[k].label;
+      t[k].marks = marks[k].marks;
+      t[k].nmarks = marks[k].marks != NULL ? marks[k].nmarks : 0;
+    }
+  }
+  return t;
 }

@@ -23,13 +23,15 @@
 /* Slices                                                              */
 /* ------------------------------------------------------------------ */
 
-/* What an op is, for colours and trace categories. */
+/* What an op is, for colours and trace categories; waits by kind. */
 typedef enum {
   CAT_COMPUTE,
   CAT_COLLECTIVE, /* collectives, sends, receives */
-  CAT_WAIT, /* waits, event records */
+  CAT_RECORD,     /* event records */
   CAT_DELAY,
-  CAT_HOST, /* fetch, syncs */
+  CAT_HOST,       /* the host reading what it fetches */
+  CAT_EVENT_WAIT, /* a stream waiting for an event */
+  CAT_HOST_SYNC,  /* the host waiting for a stream */
   CAT__COUNT
 } cat_t;
 
@@ -42,6 +44,11 @@ typedef struct {
   bool record; /* a record that is not its op's main primitive */
   cat_t cat;
   int64_t t0, t1; /* ns from the run's time 0 */
+  /* A collective: until when it waited for its peers (the last rank's
+   * start of it), or 0 when it did not. */
+  int64_t t_peers;
+  /* The first race it is marked with (K of "race K"), or 0. */
+  int race;
 } slice;
 
 /* The slices of one rank of one run, in program order. */
@@ -50,11 +57,26 @@ typedef struct {
   size_t n;
 } rank_slices;
 
+/* A run to draw: ovl_timeline_run's, its name and its marks
+ * (ovl_timeline_marks). */
+typedef struct tl_run {
+  ovl_mode mode;
+  const ovl_program *prog;
+  const ovl_result *res;
+  const char *label; /* NULL: the mode's name */
+  const ovl_timeline_mark *marks;
+  size_t nmarks;
+} tl_run;
+
+/* The runs with their marks (marks NULL: none); NULL when out of memory. */
+tl_run *ovl__tl_runs(const ovl_timeline_run *runs,
+                     const ovl_timeline_marks *marks, size_t nruns);
+
 /* The category (colour) of a primitive. */
 cat_t ovl__tl_prim_cat(const ovl__prim *p);
 /* Every rank of every run; NULL when out of memory. [run * nranks +
  * rank]. Free with ovl__tl_free_all(all, nruns * nranks). */
-rank_slices *ovl__tl_build_all(const ovl_timeline_run *runs, size_t nruns,
+rank_slices *ovl__tl_build_all(const tl_run *runs, size_t nruns,
                                int nranks);
 void ovl__tl_free_all(rank_slices *all, size_t n);
 /* "calc", "comm[0]", "side", or "host" for lane nstreams. */

@@ -63,9 +63,15 @@ static void sb_xml_str(ovl__sbuf *b, const char *s) {
 #define PANEL_HEAD 20
 #define AXIS_H 30
 
+/* compute, collective, record, delay, host read, event wait, host sync;
+ * a collective's wait for its peers is drawn over its start; a raced op
+ * is outlined and labelled. */
 static const char *const cat_colour[CAT__COUNT] = {
-    "#4e79a7", "#f28e2b", "#a0a0a0", "#9c755f", "#b07aa1"};
+    "#4e79a7", "#f28e2b", "#bab0ac", "#9c755f",
+    "#b07aa1", "#edc948", "#ff9da7"};
 #define OVERLAP_COLOUR "#59a14f"
+#define PEER_WAIT_COLOUR "#76b7b2"
+#define RACE_COLOUR "#d62728"
 
 typedef struct {
   int64_t t0, t1;
@@ -184,6 +190,7 @@ typedef struct {
   double x0, x1;
   size_t count, op;
   bool record;
+  int race;     /* a raced op's K (never merged) */
   int64_t busy; /* ns of the slices in it */
 } pending_rect;
 
@@ -216,6 +223,8 @@ static void flush_rect(lane_ctx *lc, pending_rect *p) {
     if (p->record)
       ovl__sb_puts(b, " [record]");
     ovl__sb_printf(b, " :%d %.3f ms", op->line, (double)p->busy * 1e-6);
+    if (p->race > 0)
+      ovl__sb_printf(b, " (race %d)", p->race);
     ovl__sb_puts(b, "</title></rect>\n");
   } else {
     ovl__sb_printf(b, "><title>%zu %s ops %.3f ms</title></rect>\n", p->count,
@@ -234,8 +243,9 @@ static void draw_lane(lane_ctx *lc, const rank_slices *rs, int lane) {
       continue;
     x0 = SVG_LEFT + (double)sl->t0 * lc->scale;
     x1 = SVG_LEFT + (double)sl->t1 * lc->scale;
-    small = x1 - x0 < 1.0;
-    if (p.open && small && p.cat == sl->cat && p.x1 - p.x0 < 1e9 &&
+    small = x1 - x0 < 1.0 && sl->race == 0;
+    if (p.open && small && p.race == 0 && p.cat == sl->cat &&
+        p.x1 - p.x0 < 1e9 &&
         x0 - p.x1 < 1.0 && (p.count > 1 || p.x1 - p.x0 < 1.0)) {
       p.x1 = x1 > p.x1 ? x1 : p.x1;
       p.count++;
@@ -250,9 +260,37 @@ static void draw_lane(lane_ctx *lc, const rank_slices *rs, int lane) {
     p.count = 1;
     p.op = sl->op;
     p.record = sl->record;
+    p.race = sl->race;
     p.busy = sl->t1 - sl->t0;
   }
   flush_rect(lc, &p);
+  /* Over the lane: each collective's wait for its peers, then each raced
+   * op outlined and labelled "race K". */
+  for (size_t k = 0; k < rs->n; k++) {
+    const slice *sl = &rs->s[k];
+    double x0 = SVG_LEFT + (double)sl->t0 * lc->scale;
+    double xp = SVG_LEFT + (double)sl->t_peers * lc->scale;
+    if (sl->lane != lane || sl->t_peers <= sl->t0 || xp - x0 < 0.5)
+      continue;
+    ovl__sb_printf(lc->b, "<rect class=\"pw\" x=\"%.1f\" width=\"%.1f\" "
+                          "height=\"%d\"><title>waiting for its peers "
+                          "%.3f ms</title></rect>\n",
+                   x0, xp - x0, LANE_H,
+                   (double)(sl->t_peers - sl->t0) * 1e-6);
+  }
+  for (size_t k = 0; k < rs->n; k++) {
+    const slice *sl = &rs->s[k];
+    double x0 = SVG_LEFT + (double)sl->t0 * lc->scale;
+    double x1 = SVG_LEFT + (double)sl->t1 * lc->scale;
+    if (sl->lane != lane || sl->race == 0)
+      continue;
+    if (x1 - x0 < 2)
+      x1 = x0 + 2;
+    ovl__sb_printf(lc->b, "<rect class=\"rc\" x=\"%.1f\" y=\"-1\" "
+                          "width=\"%.1f\" height=\"%d\"/><text class=\"rl\" "
+                          "x=\"%.1f\" y=\"%d\">race %d</text>\n",
+                   x0, x1 - x0, LANE_H + 2, x1 + 2, LANE_H - 2, sl->race);
+  }
 }
 
 /* Intervals as rects of `cls`, merging those less than a pixel apart. */
@@ -297,7 +335,14 @@ static void svg_axis(ovl__sbuf *b, double y, double scale, double step_ms,
 
 ovl_status ovl_timeline_svg(const ovl_timeline_run *runs, size_t nruns,
                             char **text, size_t *len, ovl_error *err) {
-  ovl_status st = ovl__tl_check_runs(runs, nruns, text, err);
+  return ovl_timeline_svg_marked(runs, NULL, nruns, text, len, err);
+}
+
+ovl_status ovl_timeline_svg_marked(const ovl_timeline_run *truns,
+                                   const ovl_timeline_marks *marks,
+                                   size_t nruns, char **text, size_t *len,
+                                   ovl_error *err) {
+  ovl_status st = ovl__tl_check_runs(truns, nruns, text, err);
   int nranks;
   rank_slices *all;
   ovl__sbuf b = {0};
@@ -305,13 +350,18 @@ ovl_status ovl_timeline_svg(const ovl_timeline_run *runs, size_t nruns,
   int height, y;
   double scale, step_ms;
   ivec ov = {0}, coll = {0};
+  tl_run *runs;
 
   if (st != OVL_OK)
     return st;
+  if ((runs = ovl__tl_runs(truns, marks, nruns)) == NULL)
+    return ovl__err(err, OVL_ENOMEM, "timeline: out of memory");
   nranks = ovl_result_nranks(runs[0].res);
   all = ovl__tl_build_all(runs, nruns, nranks);
-  if (all == NULL)
+  if (all == NULL) {
+    free(runs);
     return ovl__err(err, OVL_ENOMEM, "timeline: out of memory");
+  }
   for (size_t i = 0; i < nruns * (size_t)nranks; i++)
     for (size_t k = 0; k < all[i].n; k++)
       if (all[i].s[k].t1 > tmax)
@@ -319,7 +369,7 @@ ovl_status ovl_timeline_svg(const ovl_timeline_run *runs, size_t nruns,
   scale = (double)(SVG_W - SVG_LEFT - SVG_RIGHT) / (double)tmax;
   step_ms = tick_step((double)tmax * 1e-6);
 
-  height = 58;
+  height = 70;
   for (size_t k = 0; k < nruns; k++)
     height += PANEL_HEAD + nranks * rank_block_height(runs[k].prog->nstreams) +
               AXIS_H;
@@ -336,7 +386,10 @@ ovl_status ovl_timeline_svg(const ovl_timeline_run *runs, size_t nruns,
   for (int c = 0; c < CAT__COUNT; c++)
     ovl__sb_printf(&b, ".k%d{fill:%s}", c, cat_colour[c]);
   ovl__sb_puts(&b, ".ov{fill:" OVERLAP_COLOUR "}.bd{fill:" OVERLAP_COLOUR
-              ";fill-opacity:0.16}</style>\n");
+              ";fill-opacity:0.16}.pw{fill:" PEER_WAIT_COLOUR "}"
+              ".rc{fill:none;stroke:" RACE_COLOUR ";stroke-width:2}"
+              ".rl{font-size:9px;font-weight:bold;fill:" RACE_COLOUR
+              "}</style>\n");
   ovl__sb_printf(&b, "<rect width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", SVG_W,
             height);
 
@@ -355,9 +408,11 @@ ovl_status ovl_timeline_svg(const ovl_timeline_run *runs, size_t nruns,
         ovl__sb_puts(&b, ")");
     }
     ovl__sb_puts(&b, " \xe2\x80\x94 ");
-    for (size_t k = 0; k < nruns; k++)
-      ovl__sb_printf(&b, "%s%s", k ? (k + 1 == nruns ? " vs " : ", ") : "",
-                ovl_mode_name(runs[k].mode));
+    for (size_t k = 0; k < nruns; k++) {
+      ovl__sb_puts(&b, k ? (k + 1 == nruns ? " vs " : ", ") : "");
+      sb_xml_str(&b, runs[k].label != NULL ? runs[k].label
+                                           : ovl_mode_name(runs[k].mode));
+    }
     ovl__sb_puts(&b, " \xe2\x80\x94 backend ");
     sb_xml_str(&b, ovl_result_backend(r0));
     ovl__sb_puts(&b, ", ");
@@ -365,25 +420,34 @@ ovl_status ovl_timeline_svg(const ovl_timeline_run *runs, size_t nruns,
     ovl__sb_printf(&b, " \xe2\x80\x94 timed iteration %d (0-based) of %d</text>\n",
               ovl_result_trace_iter(r0), ovl_result_iters(r0));
   }
-  /* Legend. */
+  /* Legend: the kinds of op, the waits by kind, the overlap, a race. */
   {
     static const char *const labels[CAT__COUNT] = {
-        "compute", "collective", "wait / event record", "delay",
-        "host (fetch, sync)"};
+        "compute",    "collective",    "event record", "delay",
+        "fetch (host)", "event wait", "host sync"};
     double x = 10;
     for (int c = 0; c < CAT__COUNT; c++) {
       ovl__sb_printf(&b, "<rect class=\"k%d\" x=\"%.0f\" y=\"32\" width=\"14\" "
                     "height=\"10\"/><text x=\"%.0f\" y=\"41\">%s</text>\n",
                 c, x, x + 18, labels[c]);
-      x += 18 + 7.0 * (double)strlen(labels[c]) + 16;
+      x += 18 + 6.2 * (double)strlen(labels[c]) + 12;
     }
-    ovl__sb_printf(&b, "<rect class=\"ov\" x=\"%.0f\" y=\"32\" width=\"14\" "
-                  "height=\"10\"/><text x=\"%.0f\" y=\"41\">overlap: a "
-                  "collective and compute at the same time</text>\n",
+    ovl__sb_printf(&b, "<rect class=\"pw\" x=\"%.0f\" y=\"32\" width=\"14\" "
+                  "height=\"10\"/><text x=\"%.0f\" y=\"41\">collective "
+                  "waiting for its peers</text>\n",
               x, x + 18);
+    x += 18 + 6.2 * 30 + 12;
+    ovl__sb_printf(&b, "<rect class=\"rc\" x=\"%.0f\" y=\"32\" width=\"14\" "
+                  "height=\"10\"/><text x=\"%.0f\" y=\"41\">race K: an "
+                  "access of race K</text>\n",
+              x, x + 18);
+    ovl__sb_printf(&b, "<rect class=\"ov\" x=\"10\" y=\"%d\" width=\"14\" "
+                  "height=\"10\"/><text x=\"28\" y=\"%d\">overlap: a "
+                  "collective and compute at the same time</text>\n",
+              46, 55);
   }
 
-  y = 58;
+  y = 70;
   for (size_t k = 0; k < nruns && !b.fail; k++) {
     const ovl_program *prog = runs[k].prog;
     const ovl_result *res = runs[k].res;
@@ -413,8 +477,10 @@ ovl_status ovl_timeline_svg(const ovl_timeline_run *runs, size_t nruns,
                     "y2=\"%d\"/>\n",
                 x, panel_top + PANEL_HEAD - 2, x, panel_bottom + 2);
     }
-    ovl__sb_printf(&b, "<text class=\"ph\" x=\"10\" y=\"%d\">%s</text>",
-              y + 14, ovl_mode_name(runs[k].mode));
+    ovl__sb_printf(&b, "<text class=\"ph\" x=\"10\" y=\"%d\">", y + 14);
+    sb_xml_str(&b, runs[k].label != NULL ? runs[k].label
+                                         : ovl_mode_name(runs[k].mode));
+    ovl__sb_puts(&b, "</text>");
     /* The iteration is rank 0's barrier to barrier, which also holds
      * what follows the last op (every stream drained, the slowest rank
      * awaited at the end barrier): say where the ops drawn end too. */
@@ -467,5 +533,6 @@ ovl_status ovl_timeline_svg(const ovl_timeline_run *runs, size_t nruns,
   free(ov.v);
   free(coll.v);
   ovl__tl_free_all(all, nruns * (size_t)nranks);
+  free(runs);
   return ovl__tl_finish(&b, text, len, err);
 }

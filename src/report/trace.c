@@ -55,28 +55,72 @@ static bool has_record_part(const ovl_program *prog, size_t i) {
   return false;
 }
 
-static void trace_slice(ovl__sbuf *b, const ovl_timeline_run *run, int pid,
-                        int nstreams, const slice *sl, const int *seq) {
+/* The colour of a slice in chrome://tracing (its reserved colour names):
+ * waits by kind, a raced op in red; NULL: the viewer's own. */
+static const char *slice_cname(const slice *sl) {
+  if (sl->race > 0)
+    return "terrible";
+  switch (sl->cat) {
+  case CAT_EVENT_WAIT:
+    return "yellow";
+  case CAT_HOST_SYNC:
+    return "thread_state_iowait";
+  case CAT_RECORD:
+    return "grey";
+  default:
+    return NULL;
+  }
+}
+
+/* "race 1", "race 1, race 3": every race of `run` marking op `op` on
+ * `rank`, as a JSON array of its numbers into b, and its name suffix
+ * into suffix. */
+static void race_args(ovl__sbuf *b, const tl_run *run, size_t op,
+                      int rank, char *suffix, size_t size) {
+  size_t off = 0;
+  int n = 0;
+  suffix[0] = '\0';
+  for (size_t k = 0; k < run->nmarks; k++) {
+    if (run->marks[k].op != op || !((run->marks[k].ranks >> rank) & 1))
+      continue;
+    ovl__sb_printf(b, "%s%d", n ? "," : ",\"race\":[", run->marks[k].race);
+    if (off < size)
+      off += (size_t)snprintf(suffix + off, size - off, "%srace %d",
+                              n ? ", " : " [", run->marks[k].race);
+    n++;
+  }
+  if (n > 0) {
+    ovl__sb_puts(b, "]");
+    if (off < size)
+      snprintf(suffix + off, size - off, "]");
+  }
+}
+
+static void trace_slice(ovl__sbuf *b, const tl_run *run, int pid,
+                        int rank, int nstreams, const slice *sl,
+                        const int *seq) {
   const ovl_program *prog = run->prog;
   const ovl__op *op = &prog->ops[sl->op];
+  const char *cname = slice_cname(sl);
+  char name[256], suffix[128];
+  ovl__sbuf races = {0};
+  race_args(&races, run, sl->op, rank, suffix, sizeof suffix);
   ovl__sb_printf(b, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", pid,
             lane_tid(sl->lane, nstreams));
   sb_us(b, sl->t0);
   ovl__sb_puts(b, ",\"dur\":");
   sb_us(b, sl->t1 - sl->t0);
   ovl__sb_puts(b, ",\"name\":");
-  if (seq[sl->op] >= 0) {
-    char name[128];
-    snprintf(name, sizeof name, "%s #%d (ring %d)", op->def->name,
-             seq[sl->op], op->ring_id);
-    ovl__sb_json_str(b, name);
-  } else if (sl->record) {
-    char name[128];
-    snprintf(name, sizeof name, "%s [record]", op->def->name);
-    ovl__sb_json_str(b, name);
-  } else {
-    ovl__sb_json_str(b, op->def->name);
-  }
+  if (seq[sl->op] >= 0)
+    snprintf(name, sizeof name, "%s #%d (ring %d)%s", op->def->name,
+             seq[sl->op], op->ring_id, suffix);
+  else if (sl->record)
+    snprintf(name, sizeof name, "%s [record]%s", op->def->name, suffix);
+  else
+    snprintf(name, sizeof name, "%s%s", op->def->name, suffix);
+  ovl__sb_json_str(b, name);
+  if (cname != NULL)
+    ovl__sb_printf(b, ",\"cname\":\"%s\"", cname);
   ovl__sb_printf(b, ",\"cat\":\"%s\",\"args\":{\"op\":%zu,\"source\":",
             ovl__tl_cat_names[sl->cat], sl->op);
   {
@@ -116,7 +160,47 @@ static void trace_slice(ovl__sbuf *b, const ovl_timeline_run *run, int pid,
     ovl__sb_puts(b, ",\"event\":");
     ovl__sb_json_str(b, prog->events[op->event]);
   }
+  /* Waits by kind; a collective's wait for its peers. */
+  if (sl->cat == CAT_EVENT_WAIT)
+    ovl__sb_puts(b, ",\"wait\":\"event\"");
+  else if (sl->cat == CAT_HOST_SYNC)
+    ovl__sb_puts(b, ",\"wait\":\"host_sync\"");
+  if (sl->t_peers > sl->t0) {
+    ovl__sb_puts(b, ",\"wait\":\"peers\",\"waiting_for_peers_us\":");
+    sb_us(b, sl->t_peers - sl->t0);
+  }
+  if (races.fail)
+    b->fail = true;
+  else if (races.s != NULL)
+    ovl__sb_puts(b, races.s);
+  free(races.s);
   ovl__sb_puts(b, "}}");
+  /* The wait for the peers as a slice inside the collective's. */
+  if (sl->t_peers > sl->t0) {
+    ovl__sb_printf(b, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":",
+                   pid, lane_tid(sl->lane, nstreams));
+    sb_us(b, sl->t0);
+    ovl__sb_puts(b, ",\"dur\":");
+    sb_us(b, sl->t_peers - sl->t0);
+    ovl__sb_printf(b, ",\"name\":\"waiting for its peers\",\"cname\":"
+                      "\"thread_state_sleeping\",\"cat\":\"peer_wait\","
+                      "\"args\":{\"op\":%zu,\"source\":",
+                   sl->op);
+    {
+      size_t n = strlen(prog->filename) + 32;
+      char *src = malloc(n);
+      if (src == NULL) {
+        b->fail = true;
+        return;
+      }
+      snprintf(src, n, "%s:%d", prog->filename, op->line);
+      ovl__sb_json_str(b, src);
+      free(src);
+    }
+    ovl__sb_printf(b, ",\"mode\":\"%s\",\"stream\":\"%s\",\"bytes\":0,"
+                      "\"wait\":\"peers\"}}",
+                   ovl_mode_name(run->mode), ovl__tl_lane_name(prog, sl->lane));
+  }
 }
 
 static void trace_flow(ovl__sbuf *b, int pid, int nstreams, long id,
@@ -170,21 +254,33 @@ static void sb_params(ovl__sbuf *b, const ovl_program *prog) {
 
 ovl_status ovl_timeline_trace(const ovl_timeline_run *runs, size_t nruns,
                               char **text, size_t *len, ovl_error *err) {
-  ovl_status st = ovl__tl_check_runs(runs, nruns, text, err);
+  return ovl_timeline_trace_marked(runs, NULL, nruns, text, len, err);
+}
+
+ovl_status ovl_timeline_trace_marked(const ovl_timeline_run *truns,
+                                     const ovl_timeline_marks *marks,
+                                     size_t nruns, char **text, size_t *len,
+                                     ovl_error *err) {
+  ovl_status st = ovl__tl_check_runs(truns, nruns, text, err);
   const ovl_result *res0;
   int nranks;
   rank_slices *all;
   ovl__sbuf b = {0};
   long flow_id = 1;
   size_t first;
+  tl_run *runs;
 
   if (st != OVL_OK)
     return st;
+  if ((runs = ovl__tl_runs(truns, marks, nruns)) == NULL)
+    return ovl__err(err, OVL_ENOMEM, "timeline: out of memory");
   res0 = runs[0].res;
   nranks = ovl_result_nranks(res0);
   all = ovl__tl_build_all(runs, nruns, nranks);
-  if (all == NULL)
+  if (all == NULL) {
+    free(runs);
     return ovl__err(err, OVL_ENOMEM, "timeline: out of memory");
+  }
 
   ovl__sb_puts(&b, "{\"traceEvents\":[");
   first = b.len; /* every event starts with ",\n": the first one's goes */
@@ -201,10 +297,11 @@ ovl_status ovl_timeline_trace(const ovl_timeline_run *runs, size_t nruns,
       }
       const rank_slices *rs = &all[k * (size_t)nranks + (size_t)r];
       char pname[256];
-      if (nruns > 1)
+      if (nruns > 1 || runs[k].label != NULL)
         snprintf(pname, sizeof pname, "%s: rank %d (%s)",
-                 ovl_mode_name(runs[k].mode), r,
-                 ovl_result_device_name(runs[k].res, r));
+                 runs[k].label != NULL ? runs[k].label
+                                       : ovl_mode_name(runs[k].mode),
+                 r, ovl_result_device_name(runs[k].res, r));
       else
         snprintf(pname, sizeof pname, "rank %d (%s)", r,
                  ovl_result_device_name(runs[k].res, r));
@@ -218,7 +315,7 @@ ovl_status ovl_timeline_trace(const ovl_timeline_run *runs, size_t nruns,
                    lane);
       }
       for (size_t j = 0; j < rs->n; j++)
-        trace_slice(&b, &runs[k], pid, nstreams, &rs->s[j], seq);
+        trace_slice(&b, &runs[k], pid, r, nstreams, &rs->s[j], seq);
       trace_flows(&b, prog, pid, nstreams, rs, &flow_id);
       free(seq);
     }
@@ -238,17 +335,24 @@ ovl_status ovl_timeline_trace(const ovl_timeline_run *runs, size_t nruns,
   sb_params(&b, runs[0].prog);
   ovl__sb_printf(&b, ",\"trace_iter\":%d,\"modes\":[",
             ovl_result_trace_iter(runs[0].res));
-  for (size_t k = 0; k < nruns; k++)
-    ovl__sb_printf(&b, "%s\"%s\"", k ? "," : "", ovl_mode_name(runs[k].mode));
+  for (size_t k = 0; k < nruns; k++) {
+    ovl__sb_puts(&b, k ? "," : "");
+    ovl__sb_json_str(&b, runs[k].label != NULL ? runs[k].label
+                                               : ovl_mode_name(runs[k].mode));
+  }
   ovl__sb_puts(&b, "],\"iteration_s\":{");
-  for (size_t k = 0; k < nruns; k++)
-    ovl__sb_printf(&b, "%s\"%s\":%.9g", k ? "," : "",
-              ovl_mode_name(runs[k].mode),
-              ovl_result_times(runs[k].res)[ovl_result_trace_iter(
-                  runs[k].res)]);
+  for (size_t k = 0; k < nruns; k++) {
+    ovl__sb_puts(&b, k ? "," : "");
+    ovl__sb_json_str(&b, runs[k].label != NULL ? runs[k].label
+                                               : ovl_mode_name(runs[k].mode));
+    ovl__sb_printf(&b, ":%.9g",
+                   ovl_result_times(runs[k].res)[ovl_result_trace_iter(
+                       runs[k].res)]);
+  }
   ovl__sb_puts(&b, "},\"time\":\"microseconds; each mode's run starts at 0; "
               "ranks lined up on the host clock\"}}\n");
   ovl__tl_free_all(all, nruns * (size_t)nranks);
+  free(runs);
   return ovl__tl_finish(&b, text, len, err);
 }
 
