@@ -122,8 +122,8 @@ check() {
   fi
 }
 
-# (The bad schedules of ranks that differ, a mismatch or a deadlock and no
-# race, have no fix hint: tests/examples.sh covers them.)
+# (The bad schedules of ranks that differ have a mismatch or a deadlock
+# and no race: their hints are applied further down.)
 for f in "$src"/schedules/bad/*.sched "$src/tests/schedules/sync_only_race.sched"; do
   "$tool" --races "$f" 2>/dev/null | grep -q '^race [0-9]*: ' || continue
   check "$(basename "$f")" "$f"
@@ -158,6 +158,102 @@ printf '%s\n' 'x = data(shape=[8], init=uniform)' 'c = scale(x, scale=1.0)' \
   '  }' '  c_allreduce_sum(c, ring_id=0)' '}' 'c_wait_comm(c, ring_id=0)' 'fetch(y)' \
   >"$tmp/nested.sched"
 check "races in nested loops" "$tmp/nested.sched"
+
+# The hints of mismatches and deadlocks, applied as a user would (the
+# grammar of README, "Finding ordering bugs"; every line one of the file
+# as it is; parts joined by "; "):
+#
+#   put lines N-K in one group         move line N before line M
+#   move lines N-K before line M       remove ATTR from line N
+#   delete line N                      insert S [and T] before line N
+#
+# apply_any HINT FILE OUT: the hint applied to FILE into OUT, with awk.
+apply_any() {
+  printf '%s\n' "$1" | awk 'BEGIN { RS = "; " } { sub(/\n$/, ""); print }' >"$tmp/parts"
+  awk -v parts="$tmp/parts" '
+    function indent(s) { match(s, /^[ \t]*/); return substr(s, 1, RLENGTH) }
+    NR == FNR { line[FNR] = $0; n = FNR; next }
+    FNR == 1 {
+      while ((getline p < parts) > 0) {
+        if (match(p, /^put lines [0-9]+-[0-9]+ in one group$/)) {
+          split(substr(p, 11), a, /[- ]/); lo = a[1] + 0; hi = a[2] + 0
+          pre[lo] = pre[lo] indent(line[lo]) "group {\n"
+          pre[hi + 1] = pre[hi + 1] indent(line[lo]) "}\n"
+          for (l = lo; l <= hi; l++) shift[l] = "  "
+        } else if (match(p, /^move lines? [0-9]+(-[0-9]+)? before line [0-9]+$/)) {
+          q = p; sub(/^move lines? /, "", q); split(q, a, / before line /)
+          split(a[1], r, "-"); lo = r[1] + 0; hi = (2 in r) ? r[2] + 0 : lo
+          for (l = lo; l <= hi; l++) { pre[a[2] + 0] = pre[a[2] + 0] line[l] "\n"; del[l] = 1 }
+        } else if (match(p, /^delete line [0-9]+$/)) {
+          del[substr(p, 13) + 0] = 1
+        } else if (match(p, /^remove .* from line [0-9]+$/)) {
+          q = p; sub(/^remove /, "", q); k = q; sub(/ from line [0-9]+$/, "", q)
+          sub(/.* from line /, "", k)
+          t = line[k + 0]; i = index(t, ", " q)
+          if (i > 0) line[k + 0] = substr(t, 1, i - 1) substr(t, i + 2 + length(q))
+          else { i = index(t, q ", "); line[k + 0] = substr(t, 1, i - 1) substr(t, i + 2 + length(q)) }
+        } else if (match(p, /^insert .* before line [0-9]+$/)) {
+          q = p; sub(/^insert /, "", q); k = q; sub(/ before line [0-9]+$/, "", q)
+          sub(/.* before line /, "", k); gsub(/\) and /, ")\n" indent(line[k + 0]), q)
+          pre[k + 0] = pre[k + 0] indent(line[k + 0]) q "\n"
+        } else { bad = 1 }
+      }
+    }
+    { printf "%s", pre[FNR]; if (!del[FNR]) print shift[FNR] line[FNR] }
+    END { printf "%s", pre[n + 1]; exit bad }
+  ' "$2" "$2" >"$3"
+}
+
+# order_hints NAME FILE [RANKS]: each checked hint of a mismatch or a
+# deadlock of FILE, applied alone, leaves fewer findings (the check: line)
+# and none of a kind there was none of; or as many deadlocks, every one
+# further down than the lines the hint names: the execution, no longer
+# stopped at this deadlock, reached the next (the hint's check says so:
+# a deadlock out of reach before is not a new one).
+order_hints() {
+  name=$1 file=$2 ranks=${3:-2}
+  : >"$tmp/log"
+  "$tool" --races --ranks="$ranks" "$file" >"$tmp/out" 2>&1
+  before=$(sed -n 's/^check: \([0-9]*\) races\{0,1\}, \([0-9]*\) mismatch\(es\)\{0,1\}, \([0-9]*\) deadlocks\{0,1\} in .*/\1 \2 \4/p' "$tmp/out")
+  hints=$(awk '/^(mismatch|deadlock) [0-9]+: / { on = 1; next }
+               /^race [0-9]+: / { on = 0 }
+               on && /^  fix \(checked\): / { sub(/^  fix \(checked\): /, ""); print }' "$tmp/out" | sort -u)
+  if [ -z "$hints" ]; then
+    echo "    no checked hint of a mismatch or a deadlock" >>"$tmp/log"
+  fi
+  printf '%s\n' "$hints" | while IFS= read -r h; do
+    [ -n "$h" ] || continue
+    if ! apply_any "$h" "$file" "$tmp/fixed.sched"; then
+      echo "    cannot apply: $h" >>"$tmp/log"; continue
+    fi
+    "$tool" --races --ranks="$ranks" "$tmp/fixed.sched" >"$tmp/after" 2>&1
+    after=$(sed -n 's/^check: \([0-9]*\) races\{0,1\}, \([0-9]*\) mismatch\(es\)\{0,1\}, \([0-9]*\) deadlocks\{0,1\} in .*/\1 \2 \4/p' "$tmp/after")
+    last=$(printf '%s\n' "$h" | tr -c '0-9\n' ' ' | tr ' ' '\n' | sort -n | tail -1)
+    first=$(sed -n 's/^deadlock [0-9]*: rank [0-9]* [^ ]* waits at line \([0-9]*\) .*/\1/p' "$tmp/after" | sort -n | head -1)
+    further=0
+    [ -n "$first" ] && [ "$first" -gt $((last + 2)) ] && further=1
+    # shellcheck disable=SC2086
+    set -- $before $after
+    if [ "$further" -eq 1 ] && [ $# -eq 6 ] && [ "$4" -eq "$1" ] && [ "$5" -eq "$2" ] &&
+      [ "$6" -le "$3" ]; then
+      continue
+    fi
+    if [ $# -ne 6 ] || [ $(($4 + $5 + $6)) -ge $(($1 + $2 + $3)) ] ||
+      { [ "$1" -eq 0 ] && [ "$4" -gt 0 ]; } || { [ "$2" -eq 0 ] && [ "$5" -gt 0 ]; } ||
+      { [ "$3" -eq 0 ] && [ "$6" -gt 0 ]; }; then
+      { echo "    after: $h ($before -> $after)"; cat "$tmp/after"; } >>"$tmp/log"
+    fi
+  done
+  if [ ! -s "$tmp/log" ]; then ok "$name: the hints of its mismatches and deadlocks, applied, fix them"
+  else cat "$tmp/log" >>"$tmp/out"; ko "$name: the hints of its mismatches and deadlocks, applied, fix them"; fi
+}
+for f in ddp_buckets moe_alltoall pipeline_1f1b two_rings_order; do
+  order_hints "$f.sched" "$src/schedules/bad/$f.sched"
+done
+for f in send_send skipped_collective order_swapped rings_opposite_order barrier_behind_recv; do
+  order_hints "order/$f.sched" "$src/tests/order/bad/$f.sched"
+done
+order_hints "order/ring_shift.sched" "$src/tests/order/bad/ring_shift.sched" 4
 
 # JSON: the same hint, and whether it was checked.
 if "$tool" --races --json "$src/schedules/bad/missing_wait_comm.sched" >"$tmp/out" 2>&1
