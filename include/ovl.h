@@ -749,7 +749,10 @@ int ovl_races_get(const ovl_races *r, size_t i, ovl_race_info *info);
  * FILE (N ops checked)".
  * JSON: {"schedule", "ranks", "ops", "races": [{"var", "ranks": [...],
  * "first": {"line", "col", "op", "stream", "access"}, "second", "fix",
- * "fix_checked", "fix_why", "note", "occurrences"}], "count", "more"}. */
+ * "fix_checked", "fix_why", "note", "occurrences", "forms" (the forms it
+ * is in, as the pipeline marks them: ovl_races_forms; else null)}],
+ * "count", "more"}. With more than one form checked the text has "  found
+ * in the sync and async forms" (or "the async form only") under a race. */
 ovl_status ovl_races_format(const ovl_races *r, const ovl_program *prog,
                             int json, char **text, ovl_error *err);
 void ovl_races_free(ovl_races *r);
@@ -874,7 +877,9 @@ int ovl_mismatches_get(const ovl_mismatches *m, size_t i,
  * "sender", "receiver", "differs": ["op", ...], "same_size", "sides":
  * [{"rank", "issues", "op", "line", "col", "var", "out_var", "dtype",
  * "count", "root", "peer", "stream", "tag"}], "occurrences", "ranks":
- * [...], "message"}], "count", "more"}. */
+ * [...], "message", "fix", "fix_checked", "fix_why"}], "count", "more"}
+ * (the fix: ovl_mismatches_fix; in the text "  fix (checked): ..." or
+ * "  fix: none known (...)" under a mismatch). */
 ovl_status ovl_mismatches_format(const ovl_mismatches *m,
                                  const ovl_program *prog, int json,
                                  char **text, ovl_error *err);
@@ -1207,11 +1212,13 @@ typedef struct ovl_report_summary_s {
    * infinity. */
   int64_t mismatched;
   int64_t nonfinite;
-  /* Races found, every form (listed and only counted). */
+  /* Races found, every form (listed and only counted), each bug once: a
+   * race between the same two accesses in several forms counts 1. */
   uint64_t races;
   /* Mismatches across ranks (ovl_mismatch_check: collectives, sends and
    * receives; not elements out of tolerance, which `mismatched` counts),
-   * listed and only counted; deadlocks, every form. */
+   * listed and only counted; deadlocks, every form, each once (a cycle
+   * through the same comm ops in several forms counts 1). */
   uint64_t mismatches;
   uint64_t deadlocks;
 } ovl_report_summary;
@@ -1350,7 +1357,8 @@ const char *ovl_report_result(const ovl_report *r);
  * The report as the results JSON of tools/overlap_sim --json=FILE (README,
  * "JSON results"): "tool", "version", "schedule", "machine", "options",
  * "modes" (per mode: times, "check", "races", "deadlocks", and with op
- * times "op_times"; the last trial's), "mismatches", "not_run", "speedup",
+ * times "op_times"; the last trial's), "mismatches", "findings" (as
+ * ovl_report_races_json's; null without the checks), "not_run", "speedup",
  * "ideal_speedup", "overlap_efficiency" (medians over the trials),
  * "trials" (every figure over the trials, and each trial), "result",
  * "exit_status". A report the checks stopped (ovl_report_not_run) has null
@@ -1389,7 +1397,10 @@ ovl_status ovl_report_json(const ovl_report *r,
  * {"sync": DEADLOCKS, "async": DEADLOCKS}, "mismatches": MISMATCHES} and
  * "\n", REPORT as ovl_races_format gives it, DEADLOCKS as
  * ovl_deadlocks_format, MISMATCHES as ovl_mismatches_format (null where
- * not checked). The report must have been made with the checks. A report
+ * not checked), then "findings": {"races", "mismatches", "deadlocks" (the
+ * summary's counts: each bug once), "same": [["sync", "async"], ...] (the
+ * forms whose findings read the same, grouped)}. The report must have
+ * been made with the checks. A report
  * made with the replay has one more key, "replay" (what --replay --json
  * writes; README, "Finding ordering bugs"). *text is malloc'd (free()
  * it). */
