@@ -95,6 +95,8 @@ START_TEST(a_race_in_both_forms_is_one) {
                                   "\"async\"]]}"));
   free(t);
   ovl_report_free(r);
+  ovl_program_free(p);
+  ovl_schedule_free(s);
   /* One form alone: no "found in" line, the race counted once. */
   r = checks(user_streams, 2, OVL_MODE_BIT(OVL_MODE_ASYNC), &s, &p);
   m0 = mode_of(r, 0);
