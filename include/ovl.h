@@ -20,6 +20,18 @@ extern "C" {
 
 #define OVL_VERSION_STRING "0.1.0"
 
+/*
+ * OVL_API marks every function of the API. The library is compiled with
+ * -fvisibility=hidden, so that the functions its files share (ovl__*) stay
+ * out of the shared library's exports; this attribute exports the API
+ * again. To a program that includes this header it changes nothing.
+ */
+#if defined(__GNUC__) || defined(__clang__)
+#define OVL_API __attribute__((visibility("default")))
+#else
+#define OVL_API
+#endif
+
 /* One line per error: the enum name, and the text ovl_strerror() gives. */
 #define OVL_ERRNO_MAP(X)                                                     \
   X(OK, "success")                                                           \
@@ -41,9 +53,9 @@ typedef enum {
 } ovl_status;
 
 /* The text of a status ("success", "schedule error", ...). */
-const char *ovl_strerror(ovl_status status);
+OVL_API const char *ovl_strerror(ovl_status status);
 /* The name of a status ("OVL_EPARSE", ...). */
-const char *ovl_err_name(ovl_status status);
+OVL_API const char *ovl_err_name(ovl_status status);
 
 /* Where a failing call leaves its diagnostic. msg is always terminated. */
 #define OVL_ERROR_MSG_MAX 1024
@@ -79,26 +91,26 @@ typedef struct ovl_schedule_s ovl_schedule;
  * *out is left alone and the status is OVL_EPARSE with the message
  * "file:line:col: message" (or "file: ..." for the whole text), OVL_EINVAL
  * for a NULL argument, or OVL_ENOMEM. The text is copied. */
-ovl_status ovl_schedule_parse(const char *text, size_t len,
-                              const char *filename, ovl_schedule **out,
-                              ovl_error *err);
+OVL_API ovl_status ovl_schedule_parse(const char *text, size_t len,
+                                      const char *filename, ovl_schedule **out,
+                                      ovl_error *err);
 /* Read and parse a schedule file; `path` names it in messages. Errors as
  * ovl_schedule_parse, and OVL_EIO ("path: reason") when it cannot be read;
  * a file over 64 MiB is refused (OVL_EPARSE) before it is read. */
-ovl_status ovl_schedule_load(const char *path, ovl_schedule **out,
-                             ovl_error *err);
-void ovl_schedule_free(ovl_schedule *s);
+OVL_API ovl_status ovl_schedule_load(const char *path, ovl_schedule **out,
+                                     ovl_error *err);
+OVL_API void ovl_schedule_free(ovl_schedule *s);
 /* The name given to ovl_schedule_parse (or the path). */
-const char *ovl_schedule_filename(const ovl_schedule *s);
+OVL_API const char *ovl_schedule_filename(const ovl_schedule *s);
 /* Params in order of declaration. */
-size_t ovl_schedule_param_count(const ovl_schedule *s);
+OVL_API size_t ovl_schedule_param_count(const ovl_schedule *s);
 /* Param i: its name, its default as written ("10000", "2.", "rows"), and
  * its `cpu=` default as written, or NULL when it has none. Any pointer may
  * be NULL; an index out of range gives NULLs. The strings live as long as
  * the schedule. */
-void ovl_schedule_param(const ovl_schedule *s, size_t i, const char **name,
-                        const char **plain_default,
-                        const char **cpu_default);
+OVL_API void ovl_schedule_param(const ovl_schedule *s, size_t i,
+                                const char **name, const char **plain_default,
+                                const char **cpu_default);
 
 typedef struct ovl_bind_opts_s {
   /* NAME=VALUE strings that override `param` defaults (-D); each VALUE is
@@ -133,8 +145,9 @@ typedef struct ovl_program_s ovl_program;
  * program is longer than max_ops: "file: the program has N ops after
  * repeat expansion; the limit is M", refused before the expansion is
  * allocated). `s` is not changed. */
-ovl_status ovl_schedule_bind(const ovl_schedule *s, const ovl_bind_opts *opts,
-                             ovl_program **out, ovl_error *err);
+OVL_API ovl_status ovl_schedule_bind(const ovl_schedule *s,
+                                     const ovl_bind_opts *opts,
+                                     ovl_program **out, ovl_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Programs: bound schedules.                                          */
@@ -155,11 +168,11 @@ typedef enum {
 
 /* Byte size of one element, and the schedule spelling ("float32",
  * "float64", "float16", "bfloat16"). */
-size_t ovl_dtype_size(ovl_dtype dtype);
-const char *ovl_dtype_name(ovl_dtype dtype);
+OVL_API size_t ovl_dtype_size(ovl_dtype dtype);
+OVL_API const char *ovl_dtype_name(ovl_dtype dtype);
 /* The dtype of a schedule spelling; 0 (and *out untouched) for another
  * name. */
-int ovl_dtype_from_name(const char *name, ovl_dtype *out);
+OVL_API int ovl_dtype_from_name(const char *name, ovl_dtype *out);
 
 /* Default tolerances of the numeric check for values of `dtype`
  * (|got - ref| <= atol + rtol * |ref|): float32 and float64 rtol 1e-5,
@@ -171,8 +184,8 @@ int ovl_dtype_from_name(const char *name, ovl_dtype *out);
  * OVL_TOL_DTYPE as a tolerance to ovl_check_result or the pipeline to get
  * these, per fetched variable. */
 #define OVL_TOL_DTYPE (-1.0)
-double ovl_dtype_rtol(ovl_dtype dtype);
-double ovl_dtype_atol(ovl_dtype dtype);
+OVL_API double ovl_dtype_rtol(ovl_dtype dtype);
+OVL_API double ovl_dtype_atol(ovl_dtype dtype);
 
 typedef struct ovl_parse_opts_s {
   /* NAME=VALUE strings that override `param` defaults (-D). */
@@ -202,15 +215,16 @@ typedef struct ovl_parse_opts_s {
  * schedule's own errors when the text has no lexical error: it is a
  * mistake in the command), then the schedule's errors: syntax first, then
  * values, then the op limit. */
-ovl_status ovl_program_parse(const char *text, size_t len,
-                             const char *filename,
-                             const ovl_parse_opts *opts, ovl_program **out,
-                             ovl_error *err);
+OVL_API ovl_status ovl_program_parse(const char *text, size_t len,
+                                     const char *filename,
+                                     const ovl_parse_opts *opts,
+                                     ovl_program **out, ovl_error *err);
 /* Read a schedule file, then as ovl_program_parse (errors as
  * ovl_schedule_load's and ovl_program_parse's). */
-ovl_status ovl_program_load(const char *path, const ovl_parse_opts *opts,
-                            ovl_program **out, ovl_error *err);
-void ovl_program_free(ovl_program *prog);
+OVL_API ovl_status ovl_program_load(const char *path,
+                                    const ovl_parse_opts *opts,
+                                    ovl_program **out, ovl_error *err);
+OVL_API void ovl_program_free(ovl_program *prog);
 
 typedef enum {
   OVL_MODE_ASYNC = 0, /* the schedule as written */
@@ -220,22 +234,23 @@ typedef enum {
   OVL__MODE_COUNT
 } ovl_mode;
 
-const char *ovl_mode_name(ovl_mode mode);
+OVL_API const char *ovl_mode_name(ovl_mode mode);
 /* Derive a new program; `prog` is not changed. */
-ovl_status ovl_program_transform(const ovl_program *prog, ovl_mode mode,
-                                 ovl_program **out, ovl_error *err);
+OVL_API ovl_status ovl_program_transform(const ovl_program *prog, ovl_mode mode,
+                                         ovl_program **out, ovl_error *err);
 
 /* Introspection used by tools and tests. */
-const char *ovl_program_filename(const ovl_program *prog);
-size_t ovl_program_op_count(const ovl_program *prog);
-int ovl_program_ring_count(const ovl_program *prog);
+OVL_API const char *ovl_program_filename(const ovl_program *prog);
+OVL_API size_t ovl_program_op_count(const ovl_program *prog);
+OVL_API int ovl_program_ring_count(const ovl_program *prog);
 /* Streams of every rank: calc (0), a comm stream per ring named (1 + R),
  * then the user streams (stream=NAME) in order of first use; and a
  * stream's name ("calc", "comm[0]", "side"; "host" for -1 or a number out
  * of range). */
-int ovl_program_stream_count(const ovl_program *prog);
-const char *ovl_program_stream_name(const ovl_program *prog, int stream);
-int ovl_program_nranks(const ovl_program *prog);
+OVL_API int ovl_program_stream_count(const ovl_program *prog);
+OVL_API const char *ovl_program_stream_name(const ovl_program *prog,
+                                            int stream);
+OVL_API int ovl_program_nranks(const ovl_program *prog);
 /* Params as finally bound: name and value as text ("10000"), and whether the
  * value came from a -D define, the `cpu=` default or the plain default. */
 typedef enum {
@@ -243,16 +258,17 @@ typedef enum {
   OVL_PARAM_CPU_DEFAULT,
   OVL_PARAM_DEFINED
 } ovl_param_origin;
-size_t ovl_program_param_count(const ovl_program *prog);
+OVL_API size_t ovl_program_param_count(const ovl_program *prog);
 /* An index out of range gives NULLs (origin: OVL_PARAM_DEFAULT). */
-void ovl_program_param(const ovl_program *prog, size_t i, const char **name,
-                       const char **value, const char **plain_default,
-                       ovl_param_origin *origin);
+OVL_API void ovl_program_param(const ovl_program *prog, size_t i,
+                               const char **name, const char **value,
+                               const char **plain_default,
+                               ovl_param_origin *origin);
 /* Total bytes of all variables on one rank. */
-uint64_t ovl_program_bytes_per_rank(const ovl_program *prog);
+OVL_API uint64_t ovl_program_bytes_per_rank(const ovl_program *prog);
 /* Total elements of all variables on one rank (the float64 reference keeps
  * 8 bytes of each, for every rank). Both sums saturate at UINT64_MAX. */
-uint64_t ovl_program_numel_per_rank(const ovl_program *prog);
+OVL_API uint64_t ovl_program_numel_per_rank(const ovl_program *prog);
 
 /*
  * Host memory per op: what a program's ops cost in host memory through
@@ -293,10 +309,10 @@ typedef struct ovl_op_memory_opts_s {
  * given back to the system); measured with glibc on x86-64 for short
  * names, it is an upper estimate for runs whose streams keep up, and a
  * trace's text grows with the length of names and of the file's path. */
-uint64_t ovl_host_bytes_per_op(const ovl_op_memory_opts *opts);
+OVL_API uint64_t ovl_host_bytes_per_op(const ovl_op_memory_opts *opts);
 
 /* Fetched variables (in order of first fetch). */
-size_t ovl_program_fetch_count(const ovl_program *prog);
+OVL_API size_t ovl_program_fetch_count(const ovl_program *prog);
 typedef struct ovl_var_info_s {
   const char *name;
   ovl_dtype dtype;
@@ -305,13 +321,13 @@ typedef struct ovl_var_info_s {
   int64_t numel;
 } ovl_var_info;
 /* An index out of range leaves `info` zeroed (name NULL). */
-void ovl_program_fetch_info(const ovl_program *prog, size_t i,
-                            ovl_var_info *info);
+OVL_API void ovl_program_fetch_info(const ovl_program *prog, size_t i,
+                                    ovl_var_info *info);
 /* Element `flat` (row-major) of a variable as its index in each
  * dimension, "[3,17]", in buf (always terminated, cut where it does not
  * fit). */
-void ovl_var_index_text(const ovl_var_info *v, int64_t flat, char *buf,
-                        size_t len);
+OVL_API void ovl_var_index_text(const ovl_var_info *v, int64_t flat, char *buf,
+                                size_t len);
 
 /* ------------------------------------------------------------------ */
 /* Worlds: N ranks on one backend.                                     */
@@ -329,23 +345,23 @@ typedef struct ovl_world_s ovl_world;
 typedef struct ovl_procs_s ovl_procs;
 
 /* 1 when the library was built with MPI. */
-int ovl_mpi_compiled(void);
+OVL_API int ovl_mpi_compiled(void);
 /* This process's index in its launch, read from the launcher's
  * environment (OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK) before any MPI
  * call; -1 when no MPI launcher started it. */
-int ovl_launcher_rank(void);
+OVL_API int ovl_launcher_rank(void);
 /* Join the launch: MPI_Init_thread (MPI_THREAD_MULTIPLE) when the library
  * was built with MPI and an MPI launcher started this process; else *out
  * is NULL (one process, as without MPI) and nothing happens. */
-ovl_status ovl_procs_init(int *argc, char ***argv, ovl_procs **out,
-                          ovl_error *err);
+OVL_API ovl_status ovl_procs_init(int *argc, char ***argv, ovl_procs **out,
+                                  ovl_error *err);
 /* This process's index (0 for NULL) and how many there are (1). */
-int ovl_procs_rank(const ovl_procs *procs);
-int ovl_procs_size(const ovl_procs *procs);
+OVL_API int ovl_procs_rank(const ovl_procs *procs);
+OVL_API int ovl_procs_size(const ovl_procs *procs);
 /* Every process calls it with its exit code; each gets the largest. */
-int ovl_procs_agree_exit(ovl_procs *procs, int code);
+OVL_API int ovl_procs_agree_exit(ovl_procs *procs, int code);
 /* Leave the launch (MPI_Finalize); NULL does nothing. */
-void ovl_procs_free(ovl_procs *procs);
+OVL_API void ovl_procs_free(ovl_procs *procs);
 
 typedef struct ovl_world_opts_s {
   /* "auto" (cuda when a GPU is visible, else cpu), "cpu" or "cuda". */
@@ -364,9 +380,9 @@ typedef struct ovl_world_opts_s {
   int local_ranks;
 } ovl_world_opts;
 
-ovl_status ovl_world_create(const ovl_world_opts *opts, ovl_world **out,
-                            ovl_error *err);
-void ovl_world_free(ovl_world *world);
+OVL_API ovl_status ovl_world_create(const ovl_world_opts *opts, ovl_world **out,
+                                    ovl_error *err);
+OVL_API void ovl_world_free(ovl_world *world);
 
 /*
  * Tune the world's backend: one key, its value as text. Only before the
@@ -394,19 +410,19 @@ void ovl_world_free(ovl_world *world);
  *                    a missing wait gives wrong numbers. The delays of each
  *                    (rank, stream) are one fixed sequence per seed.
  * Call from the thread that made the world. */
-ovl_status ovl_world_set(ovl_world *world, const char *key,
-                         const char *value, ovl_error *err);
+OVL_API ovl_status ovl_world_set(ovl_world *world, const char *key,
+                                 const char *value, ovl_error *err);
 
-const char *ovl_world_backend_name(const ovl_world *world);
-int ovl_world_nranks(const ovl_world *world);
+OVL_API const char *ovl_world_backend_name(const ovl_world *world);
+OVL_API int ovl_world_nranks(const ovl_world *world);
 /* One line describing the devices ("2 x NVIDIA H200", "2 emulated"). */
-const char *ovl_world_devices(const ovl_world *world);
+OVL_API const char *ovl_world_devices(const ovl_world *world);
 /* The device of one rank ("NVIDIA H200", "emulated (cpu)"); NULL if `rank`
  * is out of range. */
-const char *ovl_world_device_name(const ovl_world *world, int rank);
+OVL_API const char *ovl_world_device_name(const ovl_world *world, int rank);
 /* Whether the world's backend can run programs as graphs
  * (ovl_run_opts.graph): cuda yes, cpu no. */
-int ovl_world_has_graphs(const ovl_world *world);
+OVL_API int ovl_world_has_graphs(const ovl_world *world);
 
 /* The machine a world runs on, for reports. Strings are always terminated;
  * what does not apply to the backend is "n/a", what could not be found out
@@ -419,10 +435,10 @@ typedef struct ovl_world_info_s {
   char nccl_version[32];    /* cuda: "2.28.9" */
 } ovl_world_info;
 /* Fill `info` (never fails; call from the thread that made the world). */
-void ovl_world_info_get(const ovl_world *world, ovl_world_info *info);
+OVL_API void ovl_world_info_get(const ovl_world *world, ovl_world_info *info);
 
 /* How many backends were compiled in, and whether `name` is one of them. */
-int ovl_backend_available(const char *name);
+OVL_API int ovl_backend_available(const char *name);
 
 typedef struct ovl_run_opts_s {
   int iters;  /* timed iterations */
@@ -461,31 +477,32 @@ typedef struct ovl_result_s ovl_result;
 
 /* Run `prog` on every rank: warmup + iters iterations. The program must have
  * been bound for ovl_world_nranks(world) ranks. */
-ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
-                         const ovl_run_opts *opts, ovl_result **out,
-                         ovl_error *err);
-void ovl_result_free(ovl_result *res);
+OVL_API ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
+                                 const ovl_run_opts *opts, ovl_result **out,
+                                 ovl_error *err);
+OVL_API void ovl_result_free(ovl_result *res);
 
 /* Seconds of each timed iteration (host clock, barrier before and after). */
-int ovl_result_iters(const ovl_result *res);
-const double *ovl_result_times(const ovl_result *res);
+OVL_API int ovl_result_iters(const ovl_result *res);
+OVL_API const double *ovl_result_times(const ovl_result *res);
 /* The last fetched value of fetched variable `i` on `rank`, converted to
  * double; NULL if it was never fetched. numel as in ovl_program_fetch_info. */
-const double *ovl_result_fetched(const ovl_result *res, int rank, size_t i);
+OVL_API const double *ovl_result_fetched(const ovl_result *res, int rank,
+                                         size_t i);
 
 /* The machine the run ran on, copied from its world when it ran: its rank
  * count, the backend's name ("cpu"), the line describing the devices ("2
  * emulated (cpu)", as ovl_world_devices) and the device of each rank (NULL
  * for a rank out of range). The strings live as long as `res`. */
-int ovl_result_nranks(const ovl_result *res);
-const char *ovl_result_backend(const ovl_result *res);
-const char *ovl_result_devices(const ovl_result *res);
-const char *ovl_result_device_name(const ovl_result *res, int rank);
+OVL_API int ovl_result_nranks(const ovl_result *res);
+OVL_API const char *ovl_result_backend(const ovl_result *res);
+OVL_API const char *ovl_result_devices(const ovl_result *res);
+OVL_API const char *ovl_result_device_name(const ovl_result *res, int rank);
 
 /* With op_times: the seconds op `i` of the run's program took on its
  * stream on `rank`, summed over the timed iterations (0 for host ops);
  * NULL when the run did not time its ops. */
-const double *ovl_result_op_times(const ovl_result *res, int rank);
+OVL_API const double *ovl_result_op_times(const ovl_result *res, int rank);
 
 /*
  * With trace: the timeline of the traced iteration. Each rank has a base,
@@ -498,29 +515,29 @@ const double *ovl_result_op_times(const ovl_result *res, int rank);
  * clock, from the base's host time.
  */
 /* The timed iteration traced (0-based), or -1 when the run made no trace. */
-int ovl_result_trace_iter(const ovl_result *res);
+OVL_API int ovl_result_trace_iter(const ovl_result *res);
 /* Where op `op` ran on `rank`, in seconds from the rank's base: on its
  * stream, or on the host for host ops; for c_wait_compute and c_wait_comm
  * the wait on the waiting stream (comm[R], calc), which lasts as long as
  * that stream stalled. Returns 0, or -1 when the run made no trace or an
  * argument is out of range. */
-int ovl_result_span(const ovl_result *res, int rank, size_t op,
-                    double *start, double *end);
+OVL_API int ovl_result_span(const ovl_result *res, int rank, size_t op,
+                            double *start, double *end);
 /* The event record of c_wait_compute (on calc) or c_wait_comm (on
  * comm[R]), as ovl_result_span; -1 for every other op. */
-int ovl_result_record_span(const ovl_result *res, int rank, size_t op,
-                           double *start, double *end);
+OVL_API int ovl_result_record_span(const ovl_result *res, int rank, size_t op,
+                                   double *start, double *end);
 /* The host clock (seconds, CLOCK_MONOTONIC) when `rank`'s base was
  * enqueued: add it to a span to line ranks up. NaN without a trace. */
-double ovl_result_trace_base(const ovl_result *res, int rank);
+OVL_API double ovl_result_trace_base(const ovl_result *res, int rank);
 
 /* One op of a program: its name, source position and the stream its work
  * (a kernel, a collective or a delay) runs on: 0 = calc, 1 + R = comm
  * stream of ring R; -1 for an op that does no work on a stream (host ops,
  * event records and waits, syncs), and so has no op time. An index out of
  * range gives NULL, 0 and -1. */
-void ovl_program_op(const ovl_program *prog, size_t i, const char **name,
-                    int *line, int *stream);
+OVL_API void ovl_program_op(const ovl_program *prog, size_t i,
+                            const char **name, int *line, int *stream);
 
 /* ------------------------------------------------------------------ */
 /* Reference and numeric check.                                        */
@@ -533,8 +550,8 @@ typedef struct ovl_reference_s ovl_reference;
  * as NCCL matches it (README, "Ranks that differ"). OVL_EMISMATCH, with
  * the first disagreement named, for a program whose ranks disagree on the
  * matching or cannot all complete. */
-ovl_status ovl_reference_compute(const ovl_program *prog, int nranks,
-                                 ovl_reference **out, ovl_error *err);
+OVL_API ovl_status ovl_reference_compute(const ovl_program *prog, int nranks,
+                                         ovl_reference **out, ovl_error *err);
 /*
  * Sampled rows (README, "Checking matrix multiplies"). A fetched variable
  * computed from a matmul_v2's output is checked on at most `max_rows`
@@ -549,19 +566,20 @@ ovl_status ovl_reference_compute(const ovl_program *prog, int nranks,
  * ovl_reference_compute: max_rows OVL_REFERENCE_ROWS_DEFAULT.
  */
 #define OVL_REFERENCE_ROWS_DEFAULT 64
-ovl_status ovl_reference_compute_rows(const ovl_program *prog, int nranks,
-                                      int64_t max_rows, ovl_reference **out,
-                                      ovl_error *err);
-void ovl_reference_free(ovl_reference *ref);
+OVL_API ovl_status ovl_reference_compute_rows(const ovl_program *prog,
+                                              int nranks, int64_t max_rows,
+                                              ovl_reference **out,
+                                              ovl_error *err);
+OVL_API void ovl_reference_free(ovl_reference *ref);
 /* The value fetched variable `i` must have on `rank` (NULL if that rank
  * never fetches it). Where the rows were sampled, only the rows
  * ovl_reference_rows lists hold values; the others hold anything. */
-const double *ovl_reference_fetched(const ovl_reference *ref, int rank,
-                                    size_t i);
+OVL_API const double *ovl_reference_fetched(const ovl_reference *ref, int rank,
+                                            size_t i);
 /* The rows (of dim 0) of fetched variable `i` the reference computed,
  * sorted, *n of them; NULL (and *n 0) when it computed all of them. */
-const int64_t *ovl_reference_rows(const ovl_reference *ref, size_t i,
-                                  size_t *n);
+OVL_API const int64_t *ovl_reference_rows(const ovl_reference *ref, size_t i,
+                                          size_t *n);
 
 typedef struct ovl_mismatch_s {
   int rank;
@@ -599,14 +617,16 @@ typedef struct ovl_check_s {
  * (a float32 that overflowed is wrong however the reference overflowed).
  * rtol and atol are >= 0, or OVL_TOL_DTYPE: the default of each
  * variable's dtype. Fills `out` (free with ovl_check_release). */
-ovl_status ovl_check_result(const ovl_program *prog, const ovl_result *res,
-                            const ovl_reference *ref, double rtol,
-                            double atol, ovl_check *out, ovl_error *err);
-void ovl_check_release(ovl_check *check);
+OVL_API ovl_status ovl_check_result(const ovl_program *prog,
+                                    const ovl_result *res,
+                                    const ovl_reference *ref, double rtol,
+                                    double atol, ovl_check *out,
+                                    ovl_error *err);
+OVL_API void ovl_check_release(ovl_check *check);
 /* The tolerance values of `dtype` that (rtol, atol) give: each as it is,
  * or the dtype's default where it is OVL_TOL_DTYPE. */
-void ovl_tolerance(double rtol, double atol, ovl_dtype dtype,
-                   double *rtol_out, double *atol_out);
+OVL_API void ovl_tolerance(double rtol, double atol, ovl_dtype dtype,
+                           double *rtol_out, double *atol_out);
 
 /* ------------------------------------------------------------------ */
 /* Race check: happens-before over the ops as they are enqueued.       */
@@ -684,8 +704,8 @@ typedef struct ovl_race_info_s {
  * result does not refer to `prog`. Each race's fix is its first candidate,
  * not re-checked (fix_why "not checked: no schedule given"):
  * ovl_races_check_fixes re-checks them. */
-ovl_status ovl_race_check(const ovl_program *prog, ovl_races **out,
-                          ovl_error *err);
+OVL_API ovl_status ovl_race_check(const ovl_program *prog, ovl_races **out,
+                                  ovl_error *err);
 /*
  * Re-check the fix of every race of `r`, the report of ovl_race_check on
  * `form`, which is a form (ovl_program_transform, or the program itself
@@ -710,19 +730,20 @@ ovl_status ovl_race_check(const ovl_program *prog, ovl_races **out,
  * NULL argument, or `r` is not a report of `form`), OVL_ENOMEM; `r` keeps
  * its hints.
  */
-ovl_status ovl_races_check_fixes(ovl_races *r, const ovl_program *form,
-                                 const ovl_schedule *s,
-                                 const ovl_bind_opts *opts, ovl_error *err);
+OVL_API ovl_status ovl_races_check_fixes(ovl_races *r, const ovl_program *form,
+                                         const ovl_schedule *s,
+                                         const ovl_bind_opts *opts,
+                                         ovl_error *err);
 /* Races listed, sorted by (line of the first op, line of the second op,
  * variable). */
-size_t ovl_races_count(const ovl_races *r);
+OVL_API size_t ovl_races_count(const ovl_races *r);
 /* Unordered pairs found beyond the first OVL_RACES_LIST_MAX races. */
-uint64_t ovl_races_more(const ovl_races *r);
+OVL_API uint64_t ovl_races_more(const ovl_races *r);
 /* Ops checked. */
-size_t ovl_races_ops(const ovl_races *r);
+OVL_API size_t ovl_races_ops(const ovl_races *r);
 /* Race i (0-based); returns 0, or -1 if i is out of range. The strings and
  * the rank list live as long as `r`. */
-int ovl_races_get(const ovl_races *r, size_t i, ovl_race_info *info);
+OVL_API int ovl_races_get(const ovl_races *r, size_t i, ovl_race_info *info);
 /* The report as text (json == 0) or JSON; *text is malloc'd, free() it.
  * `prog` gives the schedule's file name. Text, per race:
  *   race 1: 'c' on ranks 0-1
@@ -735,9 +756,9 @@ int ovl_races_get(const ovl_races *r, size_t i, ovl_race_info *info);
  * JSON: {"schedule", "ranks", "ops", "races": [{"var", "ranks": [...],
  * "first": {"line", "col", "op", "stream", "access"}, "second", "fix",
  * "fix_checked", "fix_why", "note", "occurrences"}], "count", "more"}. */
-ovl_status ovl_races_format(const ovl_races *r, const ovl_program *prog,
-                            int json, char **text, ovl_error *err);
-void ovl_races_free(ovl_races *r);
+OVL_API ovl_status ovl_races_format(const ovl_races *r, const ovl_program *prog,
+                                    int json, char **text, ovl_error *err);
+OVL_API void ovl_races_free(ovl_races *r);
 
 /* ------------------------------------------------------------------ */
 /* Mismatches: ranks that disagree on a communicator (DESIGN 2.4 #2).   */
@@ -839,16 +860,16 @@ typedef struct ovl_mismatch_finding_s {
 /* Check `prog` (lowered: as bound, or a form). On success *out holds the
  * mismatches (maybe none); free it with ovl_mismatches_free. The result
  * does not refer to `prog`. Time: O(ops + comm ops x ranks). */
-ovl_status ovl_mismatch_check(const ovl_program *prog, ovl_mismatches **out,
-                              ovl_error *err);
+OVL_API ovl_status ovl_mismatch_check(const ovl_program *prog,
+                                      ovl_mismatches **out, ovl_error *err);
 /* Mismatches listed, in order of ring, then first occurrence. */
-size_t ovl_mismatches_count(const ovl_mismatches *m);
+OVL_API size_t ovl_mismatches_count(const ovl_mismatches *m);
 /* Occurrences of mismatches not listed (beyond OVL_FINDINGS_LIST_MAX). */
-uint64_t ovl_mismatches_more(const ovl_mismatches *m);
+OVL_API uint64_t ovl_mismatches_more(const ovl_mismatches *m);
 /* Mismatch i (0-based); returns 0, or -1 (info zeroed) if i is out of
  * range. Strings and sides live as long as `m`. */
-int ovl_mismatches_get(const ovl_mismatches *m, size_t i,
-                       ovl_mismatch_finding *info);
+OVL_API int ovl_mismatches_get(const ovl_mismatches *m, size_t i,
+                               ovl_mismatch_finding *info);
 /* The report as text (json == 0) or JSON; *text is malloc'd. Text:
  *   mismatch 1: ring 0 collective #3: rank 0 issues ... (4 times in the
  *   expanded program)
@@ -860,10 +881,10 @@ int ovl_mismatches_get(const ovl_mismatches *m, size_t i,
  * [{"rank", "issues", "op", "line", "col", "var", "out_var", "dtype",
  * "count", "root", "peer", "stream", "tag"}], "occurrences", "ranks":
  * [...], "message"}], "count", "more"}. */
-ovl_status ovl_mismatches_format(const ovl_mismatches *m,
-                                 const ovl_program *prog, int json,
-                                 char **text, ovl_error *err);
-void ovl_mismatches_free(ovl_mismatches *m);
+OVL_API ovl_status ovl_mismatches_format(const ovl_mismatches *m,
+                                         const ovl_program *prog, int json,
+                                         char **text, ovl_error *err);
+OVL_API void ovl_mismatches_free(ovl_mismatches *m);
 
 /* ------------------------------------------------------------------ */
 /* Deadlocks: an abstract execution of every rank (DESIGN 2.4 #3).      */
@@ -927,24 +948,24 @@ typedef struct ovl_deadlock_finding_s {
 /* Check `prog` (lowered: a form, or as bound). On success *out holds the
  * deadlocks (maybe none); free it with ovl_deadlocks_free. The result does
  * not refer to `prog`. */
-ovl_status ovl_deadlock_check(const ovl_program *prog, ovl_deadlocks **out,
-                              ovl_error *err);
-size_t ovl_deadlocks_count(const ovl_deadlocks *d);
-uint64_t ovl_deadlocks_more(const ovl_deadlocks *d);
+OVL_API ovl_status ovl_deadlock_check(const ovl_program *prog,
+                                      ovl_deadlocks **out, ovl_error *err);
+OVL_API size_t ovl_deadlocks_count(const ovl_deadlocks *d);
+OVL_API uint64_t ovl_deadlocks_more(const ovl_deadlocks *d);
 /* Participants (hosts and streams of all ranks) left blocked at the end,
  * whether on a cycle or behind a mismatch; 0 when every rank finished. */
-uint64_t ovl_deadlocks_blocked(const ovl_deadlocks *d);
-int ovl_deadlocks_get(const ovl_deadlocks *d, size_t i,
-                      ovl_deadlock_finding *info);
+OVL_API uint64_t ovl_deadlocks_blocked(const ovl_deadlocks *d);
+OVL_API int ovl_deadlocks_get(const ovl_deadlocks *d, size_t i,
+                              ovl_deadlock_finding *info);
 /* Text: "deadlock 1: rank 0 calc waits ...", then "1 deadlock in FILE (2
  * ranks)" or "no deadlocks in FILE (2 ranks)". JSON: {"schedule",
  * "ranks", "deadlocks": [{"steps": [{"rank", "stream", "op", "line",
  * "col", "ring", "coll_index", "peer", "in_group"}], "occurrences",
  * "message"}], "count", "more", "blocked"}. */
-ovl_status ovl_deadlocks_format(const ovl_deadlocks *d,
-                                const ovl_program *prog, int json,
-                                char **text, ovl_error *err);
-void ovl_deadlocks_free(ovl_deadlocks *d);
+OVL_API ovl_status ovl_deadlocks_format(const ovl_deadlocks *d,
+                                        const ovl_program *prog, int json,
+                                        char **text, ovl_error *err);
+OVL_API void ovl_deadlocks_free(ovl_deadlocks *d);
 
 /* ------------------------------------------------------------------ */
 /* Timelines: the traced iteration of runs, as a trace or a picture.   */
@@ -971,14 +992,15 @@ typedef struct ovl_timeline_run_s {
  * The backend and the device names are the results' (ovl_result_backend,
  * ovl_result_device_name); every run must have the same rank count.
  * *text is malloc'd (free() it), *len its length. */
-ovl_status ovl_timeline_trace(const ovl_timeline_run *runs, size_t nruns,
-                              char **text, size_t *len, ovl_error *err);
+OVL_API ovl_status ovl_timeline_trace(const ovl_timeline_run *runs,
+                                      size_t nruns, char **text, size_t *len,
+                                      ovl_error *err);
 /* A self-contained SVG picture of the same: a title line, a legend, one
  * panel per run on a common time axis (ms), one lane per (rank, stream) and
  * the host, ops coloured by kind, and per rank an "overlap" lane (and a
  * translucent band) where a collective and a compute op ran at once. */
-ovl_status ovl_timeline_svg(const ovl_timeline_run *runs, size_t nruns,
-                            char **text, size_t *len, ovl_error *err);
+OVL_API ovl_status ovl_timeline_svg(const ovl_timeline_run *runs, size_t nruns,
+                                    char **text, size_t *len, ovl_error *err);
 
 /* ------------------------------------------------------------------ */
 /* The pipeline: every stage, for the modes asked, as one report.      */
@@ -1128,20 +1150,20 @@ typedef struct ovl_pipeline_opts_s {
  * count). `world` may be NULL when opts->run is 0. On success *out holds
  * the report (free it with ovl_report_free); it refers to `prog`, which
  * must outlive it. */
-ovl_status ovl_pipeline_run(ovl_world *world, const ovl_program *prog,
-                            const ovl_pipeline_opts *opts, ovl_report **out,
-                            ovl_error *err);
+OVL_API ovl_status ovl_pipeline_run(ovl_world *world, const ovl_program *prog,
+                                    const ovl_pipeline_opts *opts,
+                                    ovl_report **out, ovl_error *err);
 /* Whether ovl_pipeline_run(prog, opts) will compute a float64 reference
  * (it keeps 8 bytes of every element of every rank: for a memory check
  * before the run). */
-int ovl_pipeline_needs_reference(const ovl_program *prog,
-                                 const ovl_pipeline_opts *opts);
-void ovl_report_free(ovl_report *r);
+OVL_API int ovl_pipeline_needs_reference(const ovl_program *prog,
+                                         const ovl_pipeline_opts *opts);
+OVL_API void ovl_report_free(ovl_report *r);
 
 /* The program the pipeline ran (as given to ovl_pipeline_run). */
-const ovl_program *ovl_report_program(const ovl_report *r);
+OVL_API const ovl_program *ovl_report_program(const ovl_report *r);
 /* Modes asked, in the order run. */
-size_t ovl_report_mode_count(const ovl_report *r);
+OVL_API size_t ovl_report_mode_count(const ovl_report *r);
 
 /* One mode of a report. Pointers live as long as the report. */
 typedef struct ovl_report_mode_s {
@@ -1168,9 +1190,10 @@ typedef struct ovl_report_mode_s {
 
 /* Mode i (0-based, in the order run); returns 0, or -1 (info zeroed) if i
  * is out of range. */
-int ovl_report_mode_get(const ovl_report *r, size_t i, ovl_report_mode *info);
+OVL_API int ovl_report_mode_get(const ovl_report *r, size_t i,
+                                ovl_report_mode *info);
 /* The index of `mode` in the report if it ran, else -1. */
-int ovl_report_find(const ovl_report *r, ovl_mode mode);
+OVL_API int ovl_report_find(const ovl_report *r, ovl_mode mode);
 
 /* The summary figures; NaN where the modes run do not give them. With
  * several trials, each figure is the median of the trials' figures
@@ -1196,28 +1219,29 @@ typedef struct ovl_report_summary_s {
   uint64_t mismatches;
   uint64_t deadlocks;
 } ovl_report_summary;
-void ovl_report_summary_get(const ovl_report *r, ovl_report_summary *out);
+OVL_API void ovl_report_summary_get(const ovl_report *r,
+                                    ovl_report_summary *out);
 /* The mismatch report of the program as bound; NULL without the check (or
  * when no form asked keeps the communication). Lives as long as `r`. */
-const ovl_mismatches *ovl_report_mismatches(const ovl_report *r);
+OVL_API const ovl_mismatches *ovl_report_mismatches(const ovl_report *r);
 /* Why nothing ran although a run was asked for ("mismatches found: a run
  * would hang or mix buffers", "deadlocks found: a run would hang"), or
  * NULL. */
-const char *ovl_report_not_run(const ovl_report *r);
+OVL_API const char *ovl_report_not_run(const ovl_report *r);
 
 /* Trials (ovl_pipeline_opts.trials): how many have run (started, during
  * the progress callback), at least 1 once a run has started. */
-size_t ovl_report_trial_count(const ovl_report *r);
+OVL_API size_t ovl_report_trial_count(const ovl_report *r);
 /* Mode i of trial t: its times and its comparison (`res` is NULL except in
  * the last trial, whose runs the report keeps). Returns 0, or -1 (info
  * zeroed) when t or i is out of range or the mode has not run in t. */
-int ovl_report_trial_get(const ovl_report *r, size_t t, size_t i,
-                         ovl_report_mode *info);
+OVL_API int ovl_report_trial_get(const ovl_report *r, size_t t, size_t i,
+                                 ovl_report_mode *info);
 
 /* The summary of trial t alone: its figures, and its elements that fail
  * (races: as the report's). Zeroed, figures NaN, where t is out of range. */
-void ovl_report_trial_summary_get(const ovl_report *r, size_t t,
-                                  ovl_report_summary *out);
+OVL_API void ovl_report_trial_summary_get(const ovl_report *r, size_t t,
+                                          ovl_report_summary *out);
 
 /* The least, the median and the greatest of a figure over the trials;
  * NaN where no trial gives it. */
@@ -1236,7 +1260,7 @@ typedef struct ovl_report_trials_s {
   /* (max - min) / median of the speedup: how far apart the trials are. */
   double speedup_spread;
 } ovl_report_trials;
-void ovl_report_trials_get(const ovl_report *r, ovl_report_trials *out);
+OVL_API void ovl_report_trials_get(const ovl_report *r, ovl_report_trials *out);
 
 /* The machine the report's runs ran on, from the world (backend NULL and
  * nranks 0 when nothing ran). Strings live as long as the report. */
@@ -1247,7 +1271,8 @@ typedef struct ovl_report_machine_s {
   const char *const *device_names; /* [nranks], as ovl_world_device_name */
   ovl_world_info info;
 } ovl_report_machine;
-void ovl_report_machine_get(const ovl_report *r, ovl_report_machine *out);
+OVL_API void ovl_report_machine_get(const ovl_report *r,
+                                    ovl_report_machine *out);
 
 /* The op times of mode i (run with ovl_run_opts.op_times), one row per
  * (source line, op, stream) in program order: how many ops, and their
@@ -1262,9 +1287,9 @@ typedef struct ovl_op_time_s {
   long count;
   double sec_per_iter;
 } ovl_op_time;
-ovl_status ovl_report_op_times(const ovl_report *r, size_t i,
-                               ovl_op_time **rows, size_t *nrows,
-                               ovl_error *err);
+OVL_API ovl_status ovl_report_op_times(const ovl_report *r, size_t i,
+                                       ovl_op_time **rows, size_t *nrows,
+                                       ovl_error *err);
 
 /* One race replayed (see "Race replay"). Strings live as long as the
  * report (and `var` as the program given to ovl_pipeline_run). */
@@ -1317,15 +1342,15 @@ typedef struct ovl_report_replay_s {
 /* The replay of mode i; returns 0, or -1 (out zeroed) when i is out of
  * range or the report was made without replay. A form none of whose races
  * was asked for has n == 0. */
-int ovl_report_replay_get(const ovl_report *r, size_t i,
-                          ovl_report_replay *out);
+OVL_API int ovl_report_replay_get(const ovl_report *r, size_t i,
+                                  ovl_report_replay *out);
 
 /* The verdict of a report: "PASS", "FAIL: non-finite values" (a fetched
  * NaN or infinity), "FAIL: numeric mismatch" (any other element out of
  * tolerance), "FAIL: mismatches", "FAIL: deadlocks", "FAIL: mismatches and
  * deadlocks" (nothing ran), or "FAIL: races" (numbers right, races found),
  * in that order of precedence. */
-const char *ovl_report_result(const ovl_report *r);
+OVL_API const char *ovl_report_result(const ovl_report *r);
 
 /*
  * The report as the results JSON of tools/overlap_sim --json=FILE (README,
@@ -1361,9 +1386,9 @@ typedef struct ovl_report_json_opts_s {
   size_t ndefines;
   int exit_status;             /* the caller's exit status */
 } ovl_report_json_opts;
-ovl_status ovl_report_json(const ovl_report *r,
-                           const ovl_report_json_opts *opts, char **text,
-                           size_t *len, ovl_error *err);
+OVL_API ovl_status ovl_report_json(const ovl_report *r,
+                                   const ovl_report_json_opts *opts,
+                                   char **text, size_t *len, ovl_error *err);
 /* The check reports of every mode of a report, as JSON (what
  * tools/overlap_sim --races --json writes), each under its form's name,
  * one alone too: {"modes": {"sync": REPORT, "async": REPORT}, "deadlocks":
@@ -1374,8 +1399,8 @@ ovl_status ovl_report_json(const ovl_report *r,
  * made with the replay has one more key, "replay" (what --replay --json
  * writes; README, "Finding ordering bugs"). *text is malloc'd (free()
  * it). */
-ovl_status ovl_report_races_json(const ovl_report *r, char **text,
-                                 size_t *len, ovl_error *err);
+OVL_API ovl_status ovl_report_races_json(const ovl_report *r, char **text,
+                                         size_t *len, ovl_error *err);
 
 #ifdef __cplusplus
 }
