@@ -1,7 +1,7 @@
 /*
- * libovl's base: the export macro (OVL_API), statuses and errors, and
- * element types with their default tolerances. Every other part of the
- * API includes it.
+ * libovl's base: the export macro (OVL_API), the version, statuses and
+ * errors, and element types with their default tolerances. Every other
+ * part of the API includes it.
  *
  * Part of the public API of libovl; include "ovl.h", which includes
  * every part (this one alone works too).
@@ -12,11 +12,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ovl/version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define OVL_VERSION_STRING "0.1.0"
 
 /*
  * OVL_API marks every function of the API. The library is compiled with
@@ -29,6 +29,16 @@ extern "C" {
 #else
 #define OVL_API
 #endif
+
+/* The version of the library a program runs with, as one number
+ * (MAJOR * 10000 + MINOR * 100 + PATCH, as OVL_VERSION_NUMBER makes it)
+ * and as text ("0.1.0"; a static string). OVL_VERSION and
+ * OVL_VERSION_STRING (ovl/version.h) are those of the headers a program
+ * was compiled with: the shared library it finds when it runs may be
+ * another version, which these say:
+ *   if (ovl_version() < OVL_VERSION_NUMBER(0, 2, 0)) ... */
+OVL_API int ovl_version(void);
+OVL_API const char *ovl_version_string(void);
 
 /* One line per error: the enum name, and the text ovl_strerror() gives. */
 #define OVL_ERRNO_MAP(X)                                                     \
