@@ -1,6 +1,7 @@
 #!/bin/sh
 # `make installcheck` (also run by `make distcheck`): the installed tree is
 # usable like a library's.
+#   - the public headers are installed: ovl.h and its parts, ovl/*.h;
 #   - pkg-config finds ovl.pc: its version is this package's, and a small
 #     program (tests/pkgconfig_demo.c) builds against the installed
 #     library with `pkg-config --cflags --libs ovl` alone and runs the
@@ -26,7 +27,7 @@ skip() { echo "SKIP: install.sh: $1"; exit 77; }
 command -v "${PKG_CONFIG%% *}" >/dev/null 2>&1 ||
   skip "pkg-config not found ('$PKG_CONFIG'): apt-get install pkg-config"
 command -v "${CC%% *}" >/dev/null 2>&1 || skip "no C compiler ('$CC')"
-for v in libdir pkgconfigdir bindir mandir pkgdatadir PACKAGE_VERSION; do
+for v in libdir includedir pkgconfigdir bindir mandir pkgdatadir PACKAGE_VERSION; do
   eval "x=\${$v:-}"
   [ -n "$x" ] || { echo "install.sh: $v is not set (run it from make installcheck)"; exit 99; }
 done
@@ -43,6 +44,16 @@ if [ -f "$dest$pkgconfigdir/ovl.pc" ] &&
   [ "$($PKG_CONFIG --modversion ovl 2>"$tmp/out")" = "$PACKAGE_VERSION" ] &&
   $PKG_CONFIG --cflags ovl >>"$tmp/out" 2>&1 && $PKG_CONFIG --libs ovl >>"$tmp/out" 2>&1
 then ok "pkg-config: ovl.pc installed, version $PACKAGE_VERSION"; else ko "pkg-config: ovl.pc installed, version $PACKAGE_VERSION"; fi
+
+# The public headers: ovl.h and each of its parts (ovl/*.h; a program may
+# include one alone).
+: >"$tmp/out"
+for h in "$srcdir"/include/ovl/*.h; do
+  [ -f "$dest$includedir/ovl/${h##*/}" ] || echo "not installed: $dest$includedir/ovl/${h##*/}" >>"$tmp/out"
+done
+[ -f "$dest$includedir/ovl.h" ] || echo "not installed: $dest$includedir/ovl.h" >>"$tmp/out"
+if [ ! -s "$tmp/out" ]; then ok "the public headers are installed: ovl.h, ovl/*.h"
+else ko "the public headers are installed: ovl.h, ovl/*.h"; fi
 
 # shellcheck disable=SC2046 # pkg-config's words, split on purpose
 if $CC -o "$tmp/demo" "$srcdir/tests/pkgconfig_demo.c" \
