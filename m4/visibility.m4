@@ -35,6 +35,21 @@ int ovl_conftest_internal(void) { return 1; }
   AS_IF([test "x$ovl_visibility" != xyes],
     [AC_MSG_WARN([$CC cannot hide symbols: libovl will export its internal functions too])])
   OVL_VISIBILITY=$ovl_visibility
+  # The C++ runtime that the CUDA kernels need (NVCC_LIBS: -lstdc++) is an
+  # archive on some machines (a compiler installed under /opt with
+  # libstdc++.a alone): linked into libovl.so, every symbol of it would be
+  # exported beside the API. GNU ld's --exclude-libs keeps those archives'
+  # symbols local; our own archive (the convenience library) is not named.
+  AC_MSG_CHECKING([whether the linker takes -Wl,--exclude-libs])
+  ovl_save_LDFLAGS=$LDFLAGS
+  LDFLAGS="$LDFLAGS -Wl,--exclude-libs,libstdc++.a:libsupc++.a"
+  AC_LINK_IFELSE([AC_LANG_PROGRAM([[]], [[return 0;]])],
+    [OVL_EXCLUDE_LIBS_LDFLAGS="-Wl,--exclude-libs,libstdc++.a:libsupc++.a"
+     AC_MSG_RESULT([yes])],
+    [OVL_EXCLUDE_LIBS_LDFLAGS=
+     AC_MSG_RESULT([no])])
+  LDFLAGS=$ovl_save_LDFLAGS
+  AC_SUBST([OVL_EXCLUDE_LIBS_LDFLAGS])
   AC_SUBST([OVL_VISIBILITY_CFLAGS])
   AC_SUBST([OVL_VISIBILITY_NVCCFLAGS])
   AC_SUBST([OVL_VISIBILITY])
