@@ -177,7 +177,8 @@ run_doc() {
       if [ -n "$why" ] || [ -n "$diff" ]; then
         failed=$((failed + 1))
         {
-          printf 'FAIL: %s:%s: $ %s\n' "$doc" "$line" "$cmd"
+          printf 'FAIL: %s:%s: $ %s\n' "$doc" "$line" "$(cat "$tmp/plan/$k.cmd")"
+          [ -n "$arg" ] && echo "  (run with $arg added: a docs-test append marker)"
           [ -n "$why" ] && echo "$doc:$line: $why"
           [ -n "$diff" ] && echo "$diff"
           echo "  the command printed:"
