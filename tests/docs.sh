@@ -37,8 +37,8 @@
 # not), as from the top of a source tree built in place: tools/ is the
 # build tree's, schedules/, docs/ and tests/ are the source tree's. The cpu backend
 # runs (CUDA_VISIBLE_DEVICES is empty), OVL_SCHEDULE_PATH, OVL_SCHEDULE_DIR
-# and OVL_HOST_MEMORY are unset, and a command that runs for more than 60 s
-# fails.
+# and OVL_HOST_MEMORY are unset, ThreadSanitizer's reports are off, and a
+# command that runs for more than 60 s fails.
 #
 # Also: every relative link of the docs ([text](path#anchor)) names a file
 # that exists and, in a .md file, a heading that makes that anchor.
@@ -52,6 +52,11 @@ set -u
 LC_ALL=C
 export LC_ALL
 unset OVL_SCHEDULE_PATH OVL_SCHEDULE_DIR OVL_HOST_MEMORY
+# The examples run racy schedules on purpose, whose races on the emulated
+# device memory are real: a ThreadSanitizer build would rightly report
+# them (tests/cli.sh's run_racy does the same for its racy runs).
+TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}report_bugs=0"
+export TSAN_OPTIONS
 
 # match_output SHOWN GOT DOC: SHOWN is the output a doc shows (lines
 # "DOCLINE<tab>TEXT"), GOT what the command printed. Prints nothing when
