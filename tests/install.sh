@@ -7,7 +7,8 @@
 #     library with `pkg-config --cflags --libs ovl` alone and runs the
 #     installed seed schedule;
 #   - the man pages of both tools are installed (where this build makes
-#     them) and say what --help says;
+#     them), say what --help says and have the sections of their include
+#     files (man/*.x); ovl-schedule(5), the schedule language, is installed;
 #   - the installed overlap_sim reads the installed schedules (never the
 #     source tree's), and looks relative names up in them.
 # Exit 77 (skipped) with the reason where a tool it needs is missing.
@@ -78,7 +79,21 @@ if [ "${OVL_MAN:-no}" = yes ]; then
     grep -q 'Avg bus bandwidth' "$dest$mandir/man1/overlap_sweep.1"
   then ok "the man pages say what --help says"; else ko "the man pages say what --help says"; fi
 else
-  echo "SKIP: man pages (this build makes none: help2man was not found)"
+  echo "SKIP: man pages of the tools (this build makes none: help2man was not found)"
+fi
+# The schedule language, made from docs/LANGUAGE.md (by awk: always).
+page=$dest$mandir/man5/ovl-schedule.5
+if [ -f "$page" ] && grep -q '^\.TH OVL-SCHEDULE "5"' "$page" && cp "$page" "$tmp/out" &&
+  grep -q "$PACKAGE_VERSION" "$page" && grep -q 'c_wait_compute' "$page" &&
+  grep -q '^\.SH RANKS THAT DIFFER' "$page"
+then ok "man page ovl-schedule.5 installed"; else ko "man page ovl-schedule.5 installed"; fi
+if [ "${OVL_MAN:-no}" = yes ]; then
+  if grep -q '^\.SH EXAMPLES' "$dest$mandir/man1/overlap_sim.1" &&
+    grep -q '^\.SH ENVIRONMENT' "$dest$mandir/man1/overlap_sim.1" &&
+    grep -q 'ovl\\-schedule' "$dest$mandir/man1/overlap_sim.1" &&
+    grep -q '^\.SH EXAMPLES' "$dest$mandir/man1/overlap_sweep.1"
+  then ok "the man pages have their include files' sections"
+  else ko "the man pages have their include files' sections"; fi
 fi
 
 # The installed tool reads the installed schedules, run from anywhere: its
