@@ -537,7 +537,7 @@ then ok "--trials refused: 0, with --races"; else ko "--trials refused: 0, with 
 
 # --trace: a Chrome trace of one timed iteration, per rank and stream.
 if run 0 trace -n 3 -w 1 -D cols=10 --trace="$tmp/t.json" && has out '^result: PASS$' &&
-  [ -s "$tmp/t.json" ] && [ ! -e "$tmp/t.json.tmp" ] &&
+  [ -s "$tmp/t.json" ] && ! ls -a "$tmp" | grep -q '^\.ovl-' &&
   grep -q '"traceEvents"' "$tmp/t.json" && grep -q '"displayTimeUnit":"ms"' "$tmp/t.json" &&
   grep -q '"name":"process_name","args":{"name":"sync: rank 0 (emulated (cpu))"}' "$tmp/t.json" &&
   grep -q '"name":"process_name","args":{"name":"async: rank 1 (emulated (cpu))"}' "$tmp/t.json" &&

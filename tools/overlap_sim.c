@@ -247,6 +247,28 @@ static int write_output(const outfile *out, const char *text, size_t len) {
   return 0;
 }
 
+/* --json=-: the JSON alone on stdout (json_stdout, a copy of the
+ * descriptor); what the tool prints goes to stderr (the descriptor of
+ * stdout becomes a copy of stderr's). Returns -1, or the exit status
+ * (message printed). */
+static int route_json_stdout(const sim_options *o) {
+  int fd;
+  if (o->json == NULL || strcmp(o->json, "-") != 0)
+    return -1;
+  fd = dup(STDOUT_FILENO);
+  if (fd >= 0)
+    (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+  /* What the table has printed so far goes where it was going. */
+  fflush(stdout);
+  if (fd < 0 || (json_stdout = fdopen(fd, "w")) == NULL ||
+      dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+    fprintf(stderr, "%s: --json=-: %s\n", progname, strerror(errno));
+    return EXIT_RUNTIME;
+  }
+  stdout_name = "standard error (the report, with --json=-)";
+  return -1;
+}
+
 static int runtime_exit(ovl_status st) {
   return st == OVL_EPARSE || st == OVL_EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
 }
@@ -596,35 +618,24 @@ static int overlap_sim(int argc, char **argv) {
   path = o.schedule != NULL ? resolve_schedule(o.schedule, false)
                             : resolve_schedule("seed.sched", true);
   memset(outs, 0, sizeof outs);
+  /* Modes, in the order they run: sync, async, comp, comm. */
+  modes = sim_modes(&o);
+  /* --json=- is routed before any output path is resolved, so that a
+   * path naming standard output (/dev/stdout) names what it will be. */
+  if (o.replay == 0 && !o.races_only)
+    rc = route_json_stdout(&o);
+  if ((rc = tool_agree(procs, rc)) >= 0)
+    goto out;
   /* Under mpirun only process 0 has outputs: every process learns whether
    * it can go on (tool_agree), as after each step that one process may
    * fail alone. */
   rc = tool_agree(procs, prepare_outputs(&o, path, outs));
   if (rc >= 0)
     goto out;
-  /* Modes, in the order they run: sync, async, comp, comm. */
-  modes = sim_modes(&o);
   if (o.replay != 0 || o.races_only) {
     rc = check_only(&o, path, modes, &outs[OUT_JSON]);
     goto out;
   }
-
-  /* --json=-: the JSON alone on stdout; what the tool prints goes to
-   * stderr. */
-  if (o.json != NULL && strcmp(o.json, "-") == 0) {
-    int fd = dup(STDOUT_FILENO);
-    if (fd >= 0)
-      (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-    if (fd < 0 || (json_stdout = fdopen(fd, "w")) == NULL ||
-        dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
-      fprintf(stderr, "%s: --json=-: %s\n", progname, strerror(errno));
-      rc = EXIT_RUNTIME;
-    } else {
-      stdout_name = "standard error (the report, with --json=-)";
-    }
-  }
-  if ((rc = tool_agree(procs, rc)) >= 0)
-    goto out;
 
   /* Parse before making the world (which may take seconds on GPUs); bind
    * once its rank count and backend are known. */
