@@ -720,5 +720,14 @@ then ok "-q"; else ko "-q"; fi
 if run 0 verbose -v -n 2 -w 1 -D cols=10 && has out 'iterations \(ms\): [0-9.]+ [0-9.]+$'
 then ok "-v"; else ko "-v"; fi
 
+# One number syntax for every flag, and messages that say the limits: the
+# smallest double is a tolerance; 1e308 is above --rtol's limit.
+if run 0 tiny-tolerance -q -n 1 -w 0 --trials=1 --rtol=4.9e-324 --atol=1e-3 \
+  "$src/schedules/good/seed_small.sched" && has out '^result: PASS$' &&
+  run 2 rtol-limit --rtol=1e308 && has err "^overlap_sim: --rtol: '1e308' is not a number from 0 to 1e300$" &&
+  run 2 ranks-plus --ranks=+5 && has err "^overlap_sim: --ranks: '\+5' is not a number from 1 to 64$" &&
+  run 2 timeout-hex --timeout=0x10 && has err "--timeout: '0x10' is not a number of seconds"
+then ok "numbers: 4.9e-324 taken; 1e308, +5, 0x10 refused with the limits"; else ko "numbers: 4.9e-324 taken; 1e308, +5, 0x10 refused with the limits"; fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

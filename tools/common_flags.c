@@ -132,14 +132,14 @@ const flag_def common_flags[CF__COUNT] = {
                             "(default 60)"},
     [CF_RTOL] = {.name = "rtol", .metavar = "X", .parse = flag_real,
                  .offset = AT(rtol), .lo = 0, .hi = 1e300,
-                 .bad = "a number >= 0",
+                 .bad = "a number from 0 to 1e300",
                  .help = "relative tolerance (default by the variable's "
                          "dtype:\n"
                          "float32, float64 1e-5; float16 2e-3; bfloat16 "
                          "1.6e-2)"},
     [CF_ATOL] = {.name = "atol", .metavar = "X", .parse = flag_real,
                  .offset = AT(atol), .lo = 0, .hi = 1e300,
-                 .bad = "a number >= 0",
+                 .bad = "a number from 0 to 1e300",
                  .help = "absolute tolerance (default by dtype: float32, "
                          "float64\n"
                          "1e-6; float16, bfloat16 1e-5)"},

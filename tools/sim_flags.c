@@ -359,7 +359,8 @@ static int sim_take(void *opts, int c, const char *arg) {
     return add_define(o, arg);
   case OPT_SHOW:
     if (!parse_int(arg, 0, INT_MAX, &o->show))
-      return usage_error("--show: '%s' is not a number >= 0", arg);
+      return usage_error("--show: '%s' is not a number from 0 to %d", arg,
+                         INT_MAX);
     return -1;
   case OPT_OP_TIMES:
     o->op_times = 1;

@@ -2,6 +2,7 @@
 #include "tool_util.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -22,12 +23,43 @@ int usage_error(const char *fmt, ...) {
   return TOOL_EXIT_USAGE;
 }
 
+/* The one number syntax of every flag: decimal digits, with a '-' first
+ * only where negative numbers are allowed (neg); no blank, no '+', no
+ * hex, no "inf" or "nan". A real (real) may have a '.' and an exponent
+ * (e or E, a sign, digits): "0.5", "5.", ".5", "1e-3". Returns whether s
+ * is one. */
+static bool number_syntax(const char *s, bool neg, bool real) {
+  bool digits = false;
+  if (*s == '-' && neg)
+    s++;
+  for (; *s >= '0' && *s <= '9'; s++)
+    digits = true;
+  if (real && *s == '.')
+    for (s++; *s >= '0' && *s <= '9'; s++)
+      digits = true;
+  if (!digits)
+    return false;
+  if (real && (*s == 'e' || *s == 'E')) {
+    s++;
+    if (*s == '+' || *s == '-')
+      s++;
+    if (!(*s >= '0' && *s <= '9'))
+      return false;
+    while (*s >= '0' && *s <= '9')
+      s++;
+  }
+  return *s == '\0';
+}
+
 bool parse_int(const char *s, long lo, long hi, int *out) {
   char *end;
   long v;
+  if (!number_syntax(s, lo < 0, false))
+    return false;
   errno = 0;
   v = strtol(s, &end, 10);
-  if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+  if (errno != 0 || *end != '\0' || v < lo || v > hi || v < INT_MIN ||
+      v > INT_MAX)
     return false;
   *out = (int)v;
   return true;
@@ -36,10 +68,13 @@ bool parse_int(const char *s, long lo, long hi, int *out) {
 bool parse_double(const char *s, double lo, double hi, double *out) {
   char *end;
   double v;
+  if (!number_syntax(s, lo < 0, true))
+    return false;
   errno = 0;
   v = strtod(s, &end);
-  if (errno != 0 || end == s || *end != '\0' || !isfinite(v) || v < lo ||
-      v > hi)
+  /* ERANGE: an overflow is out of range (below); an underflow is the
+   * nearest double (4.9e-324 is one; 1e-400 is 0). */
+  if (*end != '\0' || !isfinite(v) || v < lo || v > hi)
     return false;
   *out = v;
   return true;

@@ -25,7 +25,11 @@ extern const char *progname;
 /* "PROG: message" and the --help hint on stderr; returns TOOL_EXIT_USAGE. */
 int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* A whole string as a number in [lo, hi]; false if it is not one. */
+/* A whole string as a number in [lo, hi]; false if it is not one. Every
+ * flag's number syntax: decimal digits, a '-' first only where lo < 0, no
+ * blank, '+', hex, "inf" or "nan"; a double may have a '.' and an
+ * exponent ("0.5", "1e-3"). A double that underflows is the nearest one
+ * (4.9e-324; 1e-400 is 0). */
 bool parse_int(const char *s, long lo, long hi, int *out);
 bool parse_double(const char *s, double lo, double hi, double *out);
 
