@@ -18,6 +18,9 @@
 # and the send/send cycle of schedules/bad/pipeline_1f1b, run with
 # --no-races --timeout=2: every process must end, mpirun with exit 3 within
 # 20 s, and stderr must carry the flight record.
+# Every process is heard: a failure of process 1 when process 0 fails too,
+# and what the runtime writes at the exit of process 1 (ld.so's
+# LD_DEBUG=statistics, as a LeakSanitizer report would be).
 #
 # Skips (77) when MPIEXEC is empty. With Open MPI's launcher it adds
 # --oversubscribe (more processes than cores), --allow-run-as-root (CI runs
@@ -316,6 +319,46 @@ for np in 2 3; do
     hang "$np" -n 1 -w 0 "$src/schedules/bad/pipeline_1f1b.sched"
   }
 done
+
+# A wrapper that writes its process's pid to $tmp/pid.P (P: the launcher's
+# index of the process), then execs the tool: the tests below find a
+# process by its index.
+{
+  echo '#!/bin/sh'
+  echo "echo \$\$ >\"$tmp/pid.\${OMPI_COMM_WORLD_RANK:-\${PMI_RANK:-\${PMIX_RANK:-x}}}\""
+  echo 'exec "$@"'
+} >"$tmp/wrap.sh"
+
+# --- Every process heard. Both fail to read their schedule, each its own:
+# process 1's message is printed too, led by 'process 1:'.
+launch 1 "$tool" -b cpu --trials=1 "$tmp/nosuch0.sched" : -np 1 "$tool" -b cpu --trials=1 "$tmp/nosuch1.sched"
+: >"$tmp/why"; : >"$tmp/diff"
+rc=$(cat "$tmp/mpi.rc")
+[ "$rc" -eq 2 ] || echo "exit $rc, expected 2" >"$tmp/why"
+grep -q '^overlap_sim: .*nosuch0\.sched' "$tmp/mpi.err" || echo "process 0's message missing" >>"$tmp/why"
+grep -q '^process 1: overlap_sim: .*nosuch1\.sched' "$tmp/mpi.err" || echo "process 1's message missing" >>"$tmp/why"
+name="both processes fail, each its own way: both heard, process 1's led by 'process 1:' (exit $rc)"
+if [ -s "$tmp/why" ]; then ko "$name"; else ok "$name"; fi
+# What the runtime writes at the exit of process 1, after main (ld.so's
+# statistics here; a LeakSanitizer report alike): on stderr, as it is.
+# ld.so leads its lines with the pid, and helpers that MPI starts print
+# theirs: the line must be process 1's own (the wrapper says its pid).
+rm -f "$tmp"/pid.*
+launch 1 "$tool" -b cpu -n 1 -w 0 --trials=1 "$src/schedules/good/seed_small.sched" \
+  : -np 1 env LD_DEBUG=statistics sh "$tmp/wrap.sh" "$tool" -b cpu -n 1 -w 0 --trials=1 \
+  "$src/schedules/good/seed_small.sched"
+: >"$tmp/why"; : >"$tmp/diff"
+rc=$(cat "$tmp/mpi.rc")
+[ "$rc" -eq 0 ] || echo "exit $rc, expected 0" >"$tmp/why"
+p1=$(cat "$tmp/pid.1" 2>/dev/null)
+if [ -z "$p1" ]; then
+  echo "no pid of process 1" >>"$tmp/why"
+elif ! grep -Eq "^ *$p1:[[:space:]]+final number of relocations" "$tmp/mpi.err"; then
+  echo "process 1's output at exit (LD_DEBUG=statistics, pid $p1) missing" >>"$tmp/why"
+fi
+[ "$(grep -c '^result: PASS$' "$tmp/mpi.out")" -eq 1 ] || echo "not one verdict on stdout" >>"$tmp/why"
+name="what process 1's runtime writes at exit reaches stderr (exit $rc)"
+if [ -s "$tmp/why" ]; then ko "$name"; else ok "$name"; fi
 
 echo "mpi.sh: $pass passed, $fail failed in $(($(date +%s) - started)) s (launcher: $MPIEXEC $mpiflags)"
 [ "$fail" -eq 0 ]

@@ -384,7 +384,8 @@ int common_make_world(const common_opts *c, ovl_procs *procs,
   if (st == OVL_OK)
     st = tune_world(*world, c, chaos_seed, &err);
   if (st != OVL_OK) {
-    fprintf(stderr, "%s: %s\n", progname, err.msg);
+    /* World creation is agreed: every process has this message. */
+    tool_shared_error("%s", err.msg);
     rc = st == OVL_ENODEV || st == OVL_EINVAL ? TOOL_EXIT_USAGE
                                               : TOOL_EXIT_RUNTIME;
   } else if (c->graph && !ovl_world_has_graphs(*world)) {

@@ -249,11 +249,11 @@ static int write_output(const outfile *out, const char *text, size_t len) {
 
 /* --json=-: the JSON alone on stdout (json_stdout, a copy of the
  * descriptor); what the tool prints goes to stderr (the descriptor of
- * stdout becomes a copy of stderr's). Returns -1, or the exit status
- * (message printed). */
+ * stdout becomes a copy of stderr's). Process 0 alone (the others print
+ * nothing on stdout). Returns -1, or the exit status (message printed). */
 static int route_json_stdout(const sim_options *o) {
   int fd;
-  if (o->json == NULL || strcmp(o->json, "-") != 0)
+  if (o->json == NULL || strcmp(o->json, "-") != 0 || !tool_prints_report())
     return -1;
   fd = dup(STDOUT_FILENO);
   if (fd >= 0)
@@ -387,7 +387,7 @@ static int check_only(sim_options *o, const char *path, unsigned modes,
     goto out;
   st = ovl_pipeline_run(world, prog, &pl, &report, &err);
   if (st != OVL_OK) {
-    fprintf(stderr, "%s: %s\n", progname, err.msg);
+    tool_shared_error("%s", err.msg);
     rc = runtime_exit(st);
     goto out;
   }
@@ -459,6 +459,10 @@ static int write_run_outputs(const sim_options *o,
   ovl_error err = {0};
   ovl_status st;
 
+  /* Under mpirun, process 0 alone writes them (and says what it did not
+   * write). */
+  if (!tool_prints_report())
+    return -1;
   /* Nothing ran: no timeline to write. */
   if (ovl_report_not_run(report) != NULL) {
     if (o->trace != NULL)
@@ -692,7 +696,7 @@ static int overlap_sim(int argc, char **argv) {
     /* What the table has so far shows before the message of a run. */
     if (table.ready)
       flush_output(stdout);
-    fprintf(stderr, "%s: %s\n", progname, err.msg);
+    tool_shared_error("%s", err.msg);
     rc = runtime_exit(st);
     goto out;
   }

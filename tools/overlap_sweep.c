@@ -109,7 +109,7 @@ static int run_program(ovl_world *world, const options *o,
   ovl_error err = {0};
   if (ovl_pipeline_run(world, prog, &pl, rep, &err) != OVL_OK) {
     flush_output(stdout);
-    fprintf(stderr, "%s: %s\n", progname, err.msg);
+    tool_shared_error("%s", err.msg);
     return EXIT_RUNTIME;
   }
   return -1;
@@ -576,7 +576,9 @@ static int check_placement(sweep_state *t, row *r, int p,
     r->m[p].checked = true;
     r->m[p].wrong = chk->mismatched;
     t->total_wrong += chk->mismatched;
-    for (size_t k = 0; k < chk->nmismatch && !t->o.csv; k++)
+    /* The report: process 0's to print under mpirun. */
+    for (size_t k = 0;
+         k < chk->nmismatch && !t->o.csv && tool_prints_report(); k++)
       fprintf(stderr,
               "%s: %llu B on %s: rank %d: %lld of %lld elements "
               "wrong; first at [%lld]: got %.9g, expected %.9g\n",

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 const char *progname = "overlap-sim";
@@ -288,13 +289,82 @@ const char *format_bytes(uint64_t b, char *buf, size_t len) {
   return buf;
 }
 
-/* Processes other than 0: their stderr goes to a temporary file, read
- * back by tool_agree when this process alone failed; the real stderr. */
-static FILE *err_capture;
-static int real_stderr = -1;
+/* ------------------------------------------------------------------ */
+/* An MPI launch                                                        */
+/* ------------------------------------------------------------------ */
+
+/* The processes (tool_procs_init); NULL for one. */
+static ovl_procs *tool_procs;
+/* The process whose stderr lines the stream below leads with "process P:
+ * " (P > 0), and whether the next byte starts a line. */
+static int prefix_rank;
+static bool prefix_at_line_start = true;
+
+/* Writes all of iov[0..n) to fd 2 (one writev where it can: lines of
+ * several processes mix less). Returns false on an error. */
+static bool write_stderr(struct iovec *iov, int n) {
+  while (n > 0) {
+    ssize_t w = writev(STDERR_FILENO, iov, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return false;
+    while (n > 0 && (size_t)w >= iov->iov_len) {
+      w -= (ssize_t)iov->iov_len;
+      iov++;
+      n--;
+    }
+    if (n > 0) {
+      iov->iov_base = (char *)iov->iov_base + w;
+      iov->iov_len -= (size_t)w;
+    }
+  }
+  return true;
+}
+
+/* The stream `stderr` of a process P > 0 (fopencookie): what the tool
+ * says goes at once to the real standard error, each line led by
+ * "process P: ". Nothing is kept aside, so nothing can be dropped. */
+static ssize_t prefix_write(void *cookie, const char *buf, size_t size) {
+  char head[32];
+  size_t done = 0;
+  (void)cookie;
+  snprintf(head, sizeof head, "process %d: ", prefix_rank);
+  while (done < size) {
+    const char *nl = memchr(buf + done, '\n', size - done);
+    size_t n = nl != NULL ? (size_t)(nl - (buf + done)) + 1 : size - done;
+    struct iovec iov[2] = {{head, strlen(head)},
+                           {(char *)buf + done, n}};
+    if (!write_stderr(prefix_at_line_start ? iov : iov + 1,
+                      prefix_at_line_start ? 2 : 1))
+      return done > 0 ? (ssize_t)done : -1;
+    prefix_at_line_start = nl != NULL;
+    done += n;
+  }
+  return (ssize_t)size;
+}
+
+/* Process P > 0: stdout to /dev/null (process 0 prints the report), and
+ * stderr a stream that leads each line with "process P: " (fd 2 itself
+ * stays: what the runtime writes there, a sanitizer's report, MPI's
+ * messages, arrives as it is). Returns false on an error. */
+static bool quiet_other_process(int rank) {
+  static const cookie_io_functions_t io = {.write = prefix_write};
+  FILE *f;
+  fflush(stdout);
+  fflush(stderr);
+  if (freopen("/dev/null", "w", stdout) == NULL)
+    return false;
+  prefix_rank = rank;
+  f = fopencookie(NULL, "w", io);
+  if (f == NULL || setvbuf(f, NULL, _IOLBF, BUFSIZ) != 0)
+    return false;
+  stderr = f;
+  return true;
+}
 
 int tool_procs_init(int *argc, char ***argv, ovl_procs **out) {
-  int who = ovl_launcher_rank();
+  int who = ovl_launcher_rank(), rank;
   ovl_error err = {0};
   *out = NULL;
   if (who < 0)
@@ -307,60 +377,37 @@ int tool_procs_init(int *argc, char ***argv, ovl_procs **out) {
               progname);
     return -1;
   }
-  if (who > 0) {
-    fflush(stderr);
-    real_stderr = dup(STDERR_FILENO);
-    err_capture = tmpfile();
-    if (freopen("/dev/null", "w", stdout) == NULL || real_stderr < 0 ||
-        err_capture == NULL ||
-        dup2(fileno(err_capture), STDERR_FILENO) < 0)
-      return TOOL_EXIT_RUNTIME;
-  }
   if (ovl_procs_init(argc, argv, out, &err) != OVL_OK) {
+    if (who > 0)
+      fprintf(stderr, "process %d: ", who);
     fprintf(stderr, "%s: %s\n", progname, err.msg);
+    return TOOL_EXIT_RUNTIME;
+  }
+  tool_procs = *out;
+  rank = ovl_procs_rank(*out);
+  if (rank > 0 && !quiet_other_process(rank)) {
+    fprintf(stderr, "process %d: %s: cannot set up its output: %s\n", rank,
+            progname, strerror(errno));
     return TOOL_EXIT_RUNTIME;
   }
   return -1;
 }
 
-/* What this process wrote to stderr since the last call, on the real
- * stderr, each line led by "process P: "; then forgotten. */
-static void capture_flush(int who, bool show) {
-  char buf[4096];
-  size_t n;
-  bool line_start = true;
-  if (err_capture == NULL)
+bool tool_prints_report(void) { return ovl_procs_rank(tool_procs) == 0; }
+
+void tool_shared_error(const char *fmt, ...) {
+  va_list ap;
+  if (!tool_prints_report())
     return;
-  fflush(stderr);
-  if (show && real_stderr >= 0) {
-    FILE *out = fdopen(dup(real_stderr), "w");
-    rewind(err_capture);
-    while (out != NULL && (n = fread(buf, 1, sizeof buf, err_capture)) > 0)
-      for (size_t i = 0; i < n; i++) {
-        if (line_start)
-          fprintf(out, "process %d: ", who);
-        fputc(buf[i], out);
-        line_start = buf[i] == '\n';
-      }
-    if (out != NULL)
-      fclose(out);
-  }
-  if (ftruncate(fileno(err_capture), 0) != 0)
-    return;
-  rewind(err_capture);
+  fprintf(stderr, "%s: ", progname);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
 }
 
 int tool_agree(ovl_procs *procs, int rc) {
-  int mine = rc < 0 ? -1 : rc, who = ovl_procs_rank(procs), any, first;
   if (procs == NULL)
     return rc;
-  any = ovl_procs_agree_exit(procs, mine);
-  if (any < 0) {
-    capture_flush(who, false);
-    return -1;
-  }
-  /* Process 0's own status: was its message printed? */
-  first = ovl_procs_agree_exit(procs, who == 0 ? mine : -1);
-  capture_flush(who, mine >= 0 && first < 0);
-  return any;
+  return ovl_procs_agree_exit(procs, rc < 0 ? -1 : rc);
 }

@@ -66,9 +66,12 @@ uint64_t host_memory_from(const char *proc_cgroup, const char *cgroup_root,
 void flush_output(FILE *f);
 
 /* Join an MPI launch (ovl_procs_init) when an MPI launcher started the
- * tool: every process but process 0 then prints nothing (every process
- * gets the same report and errors): its stdout goes to /dev/null, its
- * stderr is kept aside for tool_agree. A build without MPI says once that
+ * tool. MPI's rank decides: process 0 prints the report; a process P > 0
+ * prints nothing on stdout (every process gets the same report), and
+ * what the tool says on its stderr stream (its own errors) goes at once
+ * to the real standard error, each line led by "process P: " (the
+ * descriptor itself is left alone: a sanitizer's report or MPI's own
+ * messages arrive as they are). A build without MPI says once that
  * each process runs alone. Returns -1, or the exit status (message
  * printed). */
 int tool_procs_init(int *argc, char ***argv, ovl_procs **out);
@@ -76,10 +79,17 @@ int tool_procs_init(int *argc, char ***argv, ovl_procs **out);
  * host, an output only process 0 writes, its memory): every process
  * brings its status (-1: go on) and gets the largest, so that all stop
  * together, before the next collective step, instead of some waiting in
- * it for ever. A process other than 0 that failed when process 0 did not
- * prints what it wrote to stderr since the last step, each line led by
- * "process P: ". One process (procs NULL): rc. */
+ * it for ever. Each failing process has said why on its stderr (process
+ * P > 0: led by "process P: "). One process (procs NULL): rc. */
 int tool_agree(ovl_procs *procs, int rc);
+/* Whether this process prints the report and the errors every process
+ * shares: process 0 of an MPI launch, or the only process. */
+bool tool_prints_report(void);
+/* An error that every process got alike, the outcome of a step the
+ * processes take together (a world, a run): "PROG: message" on stderr,
+ * from process 0 alone, which speaks for all. */
+void tool_shared_error(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
 /* Flushes and closes `f`, a stream of the tool's output (stdout) that
  * `name` names in the message ("standard output"). A write error on it,
  * now or earlier, is reported, and the exit status `status` becomes
