@@ -511,7 +511,8 @@ static int write_run_outputs(const sim_options *o,
         .warmup = o->common.warmup,
         .rtol = o->common.rtol,
         .atol = o->common.atol,
-        .timeout_s = o->common.timeout_s > 0 ? o->common.timeout_s : 60.0,
+        .timeout_s = o->common.timeout_s > 0 ? o->common.timeout_s
+                                             : COMMON_DEFAULT_TIMEOUT_S,
         .races = !o->no_races,
         .op_times = o->op_times,
         .graph = o->common.graph,
@@ -566,7 +567,10 @@ static int finish_run(const sim_options *o, const outfile outs[N_OUTPUTS],
   status = sum.mismatched > 0 ? EXIT_MISMATCH
            : found            ? EXIT_RACES
                               : EXIT_SUCCESS;
-  rc = write_run_outputs(o, outs, report, status);
+  /* Process 0 writes the outputs; every process learns how that went,
+   * and the verdict is printed only where every process got this far (a
+   * process that took another path stops it here, not after a PASS). */
+  rc = tool_agree(procs, write_run_outputs(o, outs, report, status));
   if (rc >= 0)
     return rc;
   if (sum.nonfinite > 0)
@@ -616,8 +620,14 @@ static int overlap_sim(int argc, char **argv) {
     progname = slash ? slash + 1 : argv[0];
   }
   sim_options_init(&o);
-  rc = tool_agree(procs, sim_parse_flags(argc, argv, &o));
-  if (rc >= 0)
+  rc = sim_parse_flags(argc, argv, &o);
+  /* Under mpirun: every step the processes take together, from the
+   * agreement on the flags on, ends within --timeout (plus the library's
+   * margin), even where the processes were given different flags. */
+  ovl_procs_set_timeout(procs, o.common.timeout_s > 0
+                                   ? o.common.timeout_s
+                                   : COMMON_DEFAULT_TIMEOUT_S);
+  if ((rc = tool_agree(procs, rc)) >= 0)
     return rc;
   path = o.schedule != NULL ? resolve_schedule(o.schedule, false)
                             : resolve_schedule("seed.sched", true);
@@ -721,8 +731,7 @@ int main(int argc, char **argv) {
   if (json_stdout != NULL)
     rc = close_output(json_stdout, "standard output (--json=-)", rc);
   rc = close_output(stdout, stdout_name, rc);
-  /* Under mpirun every process exits with the same status. */
-  rc = ovl_procs_agree_exit(procs, rc);
-  ovl_procs_free(procs);
-  return rc;
+  /* Under mpirun every process exits with the same status (or, where the
+   * processes lost each other, says why and keeps its own). */
+  return tool_procs_end(procs, rc);
 }

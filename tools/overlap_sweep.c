@@ -762,6 +762,10 @@ static int run_sweep(sweep_state *t) {
   for (int i = 0; i < t->nsizes; i++)
     if ((rc = sweep_size(t, t->sizes[i])) >= 0)
       return rc;
+  /* Under mpirun the verdict is printed only where every process got
+   * this far (one given more sizes stops it here, not after a PASS). */
+  if ((rc = tool_agree(procs, -1)) >= 0)
+    return rc;
   if (comments)
     print_footer(t);
   return t->total_wrong > 0 ? EXIT_WRONG : EXIT_SUCCESS;
@@ -777,7 +781,14 @@ static int overlap_sweep(int argc, char **argv) {
   }
   memset(&t, 0, sizeof t);
   sweep_options_init(&t.o);
-  rc = tool_agree(procs, sweep_parse_flags(argc, argv, &t.o));
+  rc = sweep_parse_flags(argc, argv, &t.o);
+  /* Under mpirun: every step the processes take together, from the
+   * agreement on the flags on, ends within --timeout (plus the library's
+   * margin). */
+  ovl_procs_set_timeout(procs, t.o.common.timeout_s > 0
+                                   ? t.o.common.timeout_s
+                                   : COMMON_DEFAULT_TIMEOUT_S);
+  rc = tool_agree(procs, rc);
   if (rc < 0)
     rc = run_sweep(&t);
   ovl_world_free(t.world);
@@ -791,8 +802,7 @@ int main(int argc, char **argv) {
   /* Every way out, --help included: the table must have arrived (a full
    * disk, a closed pipe), or the exit says so. */
   rc = close_output(stdout, "standard output", overlap_sweep(argc, argv));
-  /* Under mpirun every process exits with the same status. */
-  rc = ovl_procs_agree_exit(procs, rc);
-  ovl_procs_free(procs);
-  return rc;
+  /* Under mpirun every process exits with the same status (or, where the
+   * processes lost each other, says why and keeps its own). */
+  return tool_procs_end(procs, rc);
 }

@@ -10,7 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
+
+/* How long a process that found the processes lost waits before it ends
+ * the launch (tool_procs_end). */
+#define TOOL_LOST_GRACE_MS 1000
 
 const char *progname = "overlap-sim";
 
@@ -396,18 +401,55 @@ int tool_procs_init(int *argc, char ***argv, ovl_procs **out) {
 bool tool_prints_report(void) { return ovl_procs_rank(tool_procs) == 0; }
 
 void tool_shared_error(const char *fmt, ...) {
+  const char *broken = ovl_procs_error(tool_procs);
+  char msg[OVL_ERROR_MSG_MAX + 256];
   va_list ap;
   if (!tool_prints_report())
     return;
-  fprintf(stderr, "%s: ", progname);
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  fputc('\n', stderr);
+  /* The processes lost each other: tool_procs_end says why, once. */
+  if (broken != NULL && strstr(msg, broken) != NULL)
+    return;
+  fprintf(stderr, "%s: %s\n", progname, msg);
 }
 
 int tool_agree(ovl_procs *procs, int rc) {
   if (procs == NULL)
     return rc;
   return ovl_procs_agree_exit(procs, rc < 0 ? -1 : rc);
+}
+
+int tool_procs_end(ovl_procs *procs, int rc) {
+  const char *broken;
+  if (procs == NULL)
+    return rc;
+  rc = ovl_procs_agree_exit(procs, rc);
+  broken = ovl_procs_error(procs);
+  if (broken != NULL) {
+    /* Every process says it, led by "process P: " (process P > 0: its
+     * stderr stream adds it), its own name dropped from the library's
+     * text. */
+    char own[32];
+    int rank = ovl_procs_rank(procs);
+    size_t n = (size_t)snprintf(own, sizeof own, "process %d: ", rank);
+    if (strncmp(broken, own, n) == 0)
+      broken += n;
+    if (rank == 0)
+      fprintf(stderr, "process 0: ");
+    fprintf(stderr, "%s: %s\n", progname, broken);
+  }
+  /* ovl_procs_free ends the launch (MPI_Abort) when the processes lost
+   * each other: what was printed must be out first, and the others,
+   * which find it at the same step, have a moment to say it too before
+   * the launch is ended under them. */
+  fflush(NULL);
+  if (broken != NULL) {
+    struct timespec grace = {TOOL_LOST_GRACE_MS / 1000,
+                             (TOOL_LOST_GRACE_MS % 1000) * 1000000L};
+    nanosleep(&grace, NULL);
+  }
+  ovl_procs_free(procs);
+  return rc;
 }

@@ -80,16 +80,27 @@ int tool_procs_init(int *argc, char ***argv, ovl_procs **out);
  * brings its status (-1: go on) and gets the largest, so that all stop
  * together, before the next collective step, instead of some waiting in
  * it for ever. Each failing process has said why on its stderr (process
- * P > 0: led by "process P: "). One process (procs NULL): rc. */
+ * P > 0: led by "process P: "). One process (procs NULL): rc. When the
+ * processes have lost each other, 3 at least. */
 int tool_agree(ovl_procs *procs, int rc);
 /* Whether this process prints the report and the errors every process
  * shares: process 0 of an MPI launch, or the only process. */
 bool tool_prints_report(void);
 /* An error that every process got alike, the outcome of a step the
  * processes take together (a world, a run): "PROG: message" on stderr,
- * from process 0 alone, which speaks for all. */
+ * from process 0 alone, which speaks for all; not where it is the
+ * message of processes that lost each other (tool_procs_end says it). */
 void tool_shared_error(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
+/* The end of a tool under mpirun: every process brings its exit status
+ * and gets the largest (ovl_procs_agree_exit). Where the processes lost
+ * each other (ovl_procs_error: a step timed out, a process took another
+ * path or ended), every process says why on stderr, led by "process P: ",
+ * and keeps its own status, 3 at least; then everything printed is
+ * flushed and the launch is left (ovl_procs_free, which ends the whole
+ * launch in that case). One process (procs NULL): rc. Returns the exit
+ * status. */
+int tool_procs_end(ovl_procs *procs, int rc);
 /* Flushes and closes `f`, a stream of the tool's output (stdout) that
  * `name` names in the message ("standard output"). A write error on it,
  * now or earlier, is reported, and the exit status `status` becomes
