@@ -729,5 +729,19 @@ if run 0 tiny-tolerance -q -n 1 -w 0 --trials=1 --rtol=4.9e-324 --atol=1e-3 \
   run 2 timeout-hex --timeout=0x10 && has err "--timeout: '0x10' is not a number of seconds"
 then ok "numbers: 4.9e-324 taken; 1e308, +5, 0x10 refused with the limits"; else ko "numbers: 4.9e-324 taken; 1e308, +5, 0x10 refused with the limits"; fi
 
+# A launcher's variable left in the environment, no launcher: the tool
+# prints as one process (process 0 of 1), with a note naming the variable
+# (built with MPI: MPI finds one process; without: every process runs
+# alone), never silently as a process whose process 0 is elsewhere.
+seed_small=$src/schedules/good/seed_small.sched
+if OMPI_COMM_WORLD_RANK=1 run 0 launcher-rank-1 -n 1 -w 0 --trials=1 "$seed_small" &&
+  has out '^overlap_sim .*backend cpu' && has out '^result: PASS$' &&
+  has err '^overlap_sim: .*OMPI_COMM_WORLD_RANK=1.*(runs alone|one process)' &&
+  [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
+  PMI_RANK=3 run 2 launcher-rank-3-usage --ranks=0 "$seed_small" &&
+  has err "^overlap_sim: --ranks: '0' is not a number from 1 to 64$" && has err 'PMI_RANK=3'
+then ok "OMPI_COMM_WORLD_RANK=1, PMI_RANK=3 without a launcher: printed as one process, with a note"
+else ko "OMPI_COMM_WORLD_RANK=1, PMI_RANK=3 without a launcher: printed as one process, with a note"; fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -615,10 +615,6 @@ static int overlap_sim(int argc, char **argv) {
   const char *path;
   ovl_status st;
 
-  if (argc > 0 && argv[0] != NULL) {
-    const char *slash = strrchr(argv[0], '/');
-    progname = slash ? slash + 1 : argv[0];
-  }
   sim_options_init(&o);
   rc = sim_parse_flags(argc, argv, &o);
   /* Under mpirun: every step the processes take together, from the
@@ -722,7 +718,13 @@ out:
 }
 
 int main(int argc, char **argv) {
-  int rc = tool_procs_init(&argc, &argv, &procs);
+  int rc;
+  /* The name in messages, those of joining an MPI launch too. */
+  if (argc > 0 && argv[0] != NULL) {
+    const char *slash = strrchr(argv[0], '/');
+    progname = slash ? slash + 1 : argv[0];
+  }
+  rc = tool_procs_init(&argc, &argv, &procs);
   if (rc >= 0)
     return rc;
   rc = overlap_sim(argc, argv);

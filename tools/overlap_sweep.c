@@ -775,10 +775,6 @@ static int run_sweep(sweep_state *t) {
 static int overlap_sweep(int argc, char **argv) {
   sweep_state t;
   int rc;
-  if (argc > 0 && argv[0] != NULL) {
-    const char *slash = strrchr(argv[0], '/');
-    progname = slash ? slash + 1 : argv[0];
-  }
   memset(&t, 0, sizeof t);
   sweep_options_init(&t.o);
   rc = sweep_parse_flags(argc, argv, &t.o);
@@ -796,7 +792,13 @@ static int overlap_sweep(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-  int rc = tool_procs_init(&argc, &argv, &procs);
+  int rc;
+  /* The name in messages, those of joining an MPI launch too. */
+  if (argc > 0 && argv[0] != NULL) {
+    const char *slash = strrchr(argv[0], '/');
+    progname = slash ? slash + 1 : argv[0];
+  }
+  rc = tool_procs_init(&argc, &argv, &procs);
   if (rc >= 0)
     return rc;
   /* Every way out, --help included: the table must have arrived (a full

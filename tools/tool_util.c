@@ -349,6 +349,37 @@ static ssize_t prefix_write(void *cookie, const char *buf, size_t size) {
   return (ssize_t)size;
 }
 
+/* The launcher's variables that say this process's index (the first of
+ * ovl_launcher_rank's that is set) and the number of processes (the
+ * first of OMPI_COMM_WORLD_SIZE and PMI_SIZE that is set), as
+ * "NAME=VALUE[, NAME=VALUE]" in buf; *size: that number, or -1. */
+static const char *launcher_env(char *buf, size_t len, int *size) {
+  static const char *const ranks[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK",
+                                      "PMI_RANK"};
+  static const char *const sizes[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"};
+  char quoted[32];
+  size_t n = 0;
+  *size = -1;
+  buf[0] = '\0';
+  for (size_t i = 0; i < sizeof ranks / sizeof ranks[0] && n == 0; i++) {
+    const char *v = getenv(ranks[i]);
+    if (v != NULL)
+      n = (size_t)snprintf(buf, len, "%s=%s", ranks[i],
+                           escape_arg(v, quoted, sizeof quoted));
+  }
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] && n < len; i++) {
+    const char *v = getenv(sizes[i]);
+    if (v == NULL)
+      continue;
+    if (!parse_int(v, 1, INT_MAX, size))
+      *size = -1;
+    snprintf(buf + n, len - n, "%s%s=%s", n > 0 ? ", " : "", sizes[i],
+             escape_arg(v, quoted, sizeof quoted));
+    break;
+  }
+  return buf;
+}
+
 /* Process P > 0: stdout to /dev/null (process 0 prints the report), and
  * stderr a stream that leads each line with "process P: " (fd 2 itself
  * stays: what the runtime writes there, a sanitizer's report, MPI's
@@ -369,27 +400,55 @@ static bool quiet_other_process(int rank) {
 }
 
 int tool_procs_init(int *argc, char ***argv, ovl_procs **out) {
-  int who = ovl_launcher_rank(), rank;
+  int who = ovl_launcher_rank(), rank, size, lsize;
   ovl_error err = {0};
+  char env[160];
   *out = NULL;
   if (who < 0)
     return -1;
   if (!ovl_mpi_compiled()) {
-    if (who == 0)
-      fprintf(stderr,
-              "%s: started by an MPI launcher, but built without MPI "
-              "(./configure --with-mpi): every process runs alone\n",
-              progname);
+    /* Every process: one that stayed silent would seem lost. */
+    fprintf(stderr,
+            "%s: started by an MPI launcher (%s), but built without MPI "
+            "(./configure --with-mpi): every process runs alone\n",
+            progname, launcher_env(env, sizeof env, &lsize));
     return -1;
   }
+  /* Read before MPI_Init, which may set variables of its own (Open MPI
+   * alone sets PMIX_RANK=0). */
+  launcher_env(env, sizeof env, &lsize);
   if (ovl_procs_init(argc, argv, out, &err) != OVL_OK) {
     if (who > 0)
       fprintf(stderr, "process %d: ", who);
     fprintf(stderr, "%s: %s\n", progname, err.msg);
     return TOOL_EXIT_RUNTIME;
   }
-  tool_procs = *out;
   rank = ovl_procs_rank(*out);
+  size = ovl_procs_size(*out);
+  /* MPI's word on who this is goes. A process MPI finds alone where the
+   * launcher's variables said otherwise (a variable left in the
+   * environment, another MPI's launcher) is no launch: it leaves MPI and
+   * runs as without a launcher, with a note, never silently as a
+   * process P > 0 whose process 0 does not exist. */
+  if (size == 1 && (who > 0 || lsize > 1)) {
+    fprintf(stderr,
+            "%s: note: the launcher's environment (%s) says process %d of "
+            "an MPI launch, but MPI found one process: this one runs "
+            "alone, as without a launcher\n",
+            progname, env, who);
+    ovl_procs_free(*out);
+    *out = NULL;
+    return -1;
+  }
+  if (who != rank || (lsize > 0 && lsize != size)) {
+    if (rank > 0)
+      fprintf(stderr, "process %d: ", rank);
+    fprintf(stderr,
+            "%s: note: the launcher's environment (%s) says process %d, "
+            "but MPI says process %d of %d: MPI's word is used\n",
+            progname, env, who, rank, size);
+  }
+  tool_procs = *out;
   if (rank > 0 && !quiet_other_process(rank)) {
     fprintf(stderr, "process %d: %s: cannot set up its output: %s\n", rank,
             progname, strerror(errno));

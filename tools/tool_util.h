@@ -71,8 +71,11 @@ void flush_output(FILE *f);
  * what the tool says on its stderr stream (its own errors) goes at once
  * to the real standard error, each line led by "process P: " (the
  * descriptor itself is left alone: a sanitizer's report or MPI's own
- * messages arrive as they are). A build without MPI says once that
- * each process runs alone. Returns -1, or the exit status (message
+ * messages arrive as they are). A process MPI finds alone where the
+ * launcher's variables say process P > 0 or more than one process (a
+ * variable left in the environment) leaves MPI and runs as without a
+ * launcher, with a one-line note; a build without MPI says on every
+ * process that each runs alone. Returns -1, or the exit status (message
  * printed). */
 int tool_procs_init(int *argc, char ***argv, ovl_procs **out);
 /* Under mpirun, after a step each process may fail alone (a file of its
