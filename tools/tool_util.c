@@ -468,9 +468,22 @@ void tool_shared_error(const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  /* The processes lost each other: tool_procs_end says why, once. */
-  if (broken != NULL && strstr(msg, broken) != NULL)
-    return;
+  /* The processes lost each other: tool_procs_end says why, once. What
+   * the message says before that (a run's own error, which the library
+   * leads it with) is printed here. */
+  if (broken != NULL) {
+    static const char then[] = "; then the processes lost each other: ";
+    char *at = strstr(msg, broken);
+    size_t n;
+    if (at != NULL) {
+      *at = '\0';
+      n = strlen(msg);
+      if (n >= sizeof then - 1 && strcmp(msg + n - (sizeof then - 1), then) == 0)
+        msg[n - (sizeof then - 1)] = '\0';
+      else
+        return; /* nothing of its own */
+    }
+  }
   fprintf(stderr, "%s: %s\n", progname, msg);
 }
 
