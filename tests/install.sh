@@ -32,6 +32,14 @@ for v in libdir includedir pkgconfigdir bindir mandir pkgdatadir PACKAGE_VERSION
   eval "x=\${$v:-}"
   [ -n "$x" ] || { echo "install.sh: $v is not set (run it from make installcheck)"; exit 99; }
 done
+# Nothing installed: say so once, not as nine failures that each look
+# like their own problem.
+if [ ! -e "$dest$bindir/overlap_sim" ] && [ ! -e "$dest$pkgconfigdir/ovl.pc" ]; then
+  echo "FAIL: nothing is installed under ${dest}${bindir%/bin} (no" \
+    "$dest$bindir/overlap_sim, no $dest$pkgconfigdir/ovl.pc): run" \
+    "'make install' first, with the same prefix and DESTDIR"
+  exit 1
+fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ovl-install.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT INT TERM
 : >"$tmp/out"

@@ -42,15 +42,9 @@
 #define EXIT_RUNTIME TOOL_EXIT_RUNTIME
 #define EXIT_RACES 4
 
-#ifndef OVL_SRCDIR
-#define OVL_SRCDIR "."
-#endif
-#ifndef OVL_BUILDDIR
-#define OVL_BUILDDIR "."
-#endif
-#ifndef OVL_PKGDATADIR
-#define OVL_PKGDATADIR "/usr/local/share/overlap-sim"
-#endif
+/* OVL_SRCDIR, OVL_BUILDDIR, OVL_PKGDATADIR: made by make from configure's
+ * directories (Makefile.am, "tools/paths.h"). */
+#include "paths.h"
 
 /* The output files, checked before anything runs (outfile_prepare); an
  * entry whose path is NULL is not wanted (or is --json=-, stdout). */
