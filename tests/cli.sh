@@ -551,7 +551,7 @@ then ok "--trials refused: 0, with --races"; else ko "--trials refused: 0, with 
 
 # --trace: a Chrome trace of one timed iteration, per rank and stream.
 if run 0 trace -n 3 -w 1 -D cols=10 --trace="$tmp/t.json" && has out '^result: PASS$' &&
-  [ -s "$tmp/t.json" ] && [ ! -e "$tmp/t.json.tmp" ] &&
+  [ -s "$tmp/t.json" ] && ! ls -a "$tmp" | grep -q '^\.ovl-' &&
   grep -q '"traceEvents"' "$tmp/t.json" && grep -q '"displayTimeUnit":"ms"' "$tmp/t.json" &&
   grep -q '"name":"process_name","args":{"name":"sync: rank 0 (emulated (cpu))"}' "$tmp/t.json" &&
   grep -q '"name":"process_name","args":{"name":"async: rank 1 (emulated (cpu))"}' "$tmp/t.json" &&
@@ -758,6 +758,29 @@ then ok "-q"; else ko "-q"; fi
 # -v prints the iterations.
 if run 0 verbose -v -n 2 -w 1 -D cols=10 && has out 'iterations \(ms\): [0-9.]+ [0-9.]+$'
 then ok "-v"; else ko "-v"; fi
+
+# One number syntax for every flag, and messages that say the limits: the
+# smallest double is a tolerance; 1e308 is above --rtol's limit.
+if run 0 tiny-tolerance -q -n 1 -w 0 --trials=1 --rtol=4.9e-324 --atol=1e-3 \
+  "$src/schedules/good/seed_small.sched" && has out '^result: PASS$' &&
+  run 2 rtol-limit --rtol=1e308 && has err "^overlap_sim: --rtol: '1e308' is not a number from 0 to 1e300$" &&
+  run 2 ranks-plus --ranks=+5 && has err "^overlap_sim: --ranks: '\+5' is not a number from 1 to 64$" &&
+  run 2 timeout-hex --timeout=0x10 && has err "--timeout: '0x10' is not a number of seconds"
+then ok "numbers: 4.9e-324 taken; 1e308, +5, 0x10 refused with the limits"; else ko "numbers: 4.9e-324 taken; 1e308, +5, 0x10 refused with the limits"; fi
+
+# A launcher's variable left in the environment, no launcher: the tool
+# prints as one process (process 0 of 1), with a note naming the variable
+# (built with MPI: MPI finds one process; without: every process runs
+# alone), never silently as a process whose process 0 is elsewhere.
+seed_small=$src/schedules/good/seed_small.sched
+if OMPI_COMM_WORLD_RANK=1 run 0 launcher-rank-1 -n 1 -w 0 --trials=1 "$seed_small" &&
+  has out '^overlap_sim .*backend cpu' && has out '^result: PASS$' &&
+  has err '^overlap_sim: .*OMPI_COMM_WORLD_RANK=1.*(runs alone|one process)' &&
+  [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
+  PMI_RANK=3 run 2 launcher-rank-3-usage --ranks=0 "$seed_small" &&
+  has err "^overlap_sim: --ranks: '0' is not a number from 1 to 64$" && has err 'PMI_RANK=3'
+then ok "OMPI_COMM_WORLD_RANK=1, PMI_RANK=3 without a launcher: printed as one process, with a note"
+else ko "OMPI_COMM_WORLD_RANK=1, PMI_RANK=3 without a launcher: printed as one process, with a note"; fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -18,6 +18,14 @@
 # and the send/send cycle of schedules/bad/pipeline_1f1b, run with
 # --no-races --timeout=2: every process must end, mpirun with exit 3 within
 # 20 s, and stderr must carry the flight record.
+# Processes that take different paths (MPMD: flags or a schedule given to
+# one process only: --races, --replay, --op-times, --trace, --trials,
+# --mode=all, a collective on one side) must end with exit 3 within 20 s
+# (--timeout=5), a message led by 'process P:' that names the step, and
+# no verdict; one stopped with SIGSTOP in a run (--timeout=10) within
+# 20 s of the signal. Every process is heard: a failure of process 1 when
+# process 0 fails too, and what the runtime writes at the exit of process
+# 1 (ld.so's LD_DEBUG=statistics, as a LeakSanitizer report would be).
 #
 # Skips (77) when MPIEXEC is empty. With Open MPI's launcher it adds
 # --oversubscribe (more processes than cores), --allow-run-as-root (CI runs
@@ -316,6 +324,156 @@ for np in 2 3; do
     hang "$np" -n 1 -w 0 "$src/schedules/bad/pipeline_1f1b.sched"
   }
 done
+
+# A wrapper that writes its process's pid to $tmp/pid.P (P: the launcher's
+# index of the process), then execs the tool: the tests below find a
+# process by its index.
+{
+  echo '#!/bin/sh'
+  echo "echo \$\$ >\"$tmp/pid.\${OMPI_COMM_WORLD_RANK:-\${PMI_RANK:-\${PMIX_RANK:-x}}}\""
+  echo 'exec "$@"'
+} >"$tmp/wrap.sh"
+
+# --- Every process heard. Both fail to read their schedule, each its own:
+# process 1's message is printed too, led by 'process 1:'.
+launch 1 "$tool" -b cpu --trials=1 "$tmp/nosuch0.sched" : -np 1 "$tool" -b cpu --trials=1 "$tmp/nosuch1.sched"
+: >"$tmp/why"; : >"$tmp/diff"
+rc=$(cat "$tmp/mpi.rc")
+[ "$rc" -eq 2 ] || echo "exit $rc, expected 2" >"$tmp/why"
+grep -q '^overlap_sim: .*nosuch0\.sched' "$tmp/mpi.err" || echo "process 0's message missing" >>"$tmp/why"
+grep -q '^process 1: overlap_sim: .*nosuch1\.sched' "$tmp/mpi.err" || echo "process 1's message missing" >>"$tmp/why"
+name="both processes fail, each its own way: both heard, process 1's led by 'process 1:' (exit $rc)"
+if [ -s "$tmp/why" ]; then ko "$name"; else ok "$name"; fi
+# What the runtime writes at the exit of process 1, after main (ld.so's
+# statistics here; a LeakSanitizer report alike): on stderr, as it is.
+# ld.so leads its lines with the pid, and helpers that MPI starts print
+# theirs: the line must be process 1's own (the wrapper says its pid).
+rm -f "$tmp"/pid.*
+launch 1 "$tool" -b cpu -n 1 -w 0 --trials=1 "$src/schedules/good/seed_small.sched" \
+  : -np 1 env LD_DEBUG=statistics sh "$tmp/wrap.sh" "$tool" -b cpu -n 1 -w 0 --trials=1 \
+  "$src/schedules/good/seed_small.sched"
+: >"$tmp/why"; : >"$tmp/diff"
+rc=$(cat "$tmp/mpi.rc")
+[ "$rc" -eq 0 ] || echo "exit $rc, expected 0" >"$tmp/why"
+p1=$(cat "$tmp/pid.1" 2>/dev/null)
+if [ -z "$p1" ]; then
+  echo "no pid of process 1" >>"$tmp/why"
+elif ! grep -Eq "^ *$p1:[[:space:]]+final number of relocations" "$tmp/mpi.err"; then
+  echo "process 1's output at exit (LD_DEBUG=statistics, pid $p1) missing" >>"$tmp/why"
+fi
+[ "$(grep -c '^result: PASS$' "$tmp/mpi.out")" -eq 1 ] || echo "not one verdict on stdout" >>"$tmp/why"
+name="what process 1's runtime writes at exit reaches stderr (exit $rc)"
+if [ -s "$tmp/why" ]; then ko "$name"; else ok "$name"; fi
+
+# --- Processes that take different paths. a.sched has one all-reduce,
+# b.sched none.
+printf '%s\n' 'x = data(shape=[16], init=fill, value=1.0)' 'y = scale(x, scale=2.0)' \
+  'c_allreduce_sum(y, ring_id=0, use_calc_stream=true)' 'fetch(y)' >"$tmp/a.sched"
+printf '%s\n' 'x = data(shape=[16], init=fill, value=1.0)' 'y = scale(x, scale=2.0)' \
+  'fetch(y)' >"$tmp/b.sched"
+
+# lost NAME: the launch ($tmp/mpi.*) ended within 20 s with exit 3, a
+# message of a process that names the step, and no verdict on stdout.
+lost() {
+  : >"$tmp/why"; : >"$tmp/diff"
+  rc=$(cat "$tmp/mpi.rc"); secs=$(cat "$tmp/mpi.secs")
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    echo "still running after $limit s: killed (exit $rc)" >"$tmp/why"
+  elif [ "$rc" -ne 3 ]; then
+    echo "exit $rc, expected 3" >"$tmp/why"
+  fi
+  if [ "$secs" -gt 20 ]; then
+    echo "took $secs s, expected at most 20" >>"$tmp/why"
+  fi
+  n=$(grep -Ec '^process [0-9]+: overlap_(sim|sweep): .*step [0-9]+' "$tmp/mpi.err")
+  if [ "$n" -lt 1 ]; then
+    echo "no 'process P: ... step N' message on stderr" >>"$tmp/why"
+  fi
+  if grep -q 'result: PASS' "$tmp/mpi.out"; then
+    echo "a verdict on stdout" >>"$tmp/why"
+  fi
+  name="$1: exit 3 within 20 s, the step named (exit $rc after $secs s, by $n process(es))"
+  if [ -s "$tmp/why" ]; then ko "$name"; else ok "$name"; fi
+}
+
+# diverge ARGS0 -- ARGS1: overlap_sim -b cpu -n 1 -w 0 --timeout=5 ARGS0
+# as process 0 and the same with ARGS1 as process 1 (an MPMD launch).
+diverge() {
+  a0=
+  while [ "$1" != -- ]; do a0="$a0 $1"; shift; done
+  shift
+  f="-b cpu -n 1 -w 0 --timeout=5"
+  # shellcheck disable=SC2086
+  launch 1 "$tool" $f $a0 : -np 1 "$tool" $f "$@"
+  lost "mpirun -np 1 overlap_sim $(words $a0 | sed "s|$tmp/||g") : -np 1 overlap_sim $(words "$@" | sed "s|$tmp/||g")"
+}
+diverge --trials=1 "$tmp/a.sched" -- --races "$tmp/a.sched"
+diverge --trials=1 "$tmp/a.sched" -- --replay "$tmp/a.sched"
+diverge --trials=1 "$tmp/a.sched" -- --trials=1 --op-times "$tmp/a.sched"
+diverge --trials=1 "$tmp/a.sched" -- --trials=1 --trace="$tmp/t.json" "$tmp/a.sched"
+diverge --trials=1 "$tmp/a.sched" -- --trials=3 "$tmp/a.sched"
+diverge --trials=1 "$tmp/a.sched" -- "$tmp/a.sched"
+diverge --trials=1 "$tmp/a.sched" -- --trials=1 --mode=all "$tmp/a.sched"
+diverge --trials=1 "$tmp/a.sched" -- --trials=1 "$tmp/b.sched"
+diverge --trials=1 "$tmp/b.sched" -- --trials=1 "$tmp/a.sched"
+# Flags that one process refuses: the agreed usage error, said by it.
+fails 1 2 "^process 1: overlap_sim: --trials repeats a run: --races runs nothing timed" \
+  --trials=1 "$tmp/a.sched" : -np 1 "$tool" -b cpu --trials=1 --races "$tmp/a.sched"
+# overlap_sweep, one process given more sizes.
+launch 1 "$sweep" --backend=cpu -b 1K -e 4K -n 1 -w 0 --reps=4 --timeout=5 \
+  : -np 1 "$sweep" --backend=cpu -b 1K -e 8K -n 1 -w 0 --reps=4 --timeout=5
+lost "mpirun -np 1 overlap_sweep -e 4K : -np 1 overlap_sweep -e 8K"
+
+# --- One process stopped (SIGSTOP) in a long run, --timeout=10: the
+# collective that process 0 waits in times out, then the agreement's
+# margin; the launch must end within 20 s of the signal (about 16 s). Rank
+# 1 spends each iteration in a 1 s delay before the all-reduce, so that
+# the signal finds process 0 in that collective, not at the barrier that
+# ends an iteration, whose deadline is 2 x --timeout + 5 s by design
+# (src/run/exec.c: a hung collective fails first, with its message): there
+# the launch ends about 31 s after the signal. The wrapper says each
+# process's pid, so that the test stops process 1 and no other.
+printf '%s\n' 'x = data(shape=[16], init=fill, value=1.0)' \
+  'delay(us=1000000, stream=calc, ranks=[1])' 'y = scale(x, scale=1.0)' \
+  'c_allreduce_sum(y, ring_id=0, use_calc_stream=true)' 'fetch(y)' >"$tmp/slow1.sched"
+rm -f "$tmp"/pid.*
+t0=$(date +%s)
+# shellcheck disable=SC2086
+timeout -k 10 "$limit" $MPIEXEC $mpiflags -np 2 sh "$tmp/wrap.sh" "$tool" -b cpu -n 1000 -w 0 \
+  --trials=1 --no-races --timeout=10 "$tmp/slow1.sched" >"$tmp/mpi.out" 2>"$tmp/mpi.err" </dev/null &
+lpid=$!
+# The run has started when the table's head is out.
+i=0
+while [ "$i" -lt 600 ] && kill -0 "$lpid" 2>/dev/null && ! grep -q '^mode ' "$tmp/mpi.out"; do
+  sleep 0.1
+  i=$((i + 1))
+done
+# Two iterations in: past the setup, in the steady state.
+sleep 2
+victim=$(cat "$tmp/pid.1" 2>/dev/null)
+stop=$(date +%s)
+[ -n "$victim" ] && kill -STOP "$victim" 2>/dev/null
+wait "$lpid"
+rc=$?
+end=$(date +%s)
+# Whatever happened, the stopped process is not left behind.
+[ -n "$victim" ] && kill -KILL "$victim" 2>/dev/null
+: >"$tmp/why"; : >"$tmp/diff"
+if [ -z "$victim" ]; then
+  echo "no pid of process 1 (the run never started?)" >"$tmp/why"
+elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+  echo "still running after $limit s: killed (exit $rc)" >"$tmp/why"
+elif [ "$rc" -ne 3 ]; then
+  echo "exit $rc, expected 3" >"$tmp/why"
+fi
+if [ $((end - stop)) -gt 20 ]; then
+  echo "ended $((end - stop)) s after SIGSTOP, expected at most 20" >>"$tmp/why"
+fi
+if ! grep -q '^process 0: overlap_sim: .*process 1 at step [0-9]' "$tmp/mpi.err"; then
+  echo "no 'process 0: ... process 1 at step N' on stderr" >>"$tmp/why"
+fi
+name="SIGSTOP on process 1 of 2, --timeout=10: exit 3 within 20 s (exit $rc, $((end - stop)) s after the signal, $((end - t0)) s in all)"
+if [ -s "$tmp/why" ]; then ko "$name"; else ok "$name"; fi
 
 echo "mpi.sh: $pass passed, $fail failed in $(($(date +%s) - started)) s (launcher: $MPIEXEC $mpiflags)"
 [ "$fail" -eq 0 ]

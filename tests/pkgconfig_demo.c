@@ -4,9 +4,11 @@
  *
  *   cc $(pkg-config --cflags ovl) pkgconfig_demo.c $(pkg-config --libs ovl)
  *
- * It loads the installed seed schedule (argv[1]) small, runs it in sync
- * and async form on 2 emulated cpu devices and prints the verdict: what a
- * user of libovl does first. Exit 0 when it passes.
+ * It checks that the library it runs with is the version of the headers
+ * it was compiled with, loads the installed seed schedule (argv[1])
+ * small, runs it in sync and async form on 2 emulated cpu devices and
+ * prints the library's version and the verdict: what a user of libovl
+ * does first. Exit 0 when it passes.
  */
 #include <ovl.h>
 #include <stdio.h>
@@ -30,6 +32,13 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s SCHEDULE\n", argv[0]);
     return 2;
   }
+  if (ovl_version() != OVL_VERSION ||
+      strcmp(ovl_version_string(), OVL_VERSION_STRING) != 0) {
+    fprintf(stderr, "pkgconfig_demo: headers %s (%d), library %s (%d)\n",
+            OVL_VERSION_STRING, OVL_VERSION, ovl_version_string(),
+            ovl_version());
+    return 1;
+  }
   pl.run_opts.iters = 2;
   pl.run_opts.warmup = 1;
   if (ovl_program_load(argv[1], &po, &prog, &err) != OVL_OK ||
@@ -39,7 +48,7 @@ int main(int argc, char **argv) {
             ovl_strerror(err.status));
   } else {
     const char *result = ovl_report_result(report);
-    printf("libovl %s: %s: %s\n", OVL_VERSION_STRING, argv[1], result);
+    printf("libovl %s: %s: %s\n", ovl_version_string(), argv[1], result);
     rc = strcmp(result, "PASS") != 0;
   }
   ovl_report_free(report);

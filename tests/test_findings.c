@@ -111,7 +111,7 @@ START_TEST(a_race_in_both_forms_is_one) {
 END_TEST
 
 /* A race of the async form only (the sync form puts both on calc): the
- * forms read differently, and it says so. */
+ * forms read differently, and its section says where it is. */
 START_TEST(forms_that_differ_print_apart) {
   static const char text[] =
       "x = data(shape=[64], dtype=float32, init=uniform, seed=7)\n"
@@ -130,7 +130,7 @@ START_TEST(forms_that_differ_print_apart) {
   ck_assert_uint_eq(ovl_races_forms(m1.races, 0),
                     OVL_MODE_BIT(OVL_MODE_ASYNC));
   ck_assert_int_eq(ovl_races_format(m1.races, p, 0, &t, &err), OVL_OK);
-  ck_assert_ptr_nonnull(strstr(t, "\n  found in the async form only\n"));
+  ck_assert_ptr_null(strstr(t, "found in"));
   free(t);
   ovl_report_summary_get(r, &sum);
   ck_assert_uint_eq(sum.races, 1);

@@ -6,6 +6,7 @@
 #include <check.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,6 +186,43 @@ START_TEST(escape_arg_one_line) {
 }
 END_TEST
 
+/* One number syntax for every flag: decimal, no blank, no sign unless
+ * negatives are allowed, no hex; reals in plain or e notation. */
+START_TEST(number_syntax) {
+  static const char *const bad_ints[] = {
+      " 5", "5 ", "+5", "0x10", "5x", "", "-", "1e3", "5.0", "\t5", "--5"};
+  static const char *const bad_reals[] = {
+      " 1", "1 ", "+1", "0x10", "0x1p3", "inf", "nan", "", ".", "e5", "1e",
+      "1e+", "1.5.3", "-1", "1,5", "infinity"};
+  int i;
+  double d;
+  for (size_t k = 0; k < sizeof bad_ints / sizeof bad_ints[0]; k++)
+    ck_assert_msg(!parse_int(bad_ints[k], 0, 100, &i), "'%s' taken",
+                  bad_ints[k]);
+  for (size_t k = 0; k < sizeof bad_reals / sizeof bad_reals[0]; k++)
+    ck_assert_msg(!parse_double(bad_reals[k], 0, 1e300, &d), "'%s' taken",
+                  bad_reals[k]);
+  ck_assert(parse_int("007", 0, 100, &i) && i == 7);
+  ck_assert(parse_int("-3", -5, 5, &i) && i == -3);
+  ck_assert(!parse_int("-3", 0, 5, &i));
+  ck_assert(parse_int("2147483647", 0, INT_MAX, &i) && i == INT_MAX);
+  ck_assert(!parse_int("2147483648", 0, INT_MAX, &i));
+  ck_assert(!parse_int("99999999999999999999", 0, INT_MAX, &i));
+  ck_assert(parse_double("0.5", 0, 1, &d) && d == 0.5);
+  ck_assert(parse_double(".5", 0, 1, &d) && d == 0.5);
+  ck_assert(parse_double("5.", 0, 10, &d) && d == 5.0);
+  ck_assert(parse_double("1e-3", 0, 1, &d) && d == 1e-3);
+  ck_assert(parse_double("1E+2", 0, 1000, &d) && d == 100.0);
+  ck_assert(parse_double("-2.5", -5, 5, &d) && d == -2.5);
+  /* The smallest double (subnormal) is a number; one below it is 0. */
+  ck_assert(parse_double("4.9e-324", 0, 1e300, &d) && d > 0);
+  ck_assert(parse_double("1e-400", 0, 1e300, &d) && d == 0);
+  /* Above the limit, or above any double: refused. */
+  ck_assert(!parse_double("1e308", 0, 1e300, &d));
+  ck_assert(!parse_double("1e400", 0, 1e300, &d));
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* The shared flags.                                                    */
 /* ------------------------------------------------------------------ */
@@ -290,6 +328,30 @@ START_TEST(scan_refuses) {
 }
 END_TEST
 
+/* The message of a refused value states the flag's real limits. */
+START_TEST(messages_state_limits) {
+  common_opts c;
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *saved = stderr;
+  static const char *const rtol[] = {"--rtol=1e308", NULL};
+  static const char *const ranks[] = {"--ranks=+5", NULL};
+  stderr = open_memstream(&buf, &len);
+  ck_assert_ptr_nonnull(stderr);
+  ck_assert_int_eq(scan(&c, rtol), TOOL_EXIT_USAGE);
+  ck_assert_int_eq(scan(&c, ranks), TOOL_EXIT_USAGE);
+  fclose(stderr);
+  stderr = saved;
+  ck_assert_msg(strstr(buf, "--rtol: '1e308' is not a number from 0 to "
+                            "1e300") != NULL,
+                "%s", buf);
+  ck_assert_msg(strstr(buf, "--ranks: '+5' is not a number from 1 to 64") !=
+                    NULL,
+                "%s", buf);
+  free(buf);
+}
+END_TEST
+
 /* common_flag_help's text for `id` in `set`. */
 static char *help_of(const flag_set *set, common_flag id, const char *text) {
   char *buf = NULL;
@@ -351,11 +413,13 @@ static Suite *tool_util_suite(void) {
   suite_add_tcase(s, tc);
   tc = tcase_create("messages");
   tcase_add_test(tc, escape_arg_one_line);
+  tcase_add_test(tc, number_syntax);
   suite_add_tcase(s, tc);
   tc = tcase_create("shared flags");
   tcase_add_test(tc, table_rows_are_whole);
   tcase_add_test(tc, scan_shared_and_own);
   tcase_add_test(tc, scan_refuses);
+  tcase_add_test(tc, messages_state_limits);
   tcase_add_test(tc, help_lines);
   suite_add_tcase(s, tc);
   return s;

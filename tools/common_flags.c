@@ -132,14 +132,14 @@ const flag_def common_flags[CF__COUNT] = {
                             "(default 60)"},
     [CF_RTOL] = {.name = "rtol", .metavar = "X", .parse = flag_real,
                  .offset = AT(rtol), .lo = 0, .hi = 1e300,
-                 .bad = "a number >= 0",
+                 .bad = "a number from 0 to 1e300",
                  .help = "relative tolerance (default by the variable's "
                          "dtype:\n"
                          "float32, float64 1e-5; float16 2e-3; bfloat16 "
                          "1.6e-2)"},
     [CF_ATOL] = {.name = "atol", .metavar = "X", .parse = flag_real,
                  .offset = AT(atol), .lo = 0, .hi = 1e300,
-                 .bad = "a number >= 0",
+                 .bad = "a number from 0 to 1e300",
                  .help = "absolute tolerance (default by dtype: float32, "
                          "float64\n"
                          "1e-6; float16, bfloat16 1e-5)"},
@@ -384,7 +384,8 @@ int common_make_world(const common_opts *c, ovl_procs *procs,
   if (st == OVL_OK)
     st = tune_world(*world, c, chaos_seed, &err);
   if (st != OVL_OK) {
-    fprintf(stderr, "%s: %s\n", progname, err.msg);
+    /* World creation is agreed: every process has this message. */
+    tool_shared_error("%s", err.msg);
     rc = st == OVL_ENODEV || st == OVL_EINVAL ? TOOL_EXIT_USAGE
                                               : TOOL_EXIT_RUNTIME;
   } else if (c->graph && !ovl_world_has_graphs(*world)) {

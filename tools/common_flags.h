@@ -17,13 +17,17 @@
 
 #include "ovl.h"
 
+/* --timeout's default, in seconds: the library's (a world's, and the
+ * processes' of an MPI launch). */
+#define COMMON_DEFAULT_TIMEOUT_S 60.0
+
 /* What the shared flags set; common_opts_init gives the defaults. */
 typedef struct {
   const char *backend;   /* --backend: auto, cpu, cuda */
   int ranks;             /* --ranks; 0: the backend's default */
   int gpus_per_process;  /* --gpus-per-process; 0: one */
   int iters, warmup;     /* -n: timed iterations; -w: untimed ones first */
-  double timeout_s;      /* --timeout; 0: the library's default (60 s) */
+  double timeout_s;      /* --timeout; 0: COMMON_DEFAULT_TIMEOUT_S */
   double rtol, atol;     /* --rtol, --atol; OVL_TOL_DTYPE: by dtype */
   int graph;             /* --graph */
   int comm_priority_high; /* --comm-priority=high */

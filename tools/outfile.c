@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -29,16 +31,17 @@ static int fail(const outfile *out, int status, const char *fmt, ...) {
 }
 
 /* ------------------------------------------------------------------ */
-/* TARGET.tmp and signals: while it exists, SIGHUP, SIGINT and SIGTERM
- * remove it before the process dies of them, so that an interrupted write
- * leaves the target as it was and nothing beside it. The handler may only
- * make async-signal-safe calls: the path waits in a static buffer. */
+/* The temporary file and signals: while it exists, SIGHUP, SIGINT and
+ * SIGTERM remove it before the process dies of them, so that an
+ * interrupted write leaves the target as it was and nothing beside it.
+ * The handler may only make async-signal-safe calls: the path waits in a
+ * static buffer. */
 
 static const int cleanup_signals[] = {SIGHUP, SIGINT, SIGTERM};
 #define NCLEANUP (sizeof cleanup_signals / sizeof cleanup_signals[0])
 static struct sigaction cleanup_saved[NCLEANUP];
 static bool cleanup_installed[NCLEANUP];
-static char cleanup_path[PATH_MAX + 8];
+static char cleanup_path[PATH_MAX + 16];
 static volatile sig_atomic_t cleanup_armed;
 
 static void cleanup_handler(int sig) {
@@ -55,17 +58,10 @@ static void cleanup_handler(int sig) {
   errno = saved_errno;
 }
 
-/* From now until cleanup_disarm(), a signal removes `path`. A signal that
- * was ignored stays ignored (sh starts background jobs with SIGINT ignored,
- * nohup ignores SIGHUP). False if the path is too long to keep. */
-static bool cleanup_arm(const char *path) {
-  size_t n = strlen(path);
-  if (n >= sizeof cleanup_path)
-    return false;
-  memcpy(cleanup_path, path, n + 1);
-  /* The path is complete before the flag says so, even to a handler. */
-  atomic_signal_fence(memory_order_seq_cst);
-  cleanup_armed = 1;
+/* The handlers, until cleanup_disarm(). A signal that was ignored stays
+ * ignored (sh starts background jobs with SIGINT ignored, nohup ignores
+ * SIGHUP). */
+static void cleanup_install(void) {
   for (size_t i = 0; i < NCLEANUP; i++) {
     struct sigaction sa = {.sa_handler = cleanup_handler};
     cleanup_installed[i] = false;
@@ -73,27 +69,105 @@ static bool cleanup_arm(const char *path) {
         cleanup_saved[i].sa_handler == SIG_IGN)
       continue;
     sigemptyset(&sa.sa_mask);
-    cleanup_installed[i] =
-        sigaction(cleanup_signals[i], &sa, NULL) == 0;
+    cleanup_installed[i] = sigaction(cleanup_signals[i], &sa, NULL) == 0;
   }
-  return true;
 }
 
 static void cleanup_disarm(void) {
-  for (size_t i = 0; i < NCLEANUP; i++)
+  cleanup_armed = 0;
+  for (size_t i = 0; i < NCLEANUP; i++) {
     if (cleanup_installed[i])
       (void)sigaction(cleanup_signals[i], &cleanup_saved[i], NULL);
-  cleanup_armed = 0;
+    cleanup_installed[i] = false;
+  }
 }
 
 /* ------------------------------------------------------------------ */
+/* Paths                                                               */
+/* ------------------------------------------------------------------ */
 
-/* TARGET.tmp (malloc'd), or NULL out of memory. */
-static char *tmp_name(const outfile *out) {
-  char *tmp = malloc(strlen(out->target) + sizeof ".tmp");
-  if (tmp != NULL)
-    sprintf(tmp, "%s.tmp", out->target);
-  return tmp;
+/* The directory of `path` (malloc'd): ".", "/", or all before its last
+ * '/'. NULL when out of memory. */
+static char *dir_of(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash == NULL   ? strdup(".")
+         : slash == path ? strdup("/")
+                         : strndup(path, (size_t)(slash - path));
+}
+
+/* The umask, without changing it (/proc/self/status says it since Linux
+ * 4.7; elsewhere umask() is set back at once). */
+static mode_t current_umask(void) {
+  static mode_t mask;
+  static bool known;
+  char line[128];
+  FILE *f;
+  if (known)
+    return mask;
+  f = fopen("/proc/self/status", "re");
+  while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+    unsigned m;
+    if (sscanf(line, "Umask: %o", &m) == 1) {
+      mask = (mode_t)m;
+      known = true;
+      break;
+    }
+  }
+  if (f != NULL)
+    fclose(f);
+  if (!known) {
+    mask = umask(022);
+    (void)umask(mask);
+    known = true;
+  }
+  return mask;
+}
+
+/* A new empty file of a name no file has, .ovl-XXXXXX in the directory of
+ * `target` (short, so that any name the directory takes works), open for
+ * writing; its path in *tmp (malloc'd; NULL when out of memory). From
+ * its creation on, a signal removes it (cleanup_disarm() ends that).
+ * Returns the descriptor, or -1 with errno set. */
+static int tmp_create(const char *target, char **tmp) {
+  static const char name[] = "/.ovl-XXXXXX";
+  char *dir = dir_of(target);
+  sigset_t block, old;
+  int fd, e;
+  *tmp = NULL;
+  if (dir == NULL) {
+    errno = ENOMEM;
+    return -1;
+  }
+  if (strlen(dir) + sizeof name > sizeof cleanup_path) {
+    free(dir);
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  *tmp = malloc(strlen(dir) + sizeof name);
+  if (*tmp == NULL) {
+    free(dir);
+    errno = ENOMEM;
+    return -1;
+  }
+  sprintf(*tmp, "%s%s", strcmp(dir, "/") == 0 ? "" : dir, name);
+  free(dir);
+  /* The name is in the handler's buffer before a signal can find the
+   * file: the signals wait while it is made. */
+  cleanup_install();
+  sigemptyset(&block);
+  for (size_t i = 0; i < NCLEANUP; i++)
+    sigaddset(&block, cleanup_signals[i]);
+  pthread_sigmask(SIG_BLOCK, &block, &old);
+  fd = mkostemp(*tmp, O_CLOEXEC);
+  e = errno;
+  if (fd >= 0) {
+    strcpy(cleanup_path, *tmp);
+    atomic_signal_fence(memory_order_seq_cst);
+    cleanup_armed = 1;
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  errno = e;
+  return fd;
 }
 
 /* The absolute path without links of a file that does not exist (yet):
@@ -103,9 +177,7 @@ static char *missing_canon(const char *path, char **dir) {
   const char *slash = strrchr(path, '/');
   const char *base = slash != NULL ? slash + 1 : path;
   char *real, *canon = NULL;
-  *dir = slash == NULL   ? strdup(".")
-         : slash == path ? strdup("/")
-                         : strndup(path, (size_t)(slash - path));
+  *dir = dir_of(path);
   if (*dir == NULL)
     return NULL;
   real = realpath(*dir, NULL);
@@ -119,6 +191,105 @@ static char *missing_canon(const char *path, char **dir) {
     errno = ENOMEM;
   free(real);
   return canon;
+}
+
+/* N of a name that ends in "PREFIXN" (N decimal digits, no more than an
+ * int), or -1. */
+static int fd_after(const char *s, const char *prefix) {
+  size_t n = strlen(prefix);
+  long v = 0;
+  if (strncmp(s, prefix, n) != 0 || s[n] == '\0')
+    return -1;
+  for (s += n; *s != '\0'; s++) {
+    if (*s < '0' || *s > '9' || v > INT_MAX / 10)
+      return -1;
+    v = v * 10 + (*s - '0');
+  }
+  return v <= INT_MAX ? (int)v : -1;
+}
+
+/* The descriptor a name says as written, or -1. */
+static int descriptor_name(const char *p) {
+  static const char *const std[] = {"/dev/stdin", "/dev/stdout",
+                                     "/dev/stderr"};
+  static const char *const dirs[] = {"/dev/fd/", "/proc/self/fd/",
+                                     "/proc/thread-self/fd/"};
+  char own[64];
+  int fd;
+  for (int i = 0; i < 3; i++)
+    if (strcmp(p, std[i]) == 0)
+      return i;
+  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+    if ((fd = fd_after(p, dirs[i])) >= 0)
+      return fd;
+  snprintf(own, sizeof own, "/proc/%ld/fd/", (long)getpid());
+  return fd_after(p, own);
+}
+
+int outfile_named_descriptor(const char *path) {
+  char a[PATH_MAX], b[PATH_MAX];
+  const char *p = path;
+  /* As many links as the kernel follows (MAXSYMLINKS). */
+  for (int hops = 0; hops <= 40; hops++) {
+    int fd = descriptor_name(p);
+    ssize_t n;
+    char *cur = p == a ? b : a; /* the buffer p is not in */
+    if (fd >= 0)
+      return fd;
+    n = readlink(p, cur, sizeof a - 1);
+    if (n < 0)
+      return -1;
+    cur[n] = '\0';
+    if (cur[0] != '/') {
+      /* Relative to the link's directory. */
+      const char *slash = strrchr(p, '/');
+      char joined[PATH_MAX];
+      if (slash != NULL) {
+        if ((size_t)snprintf(joined, sizeof joined, "%.*s/%s",
+                             (int)(slash - p), p, cur) >= sizeof joined)
+          return -1;
+        memcpy(cur, joined, strlen(joined) + 1);
+      }
+    }
+    p = cur;
+  }
+  return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Resolving                                                           */
+/* ------------------------------------------------------------------ */
+
+/* The name of descriptor fd in messages. */
+static const char *fd_name(int fd, char *buf, size_t len) {
+  static const char *const std[] = {"standard input", "standard output",
+                                     "standard error"};
+  if (fd >= 0 && fd < 3)
+    return std[fd];
+  snprintf(buf, len, "descriptor %d", fd);
+  return buf;
+}
+
+/* A path that names a descriptor: written through it, in place. */
+static int resolve_descriptor(outfile *out, int fd) {
+  char name[32];
+  struct stat st;
+  int fl = fcntl(fd, F_GETFL);
+  if (fl < 0)
+    return fail(out, TOOL_EXIT_RUNTIME, "%s is not open",
+                fd_name(fd, name, sizeof name));
+  if ((fl & O_ACCMODE) == O_RDONLY)
+    return fail(out, TOOL_EXIT_RUNTIME, "%s is open for reading only",
+                fd_name(fd, name, sizeof name));
+  out->fd = fd;
+  out->in_place = true;
+  if (fstat(fd, &st) == 0) {
+    out->exists = true;
+    out->dev = st.st_dev;
+    out->ino = st.st_ino;
+    out->regular = S_ISREG(st.st_mode);
+  }
+  return 0;
 }
 
 /* A path that does not exist: it is created in its directory, which must
@@ -136,6 +307,7 @@ static int resolve_missing(outfile *out) {
               dir != NULL ? dir : "its directory", strerror(errno));
   else if ((out->target = strdup(out->path)) == NULL)
     rc = fail(out, TOOL_EXIT_RUNTIME, "out of memory");
+  out->regular = true;
   free(dir);
   return rc;
 }
@@ -152,11 +324,16 @@ static int refuse_dangling(const outfile *out) {
               "a symbolic link to '%s', which does not exist", to);
 }
 
-/* What out->path names: the target, whether it exists, whether it is
- * replaced or written in place. */
+/* What out->path names: a descriptor, or the target, whether it exists,
+ * whether it is replaced or written in place. */
 static int resolve(outfile *out) {
   struct stat lst, st;
   bool link;
+  int fd = outfile_named_descriptor(out->path);
+  /* By the name first: /dev/stdout that leads to a regular file
+   * (`>> log`) is still the tool's standard output. */
+  if (fd >= 0)
+    return resolve_descriptor(out, fd);
   if (lstat(out->path, &lst) != 0) {
     if (errno == ENOENT)
       return resolve_missing(out);
@@ -175,10 +352,11 @@ static int resolve(outfile *out) {
   out->exists = true;
   out->dev = st.st_dev;
   out->ino = st.st_ino;
-  out->in_place = !S_ISREG(st.st_mode);
-  /* A link to a regular file: TARGET.tmp goes beside the target, so that
-   * the rename replaces the target and not the link. A link to anything
-   * else is opened through the link (/dev/stdout to a pipe has no path). */
+  out->regular = S_ISREG(st.st_mode);
+  out->in_place = !out->regular;
+  /* A link to a regular file: the temporary file goes beside the target,
+   * so that the rename replaces the target and not the link. A link to
+   * anything else is opened through the link. */
   if (link && !out->in_place) {
     out->target = realpath(out->path, NULL);
     if (out->target == NULL)
@@ -197,7 +375,7 @@ static bool same_as_path(const outfile *out, const char *path) {
   char *canon, *dir = NULL;
   if (exists && out->exists)
     return st.st_dev == out->dev && st.st_ino == out->ino;
-  if (exists || out->exists)
+  if (exists || out->exists || out->canon == NULL)
     return false;
   canon = missing_canon(path, &dir);
   same = canon != NULL && strcmp(canon, out->canon) == 0;
@@ -209,16 +387,19 @@ static bool same_as_path(const outfile *out, const char *path) {
 static bool same_outputs(const outfile *a, const outfile *b) {
   if (a->exists && b->exists)
     return a->dev == b->dev && a->ino == b->ino;
-  return !a->exists && !b->exists && strcmp(a->canon, b->canon) == 0;
+  return !a->exists && !b->exists && a->canon != NULL && b->canon != NULL &&
+         strcmp(a->canon, b->canon) == 0;
 }
 
 /* An output that would replace an input, or that another output would
- * overwrite. One written in place replaces nothing (two outputs may both
- * be /dev/null). */
+ * overwrite. Outputs written in place replace nothing: two may share a
+ * node (both /dev/null, both standard output); one whose descriptor
+ * leads to a regular file still must not be the schedule, nor a file
+ * that another output replaces. */
 static int check_conflicts(const outfile *out, const char *const inputs[],
                            size_t ninputs, const outfile *others,
                            size_t nothers) {
-  if (out->in_place)
+  if (out->in_place && !out->regular)
     return 0;
   for (size_t i = 0; i < ninputs; i++)
     if (inputs[i] != NULL && same_as_path(out, inputs[i]))
@@ -227,28 +408,19 @@ static int check_conflicts(const outfile *out, const char *const inputs[],
                   "it",
                   inputs[i]);
   for (size_t i = 0; i < nothers; i++)
-    if (others[i].path != NULL && !others[i].in_place &&
+    if (others[i].path != NULL && !(out->in_place && others[i].in_place) &&
         same_outputs(out, &others[i]))
       return fail(out, TOOL_EXIT_USAGE, "is the same file as %s=%s",
                   others[i].flag, others[i].path);
   return 0;
 }
 
-/* TARGET.tmp exists (left by a run that was killed outright): a regular
- * file is replaced; anything else is refused, since the rename would move
- * it over the target. */
-static int check_old_tmp(const outfile *out, const char *tmp) {
-  struct stat st;
-  if (lstat(tmp, &st) != 0 || S_ISREG(st.st_mode))
-    return 0;
-  return fail(out, TOOL_EXIT_RUNTIME,
-              "%s exists and is not a regular file; remove it", tmp);
-}
-
 /* Proves that the output can be written, changing nothing. */
 static int probe(const outfile *out) {
-  char *tmp;
+  char *tmp = NULL, *dir;
   int fd, rc = 0;
+  if (out->fd >= 0)
+    return 0; /* resolve_descriptor saw it open for writing */
   if (out->in_place) {
     struct stat st;
     bool ok;
@@ -266,21 +438,17 @@ static int probe(const outfile *out) {
               : fail(out, TOOL_EXIT_RUNTIME,
                      "cannot open it for writing: %s", strerror(errno));
   }
-  if ((tmp = tmp_name(out)) == NULL)
-    return fail(out, TOOL_EXIT_RUNTIME, "out of memory");
-  if (!cleanup_arm(tmp)) {
-    free(tmp);
-    return fail(out, TOOL_EXIT_RUNTIME, "%s", strerror(ENAMETOOLONG));
-  }
-  fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+  (void)current_umask();
+  fd = tmp_create(out->target, &tmp);
   if (fd >= 0) {
     (void)close(fd);
     (void)unlink(tmp);
-  } else if (errno == EEXIST) {
-    rc = check_old_tmp(out, tmp);
   } else {
-    rc = fail(out, TOOL_EXIT_RUNTIME, "cannot create %s: %s", tmp,
-              strerror(errno));
+    int e = errno;
+    dir = dir_of(out->target);
+    rc = fail(out, TOOL_EXIT_RUNTIME, "cannot create a file in %s: %s",
+              dir != NULL ? dir : "its directory", strerror(e));
+    free(dir);
   }
   cleanup_disarm();
   free(tmp);
@@ -294,6 +462,7 @@ int outfile_prepare(outfile *out, const char *flag, const char *path,
   memset(out, 0, sizeof *out);
   out->flag = flag;
   out->path = path;
+  out->fd = -1;
   rc = resolve(out);
   if (rc == 0)
     rc = check_conflicts(out, inputs, ninputs, others, nothers);
@@ -307,13 +476,21 @@ int outfile_prepare(outfile *out, const char *flag, const char *path,
 }
 
 /* ------------------------------------------------------------------ */
+/* Writing                                                             */
+/* ------------------------------------------------------------------ */
 
-/* Returns 0, or the errno of the write that failed. */
+/* Returns 0, or the errno of the write that failed. A descriptor that
+ * does not block (a pipe the shell left non-blocking) is waited for. */
 static int write_all(int fd, const char *text, size_t len) {
   while (len > 0) {
     ssize_t n = write(fd, text, len < SSIZE_MAX ? len : SSIZE_MAX);
     if (n < 0 && errno == EINTR)
       continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      struct pollfd p = {.fd = fd, .events = POLLOUT};
+      (void)poll(&p, 1, -1);
+      continue;
+    }
     if (n < 0)
       return errno;
     if (n == 0)
@@ -322,6 +499,20 @@ static int write_all(int fd, const char *text, size_t len) {
     len -= (size_t)n;
   }
   return 0;
+}
+
+/* Through the descriptor the path names, after what the tool printed on
+ * its streams: at the descriptor's offset, or at the end where it
+ * appends. */
+static int write_descriptor(const outfile *out, const char *text,
+                            size_t len) {
+  int e;
+  flush_output(stdout);
+  fflush(stderr);
+  e = write_all(out->fd, text, len);
+  if (e != 0)
+    fail(out, TOOL_EXIT_RUNTIME, "%s", strerror(e));
+  return e != 0 ? -1 : 0;
 }
 
 /* A device, a FIFO...: opened as it is (no O_CREAT, no O_TRUNC), every
@@ -342,30 +533,36 @@ static int write_in_place(const outfile *out, const char *text,
   return e != 0 ? -1 : 0;
 }
 
-/* A regular or new file: TARGET.tmp, written whole, renamed over TARGET. */
+/* The new file `fd` takes the mode and owner of the target it replaces
+ * (the group alone where the owner cannot be given, and neither where
+ * that is not permitted either: not an error); a new target gets 0666
+ * less the umask, as open(2) would give it. */
+static void keep_identity(int fd, const char *target) {
+  struct stat st;
+  if (stat(target, &st) != 0 || !S_ISREG(st.st_mode)) {
+    (void)fchmod(fd, 0666 & ~current_umask());
+    return;
+  }
+  if ((st.st_uid != geteuid() || st.st_gid != getegid()) &&
+      fchown(fd, st.st_uid, st.st_gid) != 0)
+    (void)fchown(fd, (uid_t)-1, st.st_gid);
+  (void)fchmod(fd, st.st_mode & 07777);
+}
+
+/* A regular or new file: a new file beside it, written whole, renamed
+ * over TARGET. */
 static int write_replace(const outfile *out, const char *text, size_t len) {
-  char *tmp = tmp_name(out);
-  int fd = -1, e = 0;
-  if (tmp == NULL) {
-    fail(out, TOOL_EXIT_RUNTIME, "out of memory");
-    return -1;
-  }
-  if (check_old_tmp(out, tmp) != 0) {
-    free(tmp);
-    return -1;
-  }
-  if (!cleanup_arm(tmp)) {
-    fail(out, TOOL_EXIT_RUNTIME, "%s", strerror(ENAMETOOLONG));
-    free(tmp);
-    return -1;
-  }
-  fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-            0666);
+  char *tmp = NULL;
+  int fd, e = 0;
+  fd = tmp_create(out->target, &tmp);
   if (fd < 0) {
-    fail(out, TOOL_EXIT_RUNTIME, "cannot create %s: %s", tmp,
-         strerror(errno));
-    e = -1;
+    char *dir = dir_of(out->target);
+    e = errno;
+    fail(out, TOOL_EXIT_RUNTIME, "cannot create a file in %s: %s",
+         dir != NULL ? dir : "its directory", strerror(e));
+    free(dir);
   } else {
+    keep_identity(fd, out->target);
     e = write_all(fd, text, len);
     if (close(fd) != 0 && e == 0)
       e = errno;
@@ -382,6 +579,8 @@ static int write_replace(const outfile *out, const char *text, size_t len) {
 }
 
 int outfile_write(const outfile *out, const char *text, size_t len) {
+  if (out->fd >= 0)
+    return write_descriptor(out, text, len);
   return out->in_place ? write_in_place(out, text, len)
                        : write_replace(out, text, len);
 }

@@ -43,15 +43,9 @@
 #define EXIT_RUNTIME TOOL_EXIT_RUNTIME
 #define EXIT_RACES 4
 
-#ifndef OVL_SRCDIR
-#define OVL_SRCDIR "."
-#endif
-#ifndef OVL_BUILDDIR
-#define OVL_BUILDDIR "."
-#endif
-#ifndef OVL_PKGDATADIR
-#define OVL_PKGDATADIR "/usr/local/share/overlap-sim"
-#endif
+/* OVL_SRCDIR, OVL_BUILDDIR, OVL_PKGDATADIR: made by make from configure's
+ * directories (Makefile.am, "tools/paths.h"). */
+#include "paths.h"
 
 /* The output files, checked before anything runs (outfile_prepare); an
  * entry whose path is NULL is not wanted (or is --json=-, stdout). */
@@ -248,6 +242,28 @@ static int write_output(const outfile *out, const char *text, size_t len) {
   return 0;
 }
 
+/* --json=-: the JSON alone on stdout (json_stdout, a copy of the
+ * descriptor); what the tool prints goes to stderr (the descriptor of
+ * stdout becomes a copy of stderr's). Process 0 alone (the others print
+ * nothing on stdout). Returns -1, or the exit status (message printed). */
+static int route_json_stdout(const sim_options *o) {
+  int fd;
+  if (o->json == NULL || strcmp(o->json, "-") != 0 || !tool_prints_report())
+    return -1;
+  fd = dup(STDOUT_FILENO);
+  if (fd >= 0)
+    (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+  /* What the table has printed so far goes where it was going. */
+  fflush(stdout);
+  if (fd < 0 || (json_stdout = fdopen(fd, "w")) == NULL ||
+      dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+    fprintf(stderr, "%s: --json=-: %s\n", progname, strerror(errno));
+    return EXIT_RUNTIME;
+  }
+  stdout_name = "standard error (the report, with --json=-)";
+  return -1;
+}
+
 static int runtime_exit(ovl_status st) {
   return st == OVL_EPARSE || st == OVL_EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
 }
@@ -373,7 +389,7 @@ static int check_only(sim_options *o, const char *path, unsigned modes,
     goto out;
   st = ovl_pipeline_run(world, prog, &pl, &report, &err);
   if (st != OVL_OK) {
-    fprintf(stderr, "%s: %s\n", progname, err.msg);
+    tool_shared_error("%s", err.msg);
     rc = runtime_exit(st);
     goto out;
   }
@@ -395,7 +411,7 @@ static int check_only(sim_options *o, const char *path, unsigned modes,
   }
   /* --fix: the exit status is the fixed schedule's. */
   if (o->fix && (rc == EXIT_RACES || rc == EXIT_SUCCESS) &&
-      ovl_procs_rank(procs) <= 0) {
+      tool_prints_report()) {
     int frc = sim_fix(sched, &bopts, modes,
                       o->fix_file != NULL ? fix : NULL, o->common.quiet);
     rc = frc >= 0 ? frc : EXIT_SUCCESS;
@@ -461,7 +477,9 @@ static int write_timelines(const sim_options *o,
   size_t len = 0;
   ovl_error err = {0};
 
-  if (o->trace == NULL && o->svg == NULL)
+  /* Under mpirun, process 0 alone writes them (and says what it did not
+   * write). */
+  if ((o->trace == NULL && o->svg == NULL) || !tool_prints_report())
     return -1;
   /* Nothing ran: no timeline to write. */
   if (ovl_report_not_run(report) != NULL) {
@@ -519,9 +537,12 @@ static int write_run_outputs(const sim_options *o,
   size_t len = 0;
   ovl_error err = {0};
   ovl_status st;
-  int rc = write_timelines(o, outs, report);
+  int rc;
 
-  if (rc >= 0)
+  /* Under mpirun, process 0 alone writes them. */
+  if (!tool_prints_report())
+    return -1;
+  if ((rc = write_timelines(o, outs, report)) >= 0)
     return rc;
   if (o->json != NULL) {
     /* The "options" object echoes the flags. */
@@ -532,7 +553,8 @@ static int write_run_outputs(const sim_options *o,
         .warmup = o->common.warmup,
         .rtol = o->common.rtol,
         .atol = o->common.atol,
-        .timeout_s = o->common.timeout_s > 0 ? o->common.timeout_s : 60.0,
+        .timeout_s = o->common.timeout_s > 0 ? o->common.timeout_s
+                                             : COMMON_DEFAULT_TIMEOUT_S,
         .races = !o->no_races,
         .op_times = o->op_times,
         .graph = o->common.graph,
@@ -587,7 +609,10 @@ static int finish_run(const sim_options *o, const outfile outs[N_OUTPUTS],
   status = sum.mismatched > 0 ? EXIT_MISMATCH
            : found            ? EXIT_RACES
                               : EXIT_SUCCESS;
-  rc = write_run_outputs(o, outs, report, status);
+  /* Process 0 writes the outputs; every process learns how that went,
+   * and the verdict is printed only where every process got this far (a
+   * process that took another path stops it here, not after a PASS). */
+  rc = tool_agree(procs, write_run_outputs(o, outs, report, status));
   if (rc >= 0)
     return rc;
   if (sum.nonfinite > 0)
@@ -632,46 +657,37 @@ static int overlap_sim(int argc, char **argv) {
   const char *path;
   ovl_status st;
 
-  if (argc > 0 && argv[0] != NULL) {
-    const char *slash = strrchr(argv[0], '/');
-    progname = slash ? slash + 1 : argv[0];
-  }
   sim_options_init(&o);
-  rc = tool_agree(procs, sim_parse_flags(argc, argv, &o));
-  if (rc >= 0)
+  rc = sim_parse_flags(argc, argv, &o);
+  /* Under mpirun: every step the processes take together, from the
+   * agreement on the flags on, ends within --timeout (plus the library's
+   * margin), even where the processes were given different flags. */
+  ovl_procs_set_timeout(procs, o.common.timeout_s > 0
+                                   ? o.common.timeout_s
+                                   : COMMON_DEFAULT_TIMEOUT_S);
+  if ((rc = tool_agree(procs, rc)) >= 0)
     return rc;
   path = o.schedule != NULL ? resolve_schedule(o.schedule, false)
                             : resolve_schedule("seed.sched", true);
   memset(outs, 0, sizeof outs);
+  /* Modes, in the order they run: sync, async, comp, comm. */
+  modes = sim_modes(&o);
+  /* --json=- is routed before any output path is resolved, so that a
+   * path naming standard output (/dev/stdout) names what it will be. */
+  if (o.replay == 0 && !o.races_only && !o.fix)
+    rc = route_json_stdout(&o);
+  if ((rc = tool_agree(procs, rc)) >= 0)
+    goto out;
   /* Under mpirun only process 0 has outputs: every process learns whether
    * it can go on (tool_agree), as after each step that one process may
    * fail alone. */
   rc = tool_agree(procs, prepare_outputs(&o, path, outs));
   if (rc >= 0)
     goto out;
-  /* Modes, in the order they run: sync, async, comp, comm. */
-  modes = sim_modes(&o);
   if (o.replay != 0 || o.races_only || o.fix) {
     rc = check_only(&o, path, modes, outs);
     goto out;
   }
-
-  /* --json=-: the JSON alone on stdout; what the tool prints goes to
-   * stderr. */
-  if (o.json != NULL && strcmp(o.json, "-") == 0) {
-    int fd = dup(STDOUT_FILENO);
-    if (fd >= 0)
-      (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-    if (fd < 0 || (json_stdout = fdopen(fd, "w")) == NULL ||
-        dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
-      fprintf(stderr, "%s: --json=-: %s\n", progname, strerror(errno));
-      rc = EXIT_RUNTIME;
-    } else {
-      stdout_name = "standard error (the report, with --json=-)";
-    }
-  }
-  if ((rc = tool_agree(procs, rc)) >= 0)
-    goto out;
 
   /* Parse before making the world (which may take seconds on GPUs); bind
    * once its rank count and backend are known. */
@@ -728,7 +744,7 @@ static int overlap_sim(int argc, char **argv) {
     /* What the table has so far shows before the message of a run. */
     if (table.ready)
       flush_output(stdout);
-    fprintf(stderr, "%s: %s\n", progname, err.msg);
+    tool_shared_error("%s", err.msg);
     rc = runtime_exit(st);
     goto out;
   }
@@ -744,7 +760,13 @@ out:
 }
 
 int main(int argc, char **argv) {
-  int rc = tool_procs_init(&argc, &argv, &procs);
+  int rc;
+  /* The name in messages, those of joining an MPI launch too. */
+  if (argc > 0 && argv[0] != NULL) {
+    const char *slash = strrchr(argv[0], '/');
+    progname = slash ? slash + 1 : argv[0];
+  }
+  rc = tool_procs_init(&argc, &argv, &procs);
   if (rc >= 0)
     return rc;
   rc = overlap_sim(argc, argv);
@@ -753,8 +775,7 @@ int main(int argc, char **argv) {
   if (json_stdout != NULL)
     rc = close_output(json_stdout, "standard output (--json=-)", rc);
   rc = close_output(stdout, stdout_name, rc);
-  /* Under mpirun every process exits with the same status. */
-  rc = ovl_procs_agree_exit(procs, rc);
-  ovl_procs_free(procs);
-  return rc;
+  /* Under mpirun every process exits with the same status (or, where the
+   * processes lost each other, says why and keeps its own). */
+  return tool_procs_end(procs, rc);
 }

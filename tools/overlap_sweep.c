@@ -109,7 +109,7 @@ static int run_program(ovl_world *world, const options *o,
   ovl_error err = {0};
   if (ovl_pipeline_run(world, prog, &pl, rep, &err) != OVL_OK) {
     flush_output(stdout);
-    fprintf(stderr, "%s: %s\n", progname, err.msg);
+    tool_shared_error("%s", err.msg);
     return EXIT_RUNTIME;
   }
   return -1;
@@ -576,7 +576,9 @@ static int check_placement(sweep_state *t, row *r, int p,
     r->m[p].checked = true;
     r->m[p].wrong = chk->mismatched;
     t->total_wrong += chk->mismatched;
-    for (size_t k = 0; k < chk->nmismatch && !t->o.csv; k++)
+    /* The report: process 0's to print under mpirun. */
+    for (size_t k = 0;
+         k < chk->nmismatch && !t->o.csv && tool_prints_report(); k++)
       fprintf(stderr,
               "%s: %llu B on %s: rank %d: %lld of %lld elements "
               "wrong; first at [%lld]: got %.9g, expected %.9g\n",
@@ -760,6 +762,10 @@ static int run_sweep(sweep_state *t) {
   for (int i = 0; i < t->nsizes; i++)
     if ((rc = sweep_size(t, t->sizes[i])) >= 0)
       return rc;
+  /* Under mpirun the verdict is printed only where every process got
+   * this far (one given more sizes stops it here, not after a PASS). */
+  if ((rc = tool_agree(procs, -1)) >= 0)
+    return rc;
   if (comments)
     print_footer(t);
   return t->total_wrong > 0 ? EXIT_WRONG : EXIT_SUCCESS;
@@ -769,13 +775,16 @@ static int run_sweep(sweep_state *t) {
 static int overlap_sweep(int argc, char **argv) {
   sweep_state t;
   int rc;
-  if (argc > 0 && argv[0] != NULL) {
-    const char *slash = strrchr(argv[0], '/');
-    progname = slash ? slash + 1 : argv[0];
-  }
   memset(&t, 0, sizeof t);
   sweep_options_init(&t.o);
-  rc = tool_agree(procs, sweep_parse_flags(argc, argv, &t.o));
+  rc = sweep_parse_flags(argc, argv, &t.o);
+  /* Under mpirun: every step the processes take together, from the
+   * agreement on the flags on, ends within --timeout (plus the library's
+   * margin). */
+  ovl_procs_set_timeout(procs, t.o.common.timeout_s > 0
+                                   ? t.o.common.timeout_s
+                                   : COMMON_DEFAULT_TIMEOUT_S);
+  rc = tool_agree(procs, rc);
   if (rc < 0)
     rc = run_sweep(&t);
   ovl_world_free(t.world);
@@ -783,14 +792,19 @@ static int overlap_sweep(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-  int rc = tool_procs_init(&argc, &argv, &procs);
+  int rc;
+  /* The name in messages, those of joining an MPI launch too. */
+  if (argc > 0 && argv[0] != NULL) {
+    const char *slash = strrchr(argv[0], '/');
+    progname = slash ? slash + 1 : argv[0];
+  }
+  rc = tool_procs_init(&argc, &argv, &procs);
   if (rc >= 0)
     return rc;
   /* Every way out, --help included: the table must have arrived (a full
    * disk, a closed pipe), or the exit says so. */
   rc = close_output(stdout, "standard output", overlap_sweep(argc, argv));
-  /* Under mpirun every process exits with the same status. */
-  rc = ovl_procs_agree_exit(procs, rc);
-  ovl_procs_free(procs);
-  return rc;
+  /* Under mpirun every process exits with the same status (or, where the
+   * processes lost each other, says why and keeps its own). */
+  return tool_procs_end(procs, rc);
 }

@@ -265,11 +265,19 @@ void sim_usage(FILE *f) {
       "\n"
       "Output files (--json, --trace, --svg) are checked before anything "
       "runs. A\n"
-      "regular FILE is written whole to FILE.tmp, then renamed over FILE; "
-      "anything\n"
-      "else (/dev/null, a FIFO) is written in place. A symbolic link is "
-      "followed to\n"
-      "its target. A FILE that is the schedule or another output is refused.\n"
+      "regular FILE is written whole to a new file beside it (.ovl-XXXXXX), "
+      "given\n"
+      "FILE's mode and owner, then renamed over FILE. /dev/stdout, "
+      "/dev/stderr,\n"
+      "/dev/fd/N and /proc/self/fd/N are written in place through that "
+      "descriptor\n"
+      "(appending where it appends), whatever it leads to; with --json=-, "
+      "/dev/stdout\n"
+      "is where the report goes (stderr). Anything else that is not a "
+      "regular file\n"
+      "(/dev/null, a FIFO) is written in place. A symbolic link is followed "
+      "to its\n"
+      "target. A FILE that is the schedule or another output is refused.\n"
       "\n"
       "Exit status: 0 ok, 1 numeric mismatch (or a fetched NaN or infinity), "
       "2 usage or\n"
@@ -372,7 +380,8 @@ static int sim_take(void *opts, int c, const char *arg) {
     return add_define(o, arg);
   case OPT_SHOW:
     if (!parse_int(arg, 0, INT_MAX, &o->show))
-      return usage_error("--show: '%s' is not a number >= 0", arg);
+      return usage_error("--show: '%s' is not a number from 0 to %d", arg,
+                         INT_MAX);
     return -1;
   case OPT_OP_TIMES:
     o->op_times = 1;

@@ -270,8 +270,8 @@ static int parse_sizes(const char *arg, options *o) {
     if (o->nsizes == MAX_SIZES)
       return usage_error("--sizes: more than %d sizes", MAX_SIZES);
     if (!parse_size_n(p, len, &o->sizes[o->nsizes]))
-      return usage_error("--sizes: '%.*s' is not a size (bytes >= 1, with "
-                         "K, M, G suffixes)",
+      return usage_error("--sizes: '%.*s' is not a size from 1 to 1024G "
+                         "(bytes, with K, M, G suffixes)",
                          (int)(len < 64 ? len : 64), p);
     o->nsizes++;
     if (q == NULL)
@@ -284,8 +284,8 @@ static int parse_sizes(const char *arg, options *o) {
 static int parse_bound(const char *flag, const char *arg, uint64_t *bytes,
                        bool *given) {
   if (!parse_size(arg, bytes))
-    return usage_error("%s: '%s' is not a size (bytes >= 1, with K, M, G "
-                       "suffixes)",
+    return usage_error("%s: '%s' is not a size from 1 to 1024G (bytes, "
+                       "with K, M, G suffixes)",
                        flag, arg);
   *given = true;
   return -1;
@@ -304,8 +304,8 @@ static int take_run_flag(options *o, int c, const char *arg) {
     return -1;
   case OPT_COMPUTE_BYTES:
     if (!parse_size(arg, &o->compute_bytes) || o->compute_bytes < 4)
-      return usage_error("--compute-bytes: '%s' is not a size (bytes >= 4, "
-                         "with K, M, G suffixes)",
+      return usage_error("--compute-bytes: '%s' is not a size from 4 to "
+                         "1024G (bytes, with K, M, G suffixes)",
                          arg);
     o->compute_bytes_given = true;
     return -1;

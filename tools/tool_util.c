@@ -2,13 +2,20 @@
 #include "tool_util.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
+
+/* How long a process that found the processes lost waits before it ends
+ * the launch (tool_procs_end). */
+#define TOOL_LOST_GRACE_MS 1000
 
 const char *progname = "overlap-sim";
 
@@ -22,12 +29,43 @@ int usage_error(const char *fmt, ...) {
   return TOOL_EXIT_USAGE;
 }
 
+/* The one number syntax of every flag: decimal digits, with a '-' first
+ * only where negative numbers are allowed (neg); no blank, no '+', no
+ * hex, no "inf" or "nan". A real (real) may have a '.' and an exponent
+ * (e or E, a sign, digits): "0.5", "5.", ".5", "1e-3". Returns whether s
+ * is one. */
+static bool number_syntax(const char *s, bool neg, bool real) {
+  bool digits = false;
+  if (*s == '-' && neg)
+    s++;
+  for (; *s >= '0' && *s <= '9'; s++)
+    digits = true;
+  if (real && *s == '.')
+    for (s++; *s >= '0' && *s <= '9'; s++)
+      digits = true;
+  if (!digits)
+    return false;
+  if (real && (*s == 'e' || *s == 'E')) {
+    s++;
+    if (*s == '+' || *s == '-')
+      s++;
+    if (!(*s >= '0' && *s <= '9'))
+      return false;
+    while (*s >= '0' && *s <= '9')
+      s++;
+  }
+  return *s == '\0';
+}
+
 bool parse_int(const char *s, long lo, long hi, int *out) {
   char *end;
   long v;
+  if (!number_syntax(s, lo < 0, false))
+    return false;
   errno = 0;
   v = strtol(s, &end, 10);
-  if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+  if (errno != 0 || *end != '\0' || v < lo || v > hi || v < INT_MIN ||
+      v > INT_MAX)
     return false;
   *out = (int)v;
   return true;
@@ -36,10 +74,13 @@ bool parse_int(const char *s, long lo, long hi, int *out) {
 bool parse_double(const char *s, double lo, double hi, double *out) {
   char *end;
   double v;
+  if (!number_syntax(s, lo < 0, true))
+    return false;
   errno = 0;
   v = strtod(s, &end);
-  if (errno != 0 || end == s || *end != '\0' || !isfinite(v) || v < lo ||
-      v > hi)
+  /* ERANGE: an overflow is out of range (below); an underflow is the
+   * nearest double (4.9e-324 is one; 1e-400 is 0). */
+  if (*end != '\0' || !isfinite(v) || v < lo || v > hi)
     return false;
   *out = v;
   return true;
@@ -253,79 +294,234 @@ const char *format_bytes(uint64_t b, char *buf, size_t len) {
   return buf;
 }
 
-/* Processes other than 0: their stderr goes to a temporary file, read
- * back by tool_agree when this process alone failed; the real stderr. */
-static FILE *err_capture;
-static int real_stderr = -1;
+/* ------------------------------------------------------------------ */
+/* An MPI launch                                                        */
+/* ------------------------------------------------------------------ */
+
+/* The processes (tool_procs_init); NULL for one. */
+static ovl_procs *tool_procs;
+/* The process whose stderr lines the stream below leads with "process P:
+ * " (P > 0), and whether the next byte starts a line. */
+static int prefix_rank;
+static bool prefix_at_line_start = true;
+
+/* Writes all of iov[0..n) to fd 2 (one writev where it can: lines of
+ * several processes mix less). Returns false on an error. */
+static bool write_stderr(struct iovec *iov, int n) {
+  while (n > 0) {
+    ssize_t w = writev(STDERR_FILENO, iov, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return false;
+    while (n > 0 && (size_t)w >= iov->iov_len) {
+      w -= (ssize_t)iov->iov_len;
+      iov++;
+      n--;
+    }
+    if (n > 0) {
+      iov->iov_base = (char *)iov->iov_base + w;
+      iov->iov_len -= (size_t)w;
+    }
+  }
+  return true;
+}
+
+/* The stream `stderr` of a process P > 0 (fopencookie): what the tool
+ * says goes at once to the real standard error, each line led by
+ * "process P: ". Nothing is kept aside, so nothing can be dropped. */
+static ssize_t prefix_write(void *cookie, const char *buf, size_t size) {
+  char head[32];
+  size_t done = 0;
+  (void)cookie;
+  snprintf(head, sizeof head, "process %d: ", prefix_rank);
+  while (done < size) {
+    const char *nl = memchr(buf + done, '\n', size - done);
+    size_t n = nl != NULL ? (size_t)(nl - (buf + done)) + 1 : size - done;
+    struct iovec iov[2] = {{head, strlen(head)},
+                           {(char *)buf + done, n}};
+    if (!write_stderr(prefix_at_line_start ? iov : iov + 1,
+                      prefix_at_line_start ? 2 : 1))
+      return done > 0 ? (ssize_t)done : -1;
+    prefix_at_line_start = nl != NULL;
+    done += n;
+  }
+  return (ssize_t)size;
+}
+
+/* The launcher's variables that say this process's index (the first of
+ * ovl_launcher_rank's that is set) and the number of processes (the
+ * first of OMPI_COMM_WORLD_SIZE and PMI_SIZE that is set), as
+ * "NAME=VALUE[, NAME=VALUE]" in buf; *size: that number, or -1. */
+static const char *launcher_env(char *buf, size_t len, int *size) {
+  static const char *const ranks[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK",
+                                      "PMI_RANK"};
+  static const char *const sizes[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"};
+  char quoted[32];
+  size_t n = 0;
+  *size = -1;
+  buf[0] = '\0';
+  for (size_t i = 0; i < sizeof ranks / sizeof ranks[0] && n == 0; i++) {
+    const char *v = getenv(ranks[i]);
+    if (v != NULL)
+      n = (size_t)snprintf(buf, len, "%s=%s", ranks[i],
+                           escape_arg(v, quoted, sizeof quoted));
+  }
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] && n < len; i++) {
+    const char *v = getenv(sizes[i]);
+    if (v == NULL)
+      continue;
+    if (!parse_int(v, 1, INT_MAX, size))
+      *size = -1;
+    snprintf(buf + n, len - n, "%s%s=%s", n > 0 ? ", " : "", sizes[i],
+             escape_arg(v, quoted, sizeof quoted));
+    break;
+  }
+  return buf;
+}
+
+/* Process P > 0: stdout to /dev/null (process 0 prints the report), and
+ * stderr a stream that leads each line with "process P: " (fd 2 itself
+ * stays: what the runtime writes there, a sanitizer's report, MPI's
+ * messages, arrives as it is). Returns false on an error. */
+static bool quiet_other_process(int rank) {
+  static const cookie_io_functions_t io = {.write = prefix_write};
+  FILE *f;
+  fflush(stdout);
+  fflush(stderr);
+  if (freopen("/dev/null", "w", stdout) == NULL)
+    return false;
+  prefix_rank = rank;
+  f = fopencookie(NULL, "w", io);
+  if (f == NULL || setvbuf(f, NULL, _IOLBF, BUFSIZ) != 0)
+    return false;
+  stderr = f;
+  return true;
+}
 
 int tool_procs_init(int *argc, char ***argv, ovl_procs **out) {
-  int who = ovl_launcher_rank();
+  int who = ovl_launcher_rank(), rank, size, lsize;
   ovl_error err = {0};
+  char env[160];
   *out = NULL;
   if (who < 0)
     return -1;
   if (!ovl_mpi_compiled()) {
-    if (who == 0)
-      fprintf(stderr,
-              "%s: started by an MPI launcher, but built without MPI "
-              "(./configure --with-mpi): every process runs alone\n",
-              progname);
+    /* Every process: one that stayed silent would seem lost. */
+    fprintf(stderr,
+            "%s: started by an MPI launcher (%s), but built without MPI "
+            "(./configure --with-mpi): every process runs alone\n",
+            progname, launcher_env(env, sizeof env, &lsize));
     return -1;
   }
-  if (who > 0) {
-    fflush(stderr);
-    real_stderr = dup(STDERR_FILENO);
-    err_capture = tmpfile();
-    if (freopen("/dev/null", "w", stdout) == NULL || real_stderr < 0 ||
-        err_capture == NULL ||
-        dup2(fileno(err_capture), STDERR_FILENO) < 0)
-      return TOOL_EXIT_RUNTIME;
-  }
+  /* Read before MPI_Init, which may set variables of its own (Open MPI
+   * alone sets PMIX_RANK=0). */
+  launcher_env(env, sizeof env, &lsize);
   if (ovl_procs_init(argc, argv, out, &err) != OVL_OK) {
+    if (who > 0)
+      fprintf(stderr, "process %d: ", who);
     fprintf(stderr, "%s: %s\n", progname, err.msg);
+    return TOOL_EXIT_RUNTIME;
+  }
+  rank = ovl_procs_rank(*out);
+  size = ovl_procs_size(*out);
+  /* MPI's word on who this is goes. A process MPI finds alone where the
+   * launcher's variables said otherwise (a variable left in the
+   * environment, another MPI's launcher) is no launch: it leaves MPI and
+   * runs as without a launcher, with a note, never silently as a
+   * process P > 0 whose process 0 does not exist. */
+  if (size == 1 && (who > 0 || lsize > 1)) {
+    fprintf(stderr,
+            "%s: note: the launcher's environment (%s) says process %d of "
+            "an MPI launch, but MPI found one process: this one runs "
+            "alone, as without a launcher\n",
+            progname, env, who);
+    ovl_procs_free(*out);
+    *out = NULL;
+    return -1;
+  }
+  if (who != rank || (lsize > 0 && lsize != size)) {
+    if (rank > 0)
+      fprintf(stderr, "process %d: ", rank);
+    fprintf(stderr,
+            "%s: note: the launcher's environment (%s) says process %d, "
+            "but MPI says process %d of %d: MPI's word is used\n",
+            progname, env, who, rank, size);
+  }
+  tool_procs = *out;
+  if (rank > 0 && !quiet_other_process(rank)) {
+    fprintf(stderr, "process %d: %s: cannot set up its output: %s\n", rank,
+            progname, strerror(errno));
     return TOOL_EXIT_RUNTIME;
   }
   return -1;
 }
 
-/* What this process wrote to stderr since the last call, on the real
- * stderr, each line led by "process P: "; then forgotten. */
-static void capture_flush(int who, bool show) {
-  char buf[4096];
-  size_t n;
-  bool line_start = true;
-  if (err_capture == NULL)
+bool tool_prints_report(void) { return ovl_procs_rank(tool_procs) == 0; }
+
+void tool_shared_error(const char *fmt, ...) {
+  const char *broken = ovl_procs_error(tool_procs);
+  char msg[OVL_ERROR_MSG_MAX + 256];
+  va_list ap;
+  if (!tool_prints_report())
     return;
-  fflush(stderr);
-  if (show && real_stderr >= 0) {
-    FILE *out = fdopen(dup(real_stderr), "w");
-    rewind(err_capture);
-    while (out != NULL && (n = fread(buf, 1, sizeof buf, err_capture)) > 0)
-      for (size_t i = 0; i < n; i++) {
-        if (line_start)
-          fprintf(out, "process %d: ", who);
-        fputc(buf[i], out);
-        line_start = buf[i] == '\n';
-      }
-    if (out != NULL)
-      fclose(out);
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  /* The processes lost each other: tool_procs_end says why, once. What
+   * the message says before that (a run's own error, which the library
+   * leads it with) is printed here. */
+  if (broken != NULL) {
+    static const char then[] = "; then the processes lost each other: ";
+    char *at = strstr(msg, broken);
+    size_t n;
+    if (at != NULL) {
+      *at = '\0';
+      n = strlen(msg);
+      if (n >= sizeof then - 1 && strcmp(msg + n - (sizeof then - 1), then) == 0)
+        msg[n - (sizeof then - 1)] = '\0';
+      else
+        return; /* nothing of its own */
+    }
   }
-  if (ftruncate(fileno(err_capture), 0) != 0)
-    return;
-  rewind(err_capture);
+  fprintf(stderr, "%s: %s\n", progname, msg);
 }
 
 int tool_agree(ovl_procs *procs, int rc) {
-  int mine = rc < 0 ? -1 : rc, who = ovl_procs_rank(procs), any, first;
   if (procs == NULL)
     return rc;
-  any = ovl_procs_agree_exit(procs, mine);
-  if (any < 0) {
-    capture_flush(who, false);
-    return -1;
+  return ovl_procs_agree_exit(procs, rc < 0 ? -1 : rc);
+}
+
+int tool_procs_end(ovl_procs *procs, int rc) {
+  const char *broken;
+  if (procs == NULL)
+    return rc;
+  rc = ovl_procs_agree_exit(procs, rc);
+  broken = ovl_procs_error(procs);
+  if (broken != NULL) {
+    /* Every process says it, led by "process P: " (process P > 0: its
+     * stderr stream adds it), its own name dropped from the library's
+     * text. */
+    char own[32];
+    int rank = ovl_procs_rank(procs);
+    size_t n = (size_t)snprintf(own, sizeof own, "process %d: ", rank);
+    if (strncmp(broken, own, n) == 0)
+      broken += n;
+    if (rank == 0)
+      fprintf(stderr, "process 0: ");
+    fprintf(stderr, "%s: %s\n", progname, broken);
   }
-  /* Process 0's own status: was its message printed? */
-  first = ovl_procs_agree_exit(procs, who == 0 ? mine : -1);
-  capture_flush(who, mine >= 0 && first < 0);
-  return any;
+  /* ovl_procs_free ends the launch (MPI_Abort) when the processes lost
+   * each other: what was printed must be out first, and the others,
+   * which find it at the same step, have a moment to say it too before
+   * the launch is ended under them. */
+  fflush(NULL);
+  if (broken != NULL) {
+    struct timespec grace = {TOOL_LOST_GRACE_MS / 1000,
+                             (TOOL_LOST_GRACE_MS % 1000) * 1000000L};
+    nanosleep(&grace, NULL);
+  }
+  ovl_procs_free(procs);
+  return rc;
 }

@@ -25,7 +25,11 @@ extern const char *progname;
 /* "PROG: message" and the --help hint on stderr; returns TOOL_EXIT_USAGE. */
 int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* A whole string as a number in [lo, hi]; false if it is not one. */
+/* A whole string as a number in [lo, hi]; false if it is not one. Every
+ * flag's number syntax: decimal digits, a '-' first only where lo < 0, no
+ * blank, '+', hex, "inf" or "nan"; a double may have a '.' and an
+ * exponent ("0.5", "1e-3"). A double that underflows is the nearest one
+ * (4.9e-324; 1e-400 is 0). */
 bool parse_int(const char *s, long lo, long hi, int *out);
 bool parse_double(const char *s, double lo, double hi, double *out);
 
@@ -62,20 +66,44 @@ uint64_t host_memory_from(const char *proc_cgroup, const char *cgroup_root,
 void flush_output(FILE *f);
 
 /* Join an MPI launch (ovl_procs_init) when an MPI launcher started the
- * tool: every process but process 0 then prints nothing (every process
- * gets the same report and errors): its stdout goes to /dev/null, its
- * stderr is kept aside for tool_agree. A build without MPI says once that
- * each process runs alone. Returns -1, or the exit status (message
+ * tool. MPI's rank decides: process 0 prints the report; a process P > 0
+ * prints nothing on stdout (every process gets the same report), and
+ * what the tool says on its stderr stream (its own errors) goes at once
+ * to the real standard error, each line led by "process P: " (the
+ * descriptor itself is left alone: a sanitizer's report or MPI's own
+ * messages arrive as they are). A process MPI finds alone where the
+ * launcher's variables say process P > 0 or more than one process (a
+ * variable left in the environment) leaves MPI and runs as without a
+ * launcher, with a one-line note; a build without MPI says on every
+ * process that each runs alone. Returns -1, or the exit status (message
  * printed). */
 int tool_procs_init(int *argc, char ***argv, ovl_procs **out);
 /* Under mpirun, after a step each process may fail alone (a file of its
  * host, an output only process 0 writes, its memory): every process
  * brings its status (-1: go on) and gets the largest, so that all stop
  * together, before the next collective step, instead of some waiting in
- * it for ever. A process other than 0 that failed when process 0 did not
- * prints what it wrote to stderr since the last step, each line led by
- * "process P: ". One process (procs NULL): rc. */
+ * it for ever. Each failing process has said why on its stderr (process
+ * P > 0: led by "process P: "). One process (procs NULL): rc. When the
+ * processes have lost each other, 3 at least. */
 int tool_agree(ovl_procs *procs, int rc);
+/* Whether this process prints the report and the errors every process
+ * shares: process 0 of an MPI launch, or the only process. */
+bool tool_prints_report(void);
+/* An error that every process got alike, the outcome of a step the
+ * processes take together (a world, a run): "PROG: message" on stderr,
+ * from process 0 alone, which speaks for all; not where it is the
+ * message of processes that lost each other (tool_procs_end says it). */
+void tool_shared_error(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+/* The end of a tool under mpirun: every process brings its exit status
+ * and gets the largest (ovl_procs_agree_exit). Where the processes lost
+ * each other (ovl_procs_error: a step timed out, a process took another
+ * path or ended), every process says why on stderr, led by "process P: ",
+ * and keeps its own status, 3 at least; then everything printed is
+ * flushed and the launch is left (ovl_procs_free, which ends the whole
+ * launch in that case). One process (procs NULL): rc. Returns the exit
+ * status. */
+int tool_procs_end(ovl_procs *procs, int rc);
 /* Flushes and closes `f`, a stream of the tool's output (stdout) that
  * `name` names in the message ("standard output"). A write error on it,
  * now or earlier, is reported, and the exit status `status` becomes

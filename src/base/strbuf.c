@@ -1,5 +1,5 @@
 /* A growing string, for the text the library hands back to its callers
- * (race reports, traces, pictures): see ovl__sbuf in internal.h. */
+ * (race reports, traces, pictures): see ovl__sbuf in base/base.h. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

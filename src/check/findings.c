@@ -154,7 +154,8 @@ static const ovl_mode form_order[] = {OVL_MODE_SYNC, OVL_MODE_ASYNC,
 void ovl__findings_forms_line(ovl__sbuf *b, unsigned forms,
                               unsigned checked) {
   int n = __builtin_popcount(forms), k = 0;
-  if (__builtin_popcount(checked) < 2 || forms == 0)
+  /* Found in one form: its section already says which. */
+  if (__builtin_popcount(checked) < 2 || n < 2)
     return;
   ovl__sb_puts(b, "  found in the ");
   for (size_t i = 0; i < N_FORMS; i++) {
@@ -165,8 +166,7 @@ void ovl__findings_forms_line(ovl__sbuf *b, unsigned forms,
     ovl__sb_puts(b, ovl_mode_name(form_order[i]));
     k++;
   }
-  ovl__sb_printf(b, " form%s%s\n", n == 1 ? "" : "s",
-                 n == 1 ? " only" : "");
+  ovl__sb_puts(b, " forms\n");
 }
 
 void ovl__findings_forms_json(ovl__sbuf *b, unsigned forms) {

@@ -99,9 +99,9 @@ void ovl__findings_close(ovl__sbuf *b, size_t n, uint64_t more,
 /* Forms                                                               */
 /* ------------------------------------------------------------------ */
 
-/* The line under a finding that says where it was found, when more than
- * one form was checked: "  found in the sync and async forms", "  found
- * in the async form only" (nothing when `checked` has one form or none). */
+/* The line under a finding found in more than one form: "  found in the
+ * sync and async forms" (nothing for a finding of one form: its section
+ * says which). */
 void ovl__findings_forms_line(ovl__sbuf *b, unsigned forms, unsigned checked);
 
 /* JSON: ["sync", "async"] of a mask, or null for 0 (not known). */

@@ -187,10 +187,11 @@ static int coll_writes(const ovl__op *o) {
   return o->out >= 0 ? o->out : (o->nin > 0 ? o->in[0] : -1);
 }
 
-/* Widen op o (of the bound program) to every rank; then also delete the
- * ops of its block near it that run only on the ranks it skips and write
- * what it writes. */
-static void widen(const ocontext *c, uint32_t op, ocands *out) {
+/* Widen op o (of the bound program) to every rank; with `standins`, also
+ * delete the ops of its block near it that run only on the ranks it skips
+ * and write what it writes (only then: a move goes before a deletion). */
+static void widen(const ocontext *c, uint32_t op, bool standins,
+                  ocands *out) {
   const ovl__op *o = &c->bound->ops[op];
   uint64_t all = ovl__program_all_ranks(c->bound);
   uint64_t skip = all & ~o->ranks;
@@ -203,7 +204,10 @@ static void widen(const ocontext *c, uint32_t op, ocands *out) {
   e.part[0].kind = ED_DROP;
   e.part[0].line = o->line;
   e.n = 1;
-  ovl__ocands_add(out, &e);
+  if (!standins) {
+    ovl__ocands_add(out, &e);
+    return;
+  }
   /* The stand-ins: up to 3, within 8 statements either way. */
   for (int dir = -1; dir <= 1; dir += 2) {
     int l = o->line;
@@ -240,7 +244,8 @@ static uint32_t later_agreeing(const ovl__match *m, int r, int ring,
 }
 
 void ovl__mismatch_candidates(const ocontext *c, const ovl_mismatches *mm,
-                              size_t i, ocands *out, const char **none) {
+                              size_t i, bool standins, ocands *out,
+                              const char **none) {
   ovl_mismatch_finding f;
   const ovl__match *m = c->m;
   out->n = 0;
@@ -263,10 +268,17 @@ void ovl__mismatch_candidates(const ocontext *c, const ovl_mismatches *mm,
   default:
     break;
   }
+  /* Last, widening while deleting what the skipped ranks did instead. */
+  if (standins) {
+    for (int s = 0; s < f.nsides; s++)
+      if (f.sides[s].issues)
+        widen(c, (uint32_t)f.sides[s].op, true, out);
+    return;
+  }
   /* A collective: widen the sides' ops that skip ranks. */
   for (int s = 0; s < f.nsides; s++)
     if (f.sides[s].issues)
-      widen(c, (uint32_t)f.sides[s].op, out);
+      widen(c, (uint32_t)f.sides[s].op, false, out);
   /* Move: for each rank that issues another op here than the first rank
    * that issues one, its later collective that agrees with the first's,
    * before its own; and the other way round. */

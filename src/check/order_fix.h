@@ -53,11 +53,13 @@ bool ovl__order_context_make(ocontext *c, const ovl_program *bound,
 void ovl__order_context_free(ocontext *c);
 
 /* The candidates of mismatch i, in order of preference: widen a
- * collective's ranks= to every rank (alone, then deleting what the ranks
- * it skipped did instead), then move the collective that should come
- * first before the one that does. None: *none says why. */
+ * collective's ranks= to every rank, or move the collective that should
+ * come first before the one that does; with `standins` instead (to try
+ * after those), widen deleting what the ranks it skipped did instead.
+ * None: *none says why (without `standins`). */
 void ovl__mismatch_candidates(const ocontext *c, const ovl_mismatches *mm,
-                              size_t i, ocands *out, const char **none);
+                              size_t i, bool standins, ocands *out,
+                              const char **none);
 /* The candidates of deadlock i of `form` (a form of c->bound): put an
  * ungrouped send and receive that wait for each other in one group, or
  * move the comm op a rank waits for before what holds it back. */

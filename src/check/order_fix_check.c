@@ -543,20 +543,27 @@ ovl_status ovl__order_check_fixes(const ovl_program *bound,
     bool checked;
     size_t nw = ovl__mismatch_key(mm, i, NULL, w);
     ovl_mismatch_finding fi, fj;
-    ovl__mismatch_candidates(&c, mm, i, cands, &none);
+    ovl__mismatch_candidates(&c, mm, i, false, cands, &none);
     /* One cause often makes several mismatches of a ring (a collective
      * some ranks skip shifts every later one): the earlier ones' fixes
-     * are this one's candidates too. */
+     * are this one's candidates too; then the deletions, its own first. */
     ovl_mismatches_get(mm, i, &fi);
-    for (size_t j = i, looked = 0; j-- > 0 && looked < 8 && other != NULL;) {
+    for (int standins = 0; standins < 2; standins++) {
       const char *none2;
-      ovl_mismatches_get(mm, j, &fj);
-      if (fj.ring != fi.ring)
-        continue;
-      looked++;
-      ovl__mismatch_candidates(&c, mm, j, other, &none2);
-      for (int k = 0; k < other->n; k++)
-        ovl__ocands_add(cands, &other->e[k]);
+      if (standins) {
+        ovl__mismatch_candidates(&c, mm, i, true, other, &none2);
+        for (int k = 0; k < other->n; k++)
+          ovl__ocands_add(cands, &other->e[k]);
+      }
+      for (size_t j = i, looked = 0; j-- > 0 && looked < 8;) {
+        ovl_mismatches_get(mm, j, &fj);
+        if (fj.ring != fi.ring)
+          continue;
+        looked++;
+        ovl__mismatch_candidates(&c, mm, j, standins != 0, other, &none2);
+        for (int k = 0; k < other->n; k++)
+          ovl__ocands_add(cands, &other->e[k]);
+      }
     }
     if (cands->n > 0)
       none = NULL;

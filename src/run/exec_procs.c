@@ -7,6 +7,7 @@
  * record rows gathered.
  */
 #include <stdatomic.h>
+#include <stdio.h>
 
 #include "run/exec.h"
 
@@ -28,13 +29,15 @@ static bool procs_stop(void *ctx) {
 }
 
 /* The run barrier's outer part: this process's ranks are all there; meet
- * every other process's. The deadline is twice the timeout and more, so
- * that a process whose collective hangs fails by its own timeout (the
- * better message) before the others give up here. */
+ * every other process's. The deadline is the timeout and the processes'
+ * margin: every rank of a process that is not here yet is within its own
+ * timeout of failing with a better message (a collective's flight
+ * record), and the ranks here have completed every collective of the
+ * iteration with it; a process that stopped or died is given no more. */
 bool ovl__exec_procs_barrier(void *ctx) {
   run_t *run = ctx;
   const ovl__layout *lay = &run->world->lay;
-  double wait_s = 2 * run->world->timeout_s + 5;
+  double wait_s = run->world->timeout_s + OVL__PROCS_MARGIN_S;
   ovl_error e;
   ovl_status st;
   int missing = -1;
@@ -65,6 +68,17 @@ ovl_status ovl__exec_procs_agree(run_t *run) {
   st = ovl__procs_agree_failed(lay->procs, st, &e);
   if (st == OVL_OK)
     return OVL_OK;
+  /* The agreement itself failed (a process stopped, died or went another
+   * way) after this process's run failed: its own error says more (a
+   * collective's timeout, with the flight record); the processes' message
+   * follows it. */
+  if (run->failed && ovl_procs_error(lay->procs) != NULL) {
+    char own[sizeof e.msg];
+    snprintf(own, sizeof own, "%s", run->first.msg);
+    ovl__err(&e, run->first.status, "%s; then the processes lost each "
+             "other: %s", own, ovl_procs_error(lay->procs));
+    st = run->first.status;
+  }
   /* Where this process's ranks were: at their failure, or at the end. */
   if (!run->failed)
     for (int r = lay->first; r < lay->first + lay->nlocal; r++)

@@ -1,22 +1,22 @@
 /*
  * Bandwidth of the cuda backend's elementwise kernels against a
  * device-to-device cudaMemcpy of the same bytes (read + written), on one
- * GPU, at the seed's size and at a large one. Not part of the build (it
- * needs nvcc and a GPU); after `make`, on the GPU machine:
+ * GPU, at the seed's size and at a large one. It also times, at each size,
+ * the same kernels run back to back, as the seed runs them: e = 2 * d ten
+ * times between two buffers.
  *
- *   nvcc -O3 -arch=sm_90 -Isrc/backend -Iinclude tools/bench/kernel_bw.cu \
- *        src/.libs/libovl.so -o kernel_bw && ./kernel_bw
+ * `make` builds it where CUDA is configured (not installed); it calls the
+ * kernels' internal launcher, so it links the library's convenience
+ * archive, not the shared library. On the GPU machine:
  *
- * (libovl exports the internal launcher it calls.) It also times, at each
- * size, the same kernels run back to back, as the seed runs them: e = 2 * d
- * ten times between two buffers.
+ *   make tools/bench/kernel_bw && tools/bench/kernel_bw
  */
 #include <cstdio>
 #include <cstdlib>
 
 #include <cuda_runtime.h>
 
-#include "kernels.h"
+#include "backend/kernels.h"
 
 #define CK(x)                                                                 \
   do {                                                                        \
@@ -73,9 +73,9 @@ int main() {
       const char *name;
       int fn;
       int nin;
-    } ops[] = {{"assign", OVL__KERNEL_EW_ASSIGN, 1},
-               {"scale", OVL__KERNEL_EW_SCALE, 1},
-               {"add", OVL__KERNEL_EW_ADD, 2}};
+    } ops[] = {{"assign", OVL_EW_ASSIGN, 1},
+               {"scale", OVL_EW_SCALE, 1},
+               {"add", OVL_EW_ADD, 2}};
     for (auto &op : ops) {
       double t = timeit(s, 100, [&](int i) {
         /* Alternate buffers as the seed's e = 2 * d does. */
