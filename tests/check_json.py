@@ -149,7 +149,7 @@ MACHINE_KEYS = ("backend", "ranks", "devices", "device_summary", "hostname",
 OPTION_KEYS = ("mode", "iters", "warmup", "timed", "rtol", "atol",
                "timeout_s", "races", "op_times", "graph", "chaos_seed",
                "comm_priority", "nccl_min_ctas", "nccl_max_ctas", "tf32",
-               "check_rows", "trials", "trace",
+               "check_rows", "trials", "trial_budget_s", "trace",
                "svg", "trace_iter", "defines")
 MODE_KEYS = ("total_s", "median_s", "min_s", "max_s", "iter_s", "check",
              "races")

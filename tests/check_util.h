@@ -18,7 +18,7 @@
 /* `text` parsed and bound for `nranks` ranks; `file` names it. */
 static inline ovl_program *tu_parse(const char *text, const char *file,
                                     int nranks) {
-  ovl_parse_opts po = {.nranks = nranks};
+  ovl_parse_opts po = {.size = sizeof po, .nranks = nranks};
   ovl_program *p = NULL;
   ovl_error err = {0};
   ovl_status st = ovl_program_parse(text, strlen(text), file, &po, &p, &err);
@@ -29,7 +29,7 @@ static inline ovl_program *tu_parse(const char *text, const char *file,
 
 /* A cpu world of `nranks` ranks; timeout_s as ovl_world_opts. */
 static inline ovl_world *tu_cpu_world(int nranks, double timeout_s) {
-  ovl_world_opts wo = {.backend = "cpu", .nranks = nranks,
+  ovl_world_opts wo = {.size = sizeof wo, .backend = "cpu", .nranks = nranks,
                        .timeout_s = timeout_s};
   ovl_world *w = NULL;
   ovl_error err = {0};

@@ -528,7 +528,7 @@ if run 0 trials3 --trials=3 -n 2 -w 0 -D cols=10 --mode=all --json="$tmp/trials.
     END{n=0; for(k in s){n++; if(s[k]<lo-1e-4||s[k]>hi+1e-4) exit 1}
         if(n!=3||lo>m||m>hi) exit 1}' "$tmp/out" &&
   grep -q '"trials": {"count": 3, "total_s": {"sync": {"min": ' "$tmp/trials.json" &&
-  grep -q '"trials": 3, "trace"' "$tmp/trials.json" &&
+  grep -q '"trials": 3, "trial_budget_s": null, "trace_iter"' "$tmp/trials.json" &&
   json_ok results "$tmp/trials.json" sync,async,comp,comm
 then ok "--trials=3"; else ko "--trials=3"; fi
 if run 0 trials1 --trials=1 -n 2 -w 0 -D cols=10 && has out '^mode +total\(s\)' &&

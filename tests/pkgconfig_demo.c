@@ -16,12 +16,16 @@
 
 int main(int argc, char **argv) {
   const char *defs[] = {"cols=10"};
-  ovl_parse_opts po = {.defines = defs, .ndefines = 1, .nranks = 2,
-                       .cpu_defaults = 1};
-  ovl_world_opts wo = {.backend = "cpu", .nranks = 2, .timeout_s = 60};
-  ovl_pipeline_opts pl = {.modes = OVL_MODE_BIT(OVL_MODE_SYNC) |
+  ovl_parse_opts po = {.size = sizeof po, .defines = defs, .ndefines = 1,
+                       .nranks = 2, .cpu_defaults = 1};
+  ovl_world_opts wo = {.size = sizeof wo, .backend = "cpu", .nranks = 2,
+                       .timeout_s = 60};
+  ovl_run_opts ro = {.size = sizeof ro, .iters = 2, .warmup = 1};
+  ovl_pipeline_opts pl = {.size = sizeof pl,
+                          .modes = OVL_MODE_BIT(OVL_MODE_SYNC) |
                                    OVL_MODE_BIT(OVL_MODE_ASYNC),
-                          .races = 1, .run = 1, .rtol = 1e-5, .atol = 1e-6};
+                          .races = 1, .run = 1, .run_opts = &ro,
+                          .rtol = 1e-5, .atol = 1e-6};
   ovl_program *prog = NULL;
   ovl_world *world = NULL;
   ovl_report *report = NULL;
@@ -39,8 +43,6 @@ int main(int argc, char **argv) {
             ovl_version());
     return 1;
   }
-  pl.run_opts.iters = 2;
-  pl.run_opts.warmup = 1;
   if (ovl_program_load(argv[1], &po, &prog, &err) != OVL_OK ||
       ovl_world_create(&wo, &world, &err) != OVL_OK ||
       ovl_pipeline_run(world, prog, &pl, &report, &err) != OVL_OK) {

@@ -1,7 +1,9 @@
 /* The base helpers (src/base/): JSON strings are always valid UTF-8
- * (base/json_str.h, ovl__sb_json_str). */
+ * (base/json_str.h, ovl__sb_json_str, ovl_json_quote); option structs that
+ * can grow (ovl__opts_read, OVL_OPTS_INIT). */
 #include <check.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,6 +100,87 @@ START_TEST(json_string_random_bytes_are_valid) {
 }
 END_TEST
 
+START_TEST(json_quote_is_a_json_string) {
+  char *q = ovl_json_quote("a\"b\xff");
+  ck_assert_str_eq(q, "\"a\\\"b\\ufffd\"");
+  free(q);
+  q = ovl_json_quote(NULL);
+  ck_assert_str_eq(q, "null");
+  free(q);
+}
+END_TEST
+
+/* A program built against this version: its struct is read whole. */
+START_TEST(opts_read_whole) {
+  ovl_run_opts in = {.size = sizeof in, .iters = 7, .warmup = 2,
+                     .graph = 1};
+  ovl_run_opts out;
+  ovl_error err = {0};
+  ck_assert_int_eq(ovl__opts_read(&out, sizeof out, &in, "r", &err), OVL_OK);
+  ck_assert_uint_eq(out.size, sizeof out);
+  ck_assert_int_eq(out.iters, 7);
+  ck_assert_int_eq(out.warmup, 2);
+  ck_assert_int_eq(out.graph, 1);
+  /* NULL: every default. */
+  ck_assert_int_eq(ovl__opts_read(&out, sizeof out, NULL, "r", &err), OVL_OK);
+  ck_assert_int_eq(out.iters, 0);
+  ck_assert_uint_eq(out.size, sizeof out);
+}
+END_TEST
+
+/* A program built against an earlier version, whose struct ended before
+ * `graph`: the fields it has are read, the rest are defaults whatever lies
+ * in memory after its struct. */
+START_TEST(opts_read_older_caller) {
+  ovl_run_opts in = {.size = offsetof(ovl_run_opts, graph), .iters = 3,
+                     .graph = 1 /* not the caller's: past its size */};
+  ovl_run_opts out;
+  ovl_error err = {0};
+  ck_assert_int_eq(ovl__opts_read(&out, sizeof out, &in, "r", &err), OVL_OK);
+  ck_assert_int_eq(out.iters, 3);
+  ck_assert_int_eq(out.graph, 0);
+}
+END_TEST
+
+/* A program built against a later version: fields past what this library
+ * knows are refused when set, and ignored when left at 0. */
+START_TEST(opts_read_newer_caller) {
+  struct {
+    ovl_run_opts known;
+    int later_field;
+  } in = {{.iters = 1}, 0};
+  ovl_run_opts out;
+  ovl_error err = {0};
+  in.known.size = sizeof in;
+  ck_assert_int_eq(ovl__opts_read(&out, sizeof out, &in, "r", &err), OVL_OK);
+  ck_assert_int_eq(out.iters, 1);
+  in.later_field = 5;
+  ck_assert_int_eq(ovl__opts_read(&out, sizeof out, &in, "ovl_run_opts",
+                                  &err),
+                   OVL_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "ovl_run_opts: fields set beyond"));
+  ck_assert_ptr_nonnull(strstr(err.msg, "later version"));
+}
+END_TEST
+
+/* A struct made without its size is refused, saying how to make it. */
+START_TEST(opts_read_refuses_size_zero) {
+  ovl_world_opts in = {.backend = "cpu"};
+  ovl_world_opts out;
+  ovl_error err = {0};
+  ovl_world *w = NULL;
+  ck_assert_int_eq(ovl__opts_read(&out, sizeof out, &in, "ovl_world_opts",
+                                  &err),
+                   OVL_EINVAL);
+  ck_assert_str_eq(err.msg, "ovl_world_opts: its size is 0: set .size to "
+                            "the struct's size when it is made "
+                            "(OVL_OPTS_INIT, or {.size = sizeof opts})");
+  /* Through the API too. */
+  ck_assert_int_eq(ovl_world_create(&in, &w, &err), OVL_EINVAL);
+  ck_assert_ptr_null(w);
+  ck_assert_ptr_nonnull(strstr(err.msg, "ovl_world_opts: its size is 0"));
+}
+END_TEST
 
 static Suite *base_suite(void) {
   Suite *s = suite_create("base");
@@ -106,6 +189,13 @@ static Suite *base_suite(void) {
   tcase_add_test(tc, json_string_valid_utf8_passes);
   tcase_add_test(tc, json_string_invalid_utf8_replaced);
   tcase_add_test(tc, json_string_random_bytes_are_valid);
+  tcase_add_test(tc, json_quote_is_a_json_string);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("options that grow");
+  tcase_add_test(tc, opts_read_whole);
+  tcase_add_test(tc, opts_read_older_caller);
+  tcase_add_test(tc, opts_read_newer_caller);
+  tcase_add_test(tc, opts_read_refuses_size_zero);
   suite_add_tcase(s, tc);
   return s;
 }

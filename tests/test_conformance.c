@@ -805,8 +805,8 @@ static void drop_order_dependent(backend_state *bs, const ovl_program *prog,
  * count the cases, and the rows of the programs that ran. */
 static void run_text(backend_state *bs, ovl_world *world, const char *what,
                      const text *t, int nranks, ovl_dtype dtype) {
-  ovl_parse_opts po = {.nranks = nranks};
-  ovl_run_opts ro = {.iters = ITERS, .warmup = 0};
+  ovl_parse_opts po = {.size = sizeof po, .nranks = nranks};
+  ovl_run_opts ro = {.size = sizeof ro, .iters = ITERS, .warmup = 0};
   ovl_program *prog = NULL;
   ovl_reference *ref = NULL;
   ovl_error err = {0};
@@ -910,7 +910,9 @@ static void run_backend(backend_state *bs) {
   bs->ran = true;
 
   for (int nranks = 1; nranks <= bs->maxranks; nranks++) {
-    ovl_world_opts wo = {.backend = bs->name, .nranks = nranks,
+    ovl_world_opts wo = {.size = sizeof wo,
+                         .backend = bs->name,
+                         .nranks = nranks,
                          .timeout_s = 30};
     ovl_world *world = NULL;
     ovl_error err = {0};

@@ -1297,10 +1297,16 @@ static void trace_spans(bool graph) {
       "w = elementwise_add(y, z)\n"
       "fetch(w)\n";
   int nranks = ngpus < 2 ? ngpus : 2;
-  ovl_world_opts wo = {.backend = "cuda", .nranks = nranks, .timeout_s = 30};
-  ovl_parse_opts po = {.nranks = nranks};
-  ovl_run_opts ro = {.iters = 3, .warmup = 1, .trace = 1, .trace_iter = -1,
-                     .graph = graph, .op_times = graph};
+  ovl_world_opts wo = {
+      .size = sizeof wo, .backend = "cuda", .nranks = nranks, .timeout_s = 30};
+  ovl_parse_opts po = {.size = sizeof po, .nranks = nranks};
+  ovl_run_opts ro = {.size = sizeof ro,
+                     .iters = 3,
+                     .warmup = 1,
+                     .trace = 1,
+                     .trace_iter = -1,
+                     .graph = graph,
+                     .op_times = graph};
   ovl_world *world = NULL;
   ovl_program *prog = NULL;
   ovl_result *res = NULL;
@@ -1505,8 +1511,9 @@ static ovl_result *run_prog(ovl_world *world, const ovl_program *prog,
  * graphs' are right (the reference). Returns how many variables of how
  * many ranks were compared. */
 static size_t graph_equals_eager(ovl_world *world, const ovl_program *prog) {
-  ovl_run_opts eager = {.iters = 2, .warmup = 1};
-  ovl_run_opts graph = {.iters = 2, .warmup = 1, .graph = 1};
+  ovl_run_opts eager = {.size = sizeof eager, .iters = 2, .warmup = 1};
+  ovl_run_opts graph = {
+      .size = sizeof graph, .iters = 2, .warmup = 1, .graph = 1};
   ovl_result *a = run_prog(world, prog, &eager);
   ovl_result *b = run_prog(world, prog, &graph);
   ovl_reference *ref = NULL;
@@ -1588,8 +1595,9 @@ START_TEST(test_graph_segments) {
       "c_wait_compute(r, ring_id=1)\n"
       "c_sync_comm_stream(r, ring_id=1)\n"
       "fetch(y, z, w, r)\n";
-  ovl_world_opts wo = {.backend = "cuda", .nranks = 2, .timeout_s = 30};
-  ovl_parse_opts po = {.nranks = 2};
+  ovl_world_opts wo = {
+      .size = sizeof wo, .backend = "cuda", .nranks = 2, .timeout_s = 30};
+  ovl_parse_opts po = {.size = sizeof po, .nranks = 2};
   ovl_world *world = NULL;
   ovl_program *prog = NULL;
   ovl_error err = {0};
@@ -1615,8 +1623,9 @@ START_TEST(test_graph_schedules) {
   static const char *const extra[] = {"tests/schedules/all_ops.sched",
                                       "tests/schedules/user_streams.sched"};
   const char *dir = OVL_SRCDIR "/schedules/good";
-  ovl_world_opts wo = {.backend = "cuda", .nranks = 2, .timeout_s = 30};
-  ovl_parse_opts po = {.nranks = 2};
+  ovl_world_opts wo = {
+      .size = sizeof wo, .backend = "cuda", .nranks = 2, .timeout_s = 30};
+  ovl_parse_opts po = {.size = sizeof po, .nranks = 2};
   ovl_world *world = NULL;
   ovl_error err = {0};
   DIR *d;
@@ -1634,11 +1643,15 @@ START_TEST(test_graph_schedules) {
     ovl_program *prog = NULL;
     ovl_report *rep = NULL;
     ovl_report_summary sum;
-    ovl_pipeline_opts pl = {.modes = OVL_MODE_BIT(OVL_MODE_SYNC) |
-                                     OVL_MODE_BIT(OVL_MODE_ASYNC),
-                            .races = 1, .run = 1, .rtol = 1e-5, .atol = 1e-6,
-                            .run_opts = {.iters = 2, .warmup = 1,
-                                         .graph = 1}};
+    ovl_pipeline_opts pl = {
+        .size = sizeof pl,
+        .modes = OVL_MODE_BIT(OVL_MODE_SYNC) | OVL_MODE_BIT(OVL_MODE_ASYNC),
+        .races = 1,
+        .run = 1,
+        .rtol = 1e-5,
+        .atol = 1e-6,
+        .run_opts = &(ovl_run_opts){
+            .size = sizeof(ovl_run_opts), .iters = 2, .warmup = 1, .graph = 1}};
     if (k < sizeof extra / sizeof extra[0]) {
       snprintf(path, sizeof path, "%s/%s", OVL_SRCDIR, extra[k]);
     } else {
@@ -1687,11 +1700,18 @@ START_TEST(test_graph_deadlock_check) {
       "send_v2(x, peer=1 - rank, ring_id=0, use_calc_stream=true)\n"
       "c_sync_comm_stream(y, ring_id=0)\n"
       "fetch(y)\n";
-  ovl_world_opts wo = {.backend = "cuda", .nranks = 2, .timeout_s = 10};
-  ovl_parse_opts po = {.nranks = 2};
-  ovl_pipeline_opts pl = {.modes = OVL_MODE_BIT(OVL_MODE_ASYNC), .races = 1,
-                          .run = 1, .rtol = 1e-5, .atol = 1e-6,
-                          .run_opts = {.iters = 1, .warmup = 0, .graph = 1}};
+  ovl_world_opts wo = {
+      .size = sizeof wo, .backend = "cuda", .nranks = 2, .timeout_s = 10};
+  ovl_parse_opts po = {.size = sizeof po, .nranks = 2};
+  ovl_pipeline_opts pl = {
+      .size = sizeof pl,
+      .modes = OVL_MODE_BIT(OVL_MODE_ASYNC),
+      .races = 1,
+      .run = 1,
+      .rtol = 1e-5,
+      .atol = 1e-6,
+      .run_opts = &(ovl_run_opts){
+          .size = sizeof(ovl_run_opts), .iters = 1, .warmup = 0, .graph = 1}};
   ovl_world *world = NULL;
   ovl_program *prog = NULL;
   ovl_report *rep = NULL;
@@ -1737,9 +1757,10 @@ START_TEST(test_graph_timeout_one_gpu) {
       "delay(us=5000000, stream=calc)\n"
       "c_allreduce_sum(x, ring_id=0, use_calc_stream=true)\n"
       "fetch(x, y)\n";
-  ovl_world_opts wo = {.backend = "cuda", .nranks = 1, .timeout_s = 1};
-  ovl_parse_opts po = {.nranks = 1};
-  ovl_run_opts ro = {.iters = 2, .warmup = 0, .graph = 1};
+  ovl_world_opts wo = {
+      .size = sizeof wo, .backend = "cuda", .nranks = 1, .timeout_s = 1};
+  ovl_parse_opts po = {.size = sizeof po, .nranks = 1};
+  ovl_run_opts ro = {.size = sizeof ro, .iters = 2, .warmup = 0, .graph = 1};
   ovl_world *world = NULL;
   ovl_program *prog = NULL;
   ovl_result *res = NULL;
@@ -1785,9 +1806,10 @@ START_TEST(test_graph_timeout) {
       "x = data(shape=[1024], init=uniform)\n"
       "c_allreduce_sum(x, ring_id=0, use_calc_stream=true, ranks=[0])\n"
       "fetch(x)\n";
-  ovl_world_opts wo = {.backend = "cuda", .nranks = 2, .timeout_s = 1.5};
-  ovl_parse_opts po = {.nranks = 2};
-  ovl_run_opts ro = {.iters = 1, .warmup = 0, .graph = 1};
+  ovl_world_opts wo = {
+      .size = sizeof wo, .backend = "cuda", .nranks = 2, .timeout_s = 1.5};
+  ovl_parse_opts po = {.size = sizeof po, .nranks = 2};
+  ovl_run_opts ro = {.size = sizeof ro, .iters = 1, .warmup = 0, .graph = 1};
   ovl_world *world = NULL;
   ovl_program *prog = NULL;
   ovl_result *res = NULL;
@@ -1830,9 +1852,10 @@ END_TEST
  * relative difference of a finite element. */
 static int64_t matmul_run(const char *text, int nranks, bool tf32,
                           double rtol, double atol, double *max_rel) {
-  ovl_world_opts wo = {.backend = "cuda", .nranks = nranks, .timeout_s = 60};
-  ovl_parse_opts po = {.nranks = nranks};
-  ovl_run_opts ro = {.iters = 1, .warmup = 0};
+  ovl_world_opts wo = {
+      .size = sizeof wo, .backend = "cuda", .nranks = nranks, .timeout_s = 60};
+  ovl_parse_opts po = {.size = sizeof po, .nranks = nranks};
+  ovl_run_opts ro = {.size = sizeof ro, .iters = 1, .warmup = 0};
   ovl_world *world = NULL;
   ovl_program *prog = NULL;
   ovl_result *res = NULL;
@@ -1952,7 +1975,7 @@ END_TEST
 
 /* The tuning key: on or off, anything else refused. */
 START_TEST(test_tf32_key) {
-  ovl_world_opts wo = {.backend = "cuda", .nranks = 1};
+  ovl_world_opts wo = {.size = sizeof wo, .backend = "cuda", .nranks = 1};
   ovl_world *world = NULL;
   ovl_error err = {0};
   ck_assert_msg(ovl_world_create(&wo, &world, &err) == OVL_OK, "%s",
@@ -2002,10 +2025,13 @@ static char *read_without(const char *path, const char *drop, size_t *len) {
  * many races were replayed. */
 static size_t replay_all_shown(ovl_world *world, const char *name,
                                const char *text, size_t len, int nranks) {
-  ovl_parse_opts po = {.nranks = nranks};
-  ovl_pipeline_opts pl = {.modes = OVL_MODE_BIT(OVL_MODE_SYNC) |
+  ovl_parse_opts po = {.size = sizeof po, .nranks = nranks};
+  ovl_pipeline_opts pl = {.size = sizeof pl,
+                          .modes = OVL_MODE_BIT(OVL_MODE_SYNC) |
                                    OVL_MODE_BIT(OVL_MODE_ASYNC),
-                          .races = 1, .rtol = 1e-5, .atol = 1e-6,
+                          .races = 1,
+                          .rtol = 1e-5,
+                          .atol = 1e-6,
                           .replay = OVL_REPLAY_ALL};
   ovl_program *prog = NULL;
   ovl_report *r = NULL;
@@ -2037,7 +2063,8 @@ static size_t replay_all_shown(ovl_world *world, const char *name,
 
 START_TEST(test_replay_bad_schedules) {
   const char *dir = OVL_SRCDIR "/schedules/bad";
-  ovl_world_opts wo = {.backend = "cuda", .nranks = 2, .timeout_s = 30};
+  ovl_world_opts wo = {
+      .size = sizeof wo, .backend = "cuda", .nranks = 2, .timeout_s = 30};
   ovl_world *world = NULL;
   ovl_error err = {0};
   DIR *d;
@@ -2098,8 +2125,8 @@ END_TEST
 static void half_allreduce_case(ovl_world *world, ovl_dtype dt) {
   const char *dn = ovl_dtype_name(dt);
   char text[1024];
-  ovl_parse_opts po = {.nranks = 2};
-  ovl_run_opts ro = {.iters = 2, .warmup = 0};
+  ovl_parse_opts po = {.size = sizeof po, .nranks = 2};
+  ovl_run_opts ro = {.size = sizeof ro, .iters = 2, .warmup = 0};
   ovl_program *prog = NULL;
   ovl_reference *ref = NULL;
   ovl_result *res = NULL;
@@ -2188,7 +2215,8 @@ static void half_allreduce_case(ovl_world *world, ovl_dtype dt) {
 }
 
 START_TEST(test_half_allreduce_two_gpus) {
-  ovl_world_opts wo = {.backend = "cuda", .nranks = 2, .timeout_s = 30};
+  ovl_world_opts wo = {
+      .size = sizeof wo, .backend = "cuda", .nranks = 2, .timeout_s = 30};
   ovl_world *world = NULL;
   ovl_error err = {0};
   if (ngpus < 2)

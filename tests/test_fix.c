@@ -381,7 +381,7 @@ END_TEST
  * more op): unchecked, the first candidate, and why. */
 START_TEST(no_candidate_works) {
   char *text = tu_read_source_file("schedules/bad/missing_wait_compute.sched");
-  ovl_bind_opts b = {.nranks = 2, .max_ops = 5};
+  ovl_bind_opts b = {.size = sizeof b, .nranks = 2, .max_ops = 5};
   checked c = check_with(text, OVL_MODE_ASYNC, &b);
   ovl_race_info in;
   ovl_error err = {0};
@@ -467,8 +467,9 @@ START_TEST(pipeline_checks_fixes_given_the_schedule) {
   char *text = tu_read_source_file("tests/schedules/sync_only_race.sched");
   ovl_schedule *s = NULL;
   ovl_program *p = NULL;
-  ovl_bind_opts b = {.nranks = 2};
-  ovl_pipeline_opts o = {.modes = OVL_MODE_BIT(OVL_MODE_SYNC) |
+  ovl_bind_opts b = {.size = sizeof b, .nranks = 2};
+  ovl_pipeline_opts o = {.size = sizeof o,
+                         .modes = OVL_MODE_BIT(OVL_MODE_SYNC) |
                                   OVL_MODE_BIT(OVL_MODE_ASYNC),
                          .races = 1};
   ovl_report *r = NULL;

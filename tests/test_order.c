@@ -993,7 +993,7 @@ START_TEST(group_fix_checked_before_the_group) {
   ovl_races *r;
   ovl_race_info in;
   ovl_error err = {0};
-  ovl_bind_opts bo = {.nranks = 2};
+  ovl_bind_opts bo = {.size = sizeof bo, .nranks = 2};
   ck_assert_int_eq(ovl_schedule_parse(text, strlen(text), "g.sched", &s,
                                       &err),
                    OVL_OK);
@@ -1020,17 +1020,18 @@ END_TEST
 START_TEST(pipeline_stops_on_a_deadlock) {
   ovl_program *p = tu_parse(rings_opposite, "d.sched", 2);
   ovl_world *w = tu_cpu_world(2, 5);
-  ovl_pipeline_opts o = {.modes = OVL_MODE_BIT(OVL_MODE_SYNC) |
-                                  OVL_MODE_BIT(OVL_MODE_ASYNC),
-                         .races = 1,
-                         .run = 1,
-                         .run_opts = {.iters = 1},
-                         .rtol = 1e-5};
+  ovl_pipeline_opts o = {
+      .size = sizeof o,
+      .modes = OVL_MODE_BIT(OVL_MODE_SYNC) | OVL_MODE_BIT(OVL_MODE_ASYNC),
+      .races = 1,
+      .run = 1,
+      .run_opts = &(ovl_run_opts){.size = sizeof(ovl_run_opts), .iters = 1},
+      .rtol = 1e-5};
   ovl_report *rep = NULL;
   ovl_report_summary sum;
   ovl_report_mode m;
-  ovl_report_json_opts jo = {.tool = "t", .mode = "both", .iters = 1,
-                             .trace_iter = -1, .exit_status = 4};
+  ovl_json_envelope jo = {.size = sizeof jo, .head = "\"tool\": \"t\"",
+                          .tail = "\"exit_status\": 4"};
   ovl_error err = {0};
   char *t = NULL;
   size_t len = 0;
@@ -1078,10 +1079,12 @@ END_TEST
 START_TEST(pipeline_stops_on_a_mismatch) {
   ovl_program *p = tu_parse(swapped, "s.sched", 2);
   ovl_world *w = tu_cpu_world(2, 5);
-  ovl_pipeline_opts o = {.modes = OVL_MODE_BIT(OVL_MODE_ASYNC),
-                         .races = 1,
-                         .run = 1,
-                         .run_opts = {.iters = 1}};
+  ovl_pipeline_opts o = {
+      .size = sizeof o,
+      .modes = OVL_MODE_BIT(OVL_MODE_ASYNC),
+      .races = 1,
+      .run = 1,
+      .run_opts = &(ovl_run_opts){.size = sizeof(ovl_run_opts), .iters = 1}};
   ovl_report *rep = NULL;
   ovl_report_summary sum;
   ovl_error err = {0};

@@ -171,7 +171,7 @@ START_TEST(test_seed_program) {
 END_TEST
 
 START_TEST(test_cpu_defaults) {
-  ovl_parse_opts o = {.nranks = 2, .cpu_defaults = 1};
+  ovl_parse_opts o = {.size = sizeof o, .nranks = 2, .cpu_defaults = 1};
   ovl_program *p = parse_with(seed_sched, &o);
   const char *name, *value, *plain;
   ovl_param_origin origin;
@@ -189,7 +189,10 @@ END_TEST
 
 START_TEST(test_defines_override) {
   const char *defs[] = {"cols=500", "rows=7"};
-  ovl_parse_opts o = {.defines = defs, .ndefines = 2, .nranks = 4,
+  ovl_parse_opts o = {.size = sizeof o,
+                      .defines = defs,
+                      .ndefines = 2,
+                      .nranks = 4,
                       .cpu_defaults = 1};
   ovl_program *p = parse_with(seed_sched, &o);
   const char *value;
@@ -206,7 +209,8 @@ END_TEST
 
 START_TEST(test_define_changes_type) {
   const char *defs[] = {"s=2.5", "s=0.25"}; /* the last one wins */
-  ovl_parse_opts o = {.defines = defs, .ndefines = 2, .nranks = 2};
+  ovl_parse_opts o = {
+      .size = sizeof o, .defines = defs, .ndefines = 2, .nranks = 2};
   ovl_program *p = parse_with("param s = 2\n" A10 "b = scale(a, scale=s)\n", &o);
   const char *value;
   ovl_program_param(p, 0, NULL, &value, NULL, NULL);
@@ -375,7 +379,7 @@ START_TEST(test_multiline_and_comments) {
 END_TEST
 
 START_TEST(test_collective_shapes) {
-  ovl_parse_opts o = {.nranks = 4};
+  ovl_parse_opts o = {.size = sizeof o, .nranks = 4};
   ovl_program *p = parse_with(
       "x = data(shape=[8, 3])\n"
       "g = c_allgather(x, ring_id=2)\n"
@@ -398,7 +402,7 @@ START_TEST(test_collective_shapes) {
 END_TEST
 
 START_TEST(test_inplace_allgather_one_rank) {
-  ovl_parse_opts o = {.nranks = 1};
+  ovl_parse_opts o = {.size = sizeof o, .nranks = 1};
   ovl_program *p = parse_with(A10 "c_allgather(a)\nc_reducescatter(a)\n", &o);
   ck_assert_int_eq(p->ops[0].out, 0);
   ck_assert_int_eq(p->ops[1].out, 0);
@@ -486,7 +490,8 @@ END_TEST
  * the same name in different ops is one event. */
 START_TEST(test_event_names) {
   const char *defs[] = {"ev=late"};
-  ovl_parse_opts o = {.defines = defs, .ndefines = 1, .nranks = 2};
+  ovl_parse_opts o = {
+      .size = sizeof o, .defines = defs, .ndefines = 1, .nranks = 2};
   ovl_program *p = parse_with("param ev = early\n" A10
                               "c_allreduce_sum(a, ring_id=0)\n"
                               "repeat 3 {\n"
@@ -576,7 +581,8 @@ END_TEST
 
 START_TEST(test_repeat_count_param) {
   const char *defs[] = {"n=7"};
-  ovl_parse_opts o = {.defines = defs, .ndefines = 1, .nranks = 2};
+  ovl_parse_opts o = {
+      .size = sizeof o, .defines = defs, .ndefines = 1, .nranks = 2};
   const char *src = "param n = 3\n" A10 "repeat n {\n b = assign(a)\n}\n";
   ovl_program *p = PARSE_OK(src);
   ck_assert_uint_eq(p->nops, 3);
@@ -601,7 +607,7 @@ END_TEST
 START_TEST(test_max_ops) {
   static const char src[] = A10 "repeat 1000 {\n repeat 1000 {\n"
                                 "  b = assign(a)\n }\n}\nfetch(b)\n";
-  ovl_parse_opts o = {.nranks = 2, .max_ops = 1000001};
+  ovl_parse_opts o = {.size = sizeof o, .nranks = 2, .max_ops = 1000001};
   ovl_program *p = parse_with(src, &o);
   ck_assert_uint_eq(p->nops, 1000001);
   ovl_program_free(p);
@@ -632,7 +638,7 @@ END_TEST
 START_TEST(test_max_ops_refused_at_once) {
   static const char src[] = A10 "repeat 4096 {\n repeat 4095 {\n"
                                 "  b = scale(a, scale=2)\n }\n}\n";
-  ovl_parse_opts o = {.nranks = 2, .max_ops = 1000};
+  ovl_parse_opts o = {.size = sizeof o, .nranks = 2, .max_ops = 1000};
   double t0 = ovl__now();
   EXPECT_STATUS(src, strlen(src), &o, OVL_ENOMEM,
                 "<string>: the program has 16773120 ops after repeat "
@@ -943,7 +949,7 @@ START_TEST(test_err_elementwise_mismatch) {
 END_TEST
 
 START_TEST(test_err_collective_shapes) {
-  ovl_parse_opts o3 = {.nranks = 3};
+  ovl_parse_opts o3 = {.size = sizeof o3, .nranks = 3};
   EXPECT_ERR_OPTS(A10 "r = c_reducescatter(a)\n", &o3, "<string>:2:5: ",
                   "c_reducescatter: dim 0 of 'a' (10) is not divisible by 3 "
                   "ranks");
@@ -1347,7 +1353,8 @@ END_TEST
 
 START_TEST(test_err_define_unknown) {
   const char *defs[] = {"rows=10", "foo=3"};
-  ovl_parse_opts o = {.defines = defs, .ndefines = 2, .nranks = 2};
+  ovl_parse_opts o = {
+      .size = sizeof o, .defines = defs, .ndefines = 2, .nranks = 2};
   ovl_program *p = SENTINEL;
   ovl_status st = ovl_program_parse(seed_sched, strlen(seed_sched),
                                     "schedule.sched", &o, &p, &last_err);
@@ -1356,7 +1363,8 @@ START_TEST(test_err_define_unknown) {
   ck_assert_str_eq(last_err.msg, "-D foo=3: no such param in schedule.sched "
                                  "(params: rows, cols)");
   const char *defs2[] = {"x=1"};
-  ovl_parse_opts o2 = {.defines = defs2, .ndefines = 1, .nranks = 2};
+  ovl_parse_opts o2 = {
+      .size = sizeof o2, .defines = defs2, .ndefines = 1, .nranks = 2};
   EXPECT_ERR_OPTS(A10, &o2, "-D x=1: ", "(it declares no params)");
 }
 END_TEST
@@ -1401,7 +1409,8 @@ START_TEST(test_err_define_malformed) {
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     const char *defs[] = {bad[i][0]};
-    ovl_parse_opts o = {.defines = defs, .ndefines = 1, .nranks = 2};
+    ovl_parse_opts o = {
+        .size = sizeof o, .defines = defs, .ndefines = 1, .nranks = 2};
     EXPECT_ERR_OPTS(seed_sched, &o, bad[i][1], "");
     ck_assert_msg(strpbrk(last_err.msg, "\n\r\t") == NULL,
                   "a control character in \"%s\"", last_err.msg);
@@ -1413,7 +1422,8 @@ END_TEST
 START_TEST(test_err_define_long) {
   char def[1000];
   const char *defs[] = {def};
-  ovl_parse_opts o = {.defines = defs, .ndefines = 1, .nranks = 2};
+  ovl_parse_opts o = {
+      .size = sizeof o, .defines = defs, .ndefines = 1, .nranks = 2};
   snprintf(def, sizeof def, "rows=1 %0500d", 0);
   EXPECT_ERR_OPTS(seed_sched, &o, "-D rows=1 000",
                   "...: the value must be one number, bool or name (found ' ' "
@@ -1424,7 +1434,8 @@ END_TEST
 
 START_TEST(test_define_bool_and_name) {
   const char *defs[] = {"calc=true", "st=comm"};
-  ovl_parse_opts o = {.defines = defs, .ndefines = 2, .nranks = 2};
+  ovl_parse_opts o = {
+      .size = sizeof o, .defines = defs, .ndefines = 2, .nranks = 2};
   ovl_program *p =
       parse_with("param calc = false\nparam st = calc\n" A10
                  "c_allreduce_sum(a, use_calc_stream=calc)\n"
@@ -1437,7 +1448,7 @@ START_TEST(test_define_bool_and_name) {
 END_TEST
 
 START_TEST(test_err_nranks) {
-  ovl_parse_opts o = {.nranks = 0};
+  ovl_parse_opts o = {.size = sizeof o, .nranks = 0};
   EXPECT_STATUS("", 0, &o, OVL_EINVAL, "nranks must be 1..64", "got 0");
   o.nranks = 65;
   EXPECT_STATUS("", 0, &o, OVL_EINVAL, "nranks must be 1..64", "got 65");
@@ -1447,7 +1458,8 @@ START_TEST(test_err_nranks) {
   ck_assert_int_eq(ovl_program_parse(NULL, 3, NULL, NULL, &p, NULL),
                    OVL_EINVAL);
   const char *defs[] = {NULL};
-  ovl_parse_opts o2 = {.defines = defs, .ndefines = 1, .nranks = 2};
+  ovl_parse_opts o2 = {
+      .size = sizeof o2, .defines = defs, .ndefines = 1, .nranks = 2};
   EXPECT_STATUS("", 0, &o2, OVL_EINVAL, "define 0 is NULL", "");
 }
 END_TEST
@@ -1603,7 +1615,7 @@ START_TEST(test_schedule_binds_to_rank_counts) {
   static const int ranks[] = {1, 2, 4};
   ck_assert_str_eq(ovl_schedule_filename(s), "<string>");
   for (size_t i = 0; i < 3; i++) {
-    ovl_bind_opts o = {.nranks = ranks[i]};
+    ovl_bind_opts o = {.size = sizeof o, .nranks = ranks[i]};
     ovl_program *p = bind_ok(s, &o);
     ovl_var_info g, r;
     ck_assert_int_eq(ovl_program_nranks(p), ranks[i]);
@@ -1618,7 +1630,7 @@ START_TEST(test_schedule_binds_to_rank_counts) {
     ovl_program_free(p);
   }
   /* A program outlives its schedule. */
-  ovl_bind_opts o = {.nranks = 2};
+  ovl_bind_opts o = {.size = sizeof o, .nranks = 2};
   ovl_program *p = bind_ok(s, &o);
   ovl_schedule_free(s);
   ck_assert_int_eq(var(p, "g")->dims[0], 16);
@@ -1645,8 +1657,12 @@ START_TEST(test_schedule_bind_defines) {
                              "}\n"
                              "c_allreduce_sum(a)\n");
   const char *d1[] = {"n=5", "cols=7"}, *d2[] = {"n=2", "st=comm"};
-  ovl_bind_opts o1 = {.defines = d1, .ndefines = 2, .nranks = 2};
-  ovl_bind_opts o2 = {.defines = d2, .ndefines = 2, .nranks = 2,
+  ovl_bind_opts o1 = {
+      .size = sizeof o1, .defines = d1, .ndefines = 2, .nranks = 2};
+  ovl_bind_opts o2 = {.size = sizeof o2,
+                      .defines = d2,
+                      .ndefines = 2,
+                      .nranks = 2,
                       .cpu_defaults = 1};
   ovl_program *p1 = bind_ok(s, &o1), *p2 = bind_ok(s, &o2),
               *p3 = bind_ok(s, NULL);
@@ -1730,7 +1746,8 @@ END_TEST
 /* Errors that depend on values come from ovl_schedule_bind: the schedule
  * parses, and may bind for other values. */
 START_TEST(test_schedule_bind_errors) {
-  ovl_bind_opts o2 = {.nranks = 2}, o3 = {.nranks = 3};
+  ovl_bind_opts o2 = {.size = sizeof o2, .nranks = 2},
+                o3 = {.size = sizeof o3, .nranks = 3};
   EXPECT_BIND_ERR(A10 "b = assign(q)\n", NULL, OVL_EPARSE,
                   "<string>:2:12: undefined variable 'q'");
   EXPECT_BIND_ERR(A10 "b = data(shape=[5])\nc = elementwise_add(a, b)\n",
@@ -1749,7 +1766,7 @@ START_TEST(test_schedule_bind_errors) {
                   "param, got 1.5");
   /* The same schedule, bound for 4 ranks and for 2. */
   ovl_schedule *s = sched_ok(A10 "c_broadcast(a, root=3)\n");
-  ovl_bind_opts o4 = {.nranks = 4};
+  ovl_bind_opts o4 = {.size = sizeof o4, .nranks = 4};
   ovl_program *p = bind_ok(s, &o4), *q = SENTINEL;
   ck_assert_int_eq(p->ops[0].root, 3);
   ovl_program_free(p);
@@ -1759,7 +1776,8 @@ START_TEST(test_schedule_bind_errors) {
   ck_assert_ptr_eq(q, SENTINEL);
   /* -D: malformed, naming no param, a NULL; nranks out of range. */
   const char *bad[] = {"rows=1,2"}, *nosuch[] = {"x=1"}, *null[] = {NULL};
-  ovl_bind_opts ob = {.defines = bad, .ndefines = 1, .nranks = 2};
+  ovl_bind_opts ob = {
+      .size = sizeof ob, .defines = bad, .ndefines = 1, .nranks = 2};
   ck_assert_int_eq(ovl_schedule_bind(s, &ob, &q, &last_err), OVL_EPARSE);
   ck_assert_str_eq(last_err.msg, "-D rows=1,2: the value must be one number, "
                                  "bool or name (found ',' at column 2)");
@@ -1785,7 +1803,7 @@ END_TEST
 START_TEST(test_schedule_bind_max_ops) {
   ovl_schedule *s = sched_ok(A10 "repeat 4096 {\n repeat 4095 {\n"
                                  "  b = scale(a, scale=2)\n }\n}\n");
-  ovl_bind_opts o = {.nranks = 2, .max_ops = 1000};
+  ovl_bind_opts o = {.size = sizeof o, .nranks = 2, .max_ops = 1000};
   ovl_program *p = SENTINEL;
   double t0 = ovl__now();
   ck_assert_int_eq(ovl_schedule_bind(s, &o, &p, &last_err), OVL_ENOMEM);
@@ -1831,9 +1849,15 @@ END_TEST
 /* ovl_program_parse is ovl_schedule_parse + ovl_schedule_bind. */
 START_TEST(test_schedule_wrapper_agrees) {
   const char *defs[] = {"cols=50"};
-  ovl_parse_opts po = {.defines = defs, .ndefines = 1, .nranks = 3,
+  ovl_parse_opts po = {.size = sizeof po,
+                       .defines = defs,
+                       .ndefines = 1,
+                       .nranks = 3,
                        .cpu_defaults = 1};
-  ovl_bind_opts bo = {.defines = defs, .ndefines = 1, .nranks = 3,
+  ovl_bind_opts bo = {.size = sizeof bo,
+                      .defines = defs,
+                      .ndefines = 1,
+                      .nranks = 3,
                       .cpu_defaults = 1};
   ovl_program *a = parse_with(seed_sched, &po);
   ovl_schedule *s = sched_ok(seed_sched);
@@ -1857,7 +1881,8 @@ START_TEST(test_schedule_wrapper_agrees) {
   /* The wrapper reports a -D naming no param before a syntax error (a
    * mistake in the command); the schedule API parses first. */
   const char *nosuch[] = {"nosuch=1"};
-  ovl_parse_opts o = {.defines = nosuch, .ndefines = 1, .nranks = 2};
+  ovl_parse_opts o = {
+      .size = sizeof o, .defines = nosuch, .ndefines = 1, .nranks = 2};
   EXPECT_ERR_OPTS("param n = 1\nb = (\n", &o,
                   "-D nosuch=1: no such param in <string> (params: n)", "");
   EXPECT_PARSE_ERR("param n = 1\nb = (\n", OVL_EPARSE,
@@ -1905,7 +1930,7 @@ typedef struct bind_job {
 static void *bind_thread(void *arg) {
   bind_job *j = arg;
   for (int it = 0; it < 50; it++) {
-    ovl_bind_opts o = {.nranks = j->nranks};
+    ovl_bind_opts o = {.size = sizeof o, .nranks = j->nranks};
     ovl_program *p = NULL;
     j->st = ovl_schedule_bind(j->s, &o, &p, NULL);
     if (j->st != OVL_OK)
@@ -2068,16 +2093,16 @@ END_TEST
 /* ------------------------------------------------------------------ */
 
 static ovl_program *parse_ranks(const char *src, int nranks) {
-  ovl_parse_opts o = {.nranks = nranks};
+  ovl_parse_opts o = {.size = sizeof o, .nranks = nranks};
   return parse_with(src, &o);
 }
 
 /* The parse for `nranks` ranks fails with exactly `text`. */
 #define EXPECT_RANKS_ERR(src, nranks_, text)                                   \
-  do {                                                                        \
-    ovl_parse_opts o_ = {.nranks = (nranks_)};                                \
-    EXPECT_ERR_OPTS(src, &o_, text, "");                                      \
-    ck_assert_str_eq(last_err.msg, (text));                                   \
+  do {                                                                         \
+    ovl_parse_opts o_ = {.size = sizeof o_, .nranks = (nranks_)};              \
+    EXPECT_ERR_OPTS(src, &o_, text, "");                                       \
+    ck_assert_str_eq(last_err.msg, (text));                                    \
   } while (0)
 
 /* Every op runs on every rank unless it says otherwise; a program where
@@ -2344,7 +2369,8 @@ START_TEST(test_expressions) {
   /* Where they go: repeat counts, dims, ring_id, root, seed, cpu= and
    * -D'd params. */
   const char *defs[] = {"m=3"};
-  ovl_parse_opts o = {.nranks = 4, .defines = defs, .ndefines = 1};
+  ovl_parse_opts o = {
+      .size = sizeof o, .nranks = 4, .defines = defs, .ndefines = 1};
   ovl_program *p = parse_with(
       "param m = 1\nparam h = nranks / 2, cpu = m * 2\n"
       "a = data(shape=[nranks * 2, m + h], seed=m * 10)\n"
@@ -2637,7 +2663,8 @@ START_TEST(test_err_ranks) {
                    "it takes no ranks=");
   /* A param gives an entry; a -D gives the param. */
   const char *defs[] = {"r=7"};
-  ovl_parse_opts o = {.nranks = 4, .defines = defs, .ndefines = 1};
+  ovl_parse_opts o = {
+      .size = sizeof o, .nranks = 4, .defines = defs, .ndefines = 1};
   EXPECT_ERR_OPTS("param r = 1\n" A10 "b = assign(a, ranks=[r])\n", &o,
                   "<string>:3:22: rank 7 out of range for 4 ranks (0..3) "
                   "(from -D r=7)",
@@ -2985,7 +3012,8 @@ START_TEST(test_err_from_define) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     const char *defs[] = {cases[i].def};
-    ovl_parse_opts o = {.nranks = 2, .defines = defs, .ndefines = 1};
+    ovl_parse_opts o = {
+        .size = sizeof o, .nranks = 2, .defines = defs, .ndefines = 1};
     EXPECT_ERR_OPTS(cases[i].src, &o, cases[i].want, "");
     ck_assert_str_eq(last_err.msg, cases[i].want);
   }
@@ -2997,7 +3025,8 @@ START_TEST(test_err_from_define) {
   /* The seed, as the tools load it. */
   ovl_program *p = SENTINEL;
   const char *defs[] = {"cols=abc"};
-  ovl_parse_opts o = {.nranks = 2, .defines = defs, .ndefines = 1};
+  ovl_parse_opts o = {
+      .size = sizeof o, .nranks = 2, .defines = defs, .ndefines = 1};
   char path[512];
   snprintf(path, sizeof path, "%s/schedules/seed.sched", OVL_SRCDIR);
   ck_assert_int_eq(ovl_program_load(path, &o, &p, &last_err), OVL_EPARSE);
@@ -3099,7 +3128,7 @@ START_TEST(test_mutated_ranks) {
         break;
       }
     }
-    ovl_parse_opts o = {.nranks = 1 + (int)(rng() % 5)};
+    ovl_parse_opts o = {.size = sizeof o, .nranks = 1 + (int)(rng() % 5)};
     ovl_program *p = NULL;
     ovl_status st = try_parse(buf, len, &o, &p);
     ck_assert_msg(st == OVL_OK || st == OVL_EPARSE, "status %s: %s",

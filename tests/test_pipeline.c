@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "check_util.h"
+#include "core/op.h"
 #include "ovl.h"
 
 #ifndef OVL_SRCDIR
@@ -61,11 +62,15 @@ static ovl_world *make_world(double timeout_s) {
   return tu_cpu_world(2, timeout_s);
 }
 
+/* The runs' options of the test under way (each test runs in its own
+ * process): run_opts() points the pipeline's at them. */
+static ovl_run_opts RO;
+
 static ovl_pipeline_opts run_opts(unsigned modes) {
-  ovl_pipeline_opts o = {.modes = modes, .races = 1, .run = 1,
-                         .rtol = 1e-5, .atol = 1e-6};
-  o.run_opts.iters = 2;
-  o.run_opts.warmup = 1;
+  ovl_pipeline_opts o = {.size = sizeof o, .modes = modes, .races = 1,
+                         .run = 1, .rtol = 1e-5, .atol = 1e-6,
+                         .run_opts = &RO};
+  RO = (ovl_run_opts){.size = sizeof RO, .iters = 2, .warmup = 1};
   return o;
 }
 
@@ -289,7 +294,8 @@ END_TEST
  * (no world) it is all there is. */
 START_TEST(races_reported_per_mode) {
   ovl_program *p = parse(racy_text, "racy.sched");
-  ovl_pipeline_opts o = {.modes = BOTH_MODES, .races = 1, .run = 0};
+  ovl_pipeline_opts o = {
+      .size = sizeof o, .modes = BOTH_MODES, .races = 1, .run = 0};
   events ev = {{0}, 0};
   ovl_report *r = NULL;
   ovl_report_mode m;
@@ -454,7 +460,7 @@ END_TEST
  * (or the caller's label), nothing announced after it. */
 START_TEST(failing_run_error) {
   char path[4096];
-  ovl_parse_opts po = {.nranks = 2};
+  ovl_parse_opts po = {.size = sizeof po, .nranks = 2};
   ovl_program *p = NULL;
   ovl_world *w = make_world(0.3);
   ovl_pipeline_opts o = run_opts(BOTH_MODES);
@@ -466,8 +472,8 @@ START_TEST(failing_run_error) {
   snprintf(path, sizeof path, "%s/tests/schedules/hang_stream.sched",
            OVL_SRCDIR);
   ck_assert_int_eq(ovl_program_load(path, &po, &p, &err), OVL_OK);
-  o.run_opts.iters = 1;
-  o.run_opts.warmup = 0;
+  RO.iters = 1;
+  RO.warmup = 0;
   o.progress = record;
   o.progress_ctx = &ev;
   st = ovl_pipeline_run(w, p, &o, &r, &err);
@@ -546,7 +552,7 @@ START_TEST(machine_and_op_times) {
   size_t nrows = 0;
   ovl_error err = {0};
 
-  o.run_opts.op_times = 1;
+  RO.op_times = 1;
   r = run_ok(w, p, &o);
   ovl_report_machine_get(r, &mc);
   ck_assert_str_eq(mc.backend, "cpu");
@@ -577,7 +583,7 @@ START_TEST(machine_and_op_times) {
   ovl_report_free(r);
 
   /* Run without op times: none to give. */
-  o.run_opts.op_times = 0;
+  RO.op_times = 0;
   r = run_ok(w, p, &o);
   ck_assert_int_eq(ovl_report_op_times(r, 0, &rows, &nrows, &err),
                    OVL_EINVAL);
@@ -594,21 +600,23 @@ START_TEST(report_as_json) {
   ovl_world *w = make_world(10);
   ovl_program *p = parse(clean_text, "clean.sched");
   ovl_pipeline_opts o = run_opts(BOTH_MODES);
-  ovl_report_json_opts jo = {.tool = "overlap_sim", .mode = "both",
-                             .iters = 3, .warmup = 1, .rtol = 1e-5,
-                             .atol = 1e-6, .timeout_s = 60, .races = 1,
-                             .op_times = 1, .comm_priority = "default",
-                             .trace_iter = -1, .exit_status = 0};
+  /* The tool's envelope: its members placed as given. */
+  ovl_json_envelope jo = {.size = sizeof jo,
+                          .head = "\"tool\": \"overlap_sim\"",
+                          .options = "\"mode\": \"both\", \"trace\": null, "
+                                     "\"svg\": null",
+                          .tail = "\"exit_status\": 0"};
   const char *defs[] = {"n=\xff"};
   ovl_report *r;
   size_t len = 0;
   char *text = NULL;
   ovl_error err = {0};
 
-  o.run_opts.op_times = 1;
+  RO.op_times = 1;
+  /* The -D values the program was bound with, as given (the JSON keeps
+   * them valid UTF-8). */
+  ck_assert_int_eq(ovl__program_set_defines(p, defs, 1, &err), OVL_OK);
   r = run_ok(w, p, &o);
-  jo.defines = defs;
-  jo.ndefines = 1;
   ck_assert_int_eq(ovl_report_json(r, &jo, &text, &len, &err), OVL_OK);
   ck_assert_uint_eq(strlen(text), len);
   {
@@ -619,11 +627,21 @@ START_TEST(report_as_json) {
         "\"machine\": {\"backend\": \"cpu\", \"ranks\": 2, ";
     ck_assert_msg(strncmp(text, head, strlen(head)) == 0, "%s", text);
   }
-  ck_assert_ptr_nonnull(strstr(text, "\"timed\": 2, "));
-  ck_assert_ptr_nonnull(strstr(text, "\"trace\": null, \"svg\": null, "
-                                     "\"trace_iter\": null, \"defines\": "
-                                     "[\"n=\\ufffd\"]},\n  \"modes\": {\n"
-                                     "    \"sync\": {\"total_s\": "));
+  /* What the report ran with: the runs' options, the pipeline's, the
+   * world's timeout, the program's -D values; then the envelope's. */
+  ck_assert_ptr_nonnull(strstr(text, "\"options\": {\"iters\": 3, "
+                                     "\"warmup\": 1, \"timed\": 2, "
+                                     "\"rtol\": 1.0000000000000001e-05, "));
+  ck_assert_ptr_nonnull(strstr(text, "\"timeout_s\": 10, \"races\": true, "
+                                     "\"op_times\": true, \"graph\": false, "
+                                     "\"chaos_seed\": 0, \"comm_priority\": "
+                                     "\"default\", "));
+  ck_assert_msg(strstr(text, "\"trials\": null, \"trial_budget_s\": null, "
+                             "\"trace_iter\": null, \"defines\": "
+                             "[\"n=\\ufffd\"], \"mode\": \"both\", "
+                             "\"trace\": null, \"svg\": null},\n  "
+                             "\"modes\": {\n    \"sync\": {\"total_s\": "),
+                "%.3000s", strstr(text, "\"options\""));
   ck_assert_ptr_nonnull(strstr(text, "\"status\": \"ok\", \"checked\": 128, "
                                      "\"unchecked\": 0, \"mismatched\": 0, "
                                      "\"nonfinite\": 0, \"vars\": [\n"));
@@ -667,9 +685,9 @@ START_TEST(nonfinite_values_fail) {
   ovl_world *w = make_world(10);
   ovl_program *p = parse(overflow_text, "overflow.sched");
   ovl_pipeline_opts o = run_opts(BOTH_MODES);
-  ovl_report_json_opts jo = {.tool = "overlap_sim", .mode = "both",
-                             .iters = 2, .warmup = 1, .trace_iter = -1,
-                             .exit_status = 1};
+  ovl_json_envelope jo = {.size = sizeof jo,
+                          .head = "\"tool\": \"overlap_sim\"",
+                          .tail = "\"exit_status\": 1"};
   ovl_report_summary sum;
   ovl_report_mode m;
   ovl_report *r = run_ok(w, p, &o);
@@ -730,7 +748,8 @@ END_TEST
 /* --races --json: every form under its name, one alone too. */
 START_TEST(races_as_json) {
   ovl_program *p = parse(racy_text, "racy.sched");
-  ovl_pipeline_opts o = {.modes = OVL_MODE_BIT(OVL_MODE_ASYNC), .races = 1};
+  ovl_pipeline_opts o = {
+      .size = sizeof o, .modes = OVL_MODE_BIT(OVL_MODE_ASYNC), .races = 1};
   ovl_report *r = NULL;
   ovl_error err = {0};
   char *text = NULL, *one = NULL;
@@ -772,7 +791,7 @@ START_TEST(races_as_json) {
   ck_assert_msg(strncmp(text, "{\"modes\": {\"sync\": {\"schedule\":\"racy."
                               "sched\",",
                         38) == 0,
-                "%s", text);
+                "%.3000s", strstr(text, "\"options\""));
   ck_assert_ptr_nonnull(strstr(text, "\"more\":0}, \"async\": {\"schedule\""));
   ck_assert_ptr_nonnull(strstr(text, "}, \"deadlocks\": {\"sync\": {"));
   ck_assert_str_eq(text + len - 4, "]}}\n");
@@ -892,8 +911,8 @@ START_TEST(trace_arrows_end_where_the_wait_ends) {
   char *trace = NULL;
   size_t len, n, flows = 0, stalled = 0;
 
-  o.run_opts.trace = 1;
-  o.run_opts.trace_iter = -1;
+  RO.trace = 1;
+  RO.trace_iter = -1;
   r = run_ok(w, p, &o);
   ovl_report_mode_get(r, 0, &m);
   tl.mode = m.mode;
@@ -950,8 +969,8 @@ START_TEST(timeline_outlives_the_world) {
   size_t len = 0;
   ovl_error err = {0};
 
-  o.run_opts.trace = 1;
-  o.run_opts.trace_iter = -1;
+  RO.trace = 1;
+  RO.trace_iter = -1;
   r = run_ok(w, p, &o);
   ovl_world_free(w);
   for (size_t i = 0; i < 2; i++) {

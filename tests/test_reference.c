@@ -70,7 +70,9 @@ static void put(sched_text *t, const char *fmt, ...) {
  * it must parse. */
 static ovl_program *parse_with(const char *text, int nranks,
                                const char *const *defines, size_t ndefines) {
-  ovl_parse_opts po = {.defines = defines, .ndefines = ndefines,
+  ovl_parse_opts po = {.size = sizeof po,
+                       .defines = defines,
+                       .ndefines = ndefines,
                        .nranks = nranks};
   ovl_error err = {0};
   ovl_program *p = NULL;

@@ -70,7 +70,7 @@ static ovl_world *make_world(double timeout_s) {
 }
 
 static ovl_pipeline_opts replay_opts(unsigned modes, long which) {
-  ovl_pipeline_opts o = {.modes = modes, .races = 1, .run = 0,
+  ovl_pipeline_opts o = {.size = sizeof o, .modes = modes, .races = 1, .run = 0,
                          .rtol = 1e-5, .atol = 1e-6, .replay = which};
   return o;
 }

@@ -24,7 +24,7 @@ static const char seed_text[] =
 static ovl_program *seed;
 
 static void setup(void) {
-  ovl_parse_opts po = {.nranks = 2};
+  ovl_parse_opts po = {.size = sizeof po, .nranks = 2};
   ovl_error err = {0};
   ovl_status st = ovl_program_parse(seed_text, strlen(seed_text), "t.sched",
                                     &po, &seed, &err);
@@ -151,7 +151,7 @@ static const char generic_text[] =
     "fetch(c)\n";
 
 static ovl_program *parse_generic(void) {
-  ovl_parse_opts po = {.nranks = 2};
+  ovl_parse_opts po = {.size = sizeof po, .nranks = 2};
   ovl_error err = {0};
   ovl_program *p = NULL;
   ovl_status st = ovl_program_parse(generic_text, strlen(generic_text),
@@ -331,7 +331,7 @@ START_TEST(insert_delay_on_a_user_stream) {
       "x = data(shape=[4], init=uniform)\n"
       "y = scale(x, scale=2.0, stream=side)\n"
       "fetch(x)\n";
-  ovl_parse_opts po = {.nranks = 2};
+  ovl_parse_opts po = {.size = sizeof po, .nranks = 2};
   ovl_program *g = NULL, *p = NULL;
   ovl_error err = {0};
   int side;
@@ -358,7 +358,7 @@ START_TEST(insert_delay_keeps_the_races) {
       "c_allreduce_sum(c, ring_id=0)\n"
       "c_wait_comm(c, ring_id=0)\n"
       "fetch(c)\n";
-  ovl_parse_opts po = {.nranks = 2};
+  ovl_parse_opts po = {.size = sizeof po, .nranks = 2};
   ovl_program *g = NULL, *p = NULL;
   ovl_races *r0 = NULL, *r1 = NULL;
   ovl_race_info a, b;

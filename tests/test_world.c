@@ -47,7 +47,9 @@ static ovl_world *make_world(int nranks) { return tu_cpu_world(nranks, 10); }
 static ovl_program *load(const char *rel, int nranks, const char **defines,
                          size_t ndefines) {
   char path[4096];
-  ovl_parse_opts po = {.defines = defines, .ndefines = ndefines,
+  ovl_parse_opts po = {.size = sizeof po,
+                       .defines = defines,
+                       .ndefines = ndefines,
                        .nranks = nranks};
   ovl_program *p = NULL;
   ovl_error err = {0};
@@ -72,7 +74,7 @@ static int64_t run_checked_iters(ovl_world *w, const ovl_program *prog,
   ovl_result *res = NULL;
   ovl_check chk = {0};
   ovl_error err = {0};
-  ovl_run_opts ro = {.iters = iters, .warmup = warmup};
+  ovl_run_opts ro = {.size = sizeof ro, .iters = iters, .warmup = warmup};
   int64_t bad;
 
   ck_assert_int_eq(ovl_program_transform(prog, mode, &p, &err), OVL_OK);
@@ -150,7 +152,7 @@ START_TEST(seed_comp_and_comm_run) {
     ovl_program *p = NULL;
     ovl_result *res = NULL;
     ovl_error err = {0};
-    ovl_run_opts ro = {.iters = 1, .warmup = 0};
+    ovl_run_opts ro = {.size = sizeof ro, .iters = 1, .warmup = 0};
     ck_assert_int_eq(ovl_program_transform(prog, m, &p, &err), OVL_OK);
     ck_assert_msg(ovl_world_run(w, p, &ro, &res, &err) == OVL_OK, "%s",
                   err.msg);
@@ -202,8 +204,9 @@ END_TEST
 START_TEST(world_rejects_bad_options) {
   ovl_world *w = NULL;
   ovl_error err = {0};
-  ovl_world_opts bad_backend = {.backend = "tpu"};
-  ovl_world_opts too_many = {.backend = "cpu", .nranks = 1000};
+  ovl_world_opts bad_backend = {.size = sizeof bad_backend, .backend = "tpu"};
+  ovl_world_opts too_many = {
+      .size = sizeof too_many, .backend = "cpu", .nranks = 1000};
   ck_assert_int_eq(ovl_world_create(&bad_backend, &w, &err), OVL_ENODEV);
   ck_assert_ptr_nonnull(strstr(err.msg, "tpu"));
   ck_assert_int_eq(ovl_world_create(&too_many, &w, &err), OVL_EINVAL);
@@ -244,7 +247,7 @@ START_TEST(run_rejects_program_for_other_rank_count) {
   ovl_program *prog = load("schedules/good/seed_small.sched", 3, NULL, 0);
   ovl_result *res = NULL;
   ovl_error err = {0};
-  ovl_run_opts ro = {.iters = 1, .warmup = 0};
+  ovl_run_opts ro = {.size = sizeof ro, .iters = 1, .warmup = 0};
   ck_assert_int_eq(ovl_world_run(w, prog, &ro, &res, &err), OVL_EINVAL);
   ck_assert_ptr_nonnull(strstr(err.msg, "3 ranks"));
   ck_assert_ptr_null(res);
@@ -262,7 +265,7 @@ START_TEST(sync_comm_stream_orders_fetch) {
       "c_allreduce_sum(x, ring_id=0)\n"
       "c_sync_comm_stream(x, ring_id=0)\n"
       "fetch(x)\n";
-  ovl_parse_opts po = {.nranks = 3};
+  ovl_parse_opts po = {.size = sizeof po, .nranks = 3};
   ovl_program *prog = NULL;
   ovl_error err = {0};
   ck_assert_int_eq(ovl_program_parse(text, sizeof text - 1, "t.sched", &po,
@@ -278,7 +281,7 @@ END_TEST
 /* The host memory per op (ovl_host_bytes_per_op) grows with every part
  * of a program's life, and the per-rank parts with the ranks. */
 START_TEST(host_bytes_per_op_parts) {
-  ovl_op_memory_opts o = {0};
+  ovl_op_memory_opts o = OVL_OPTS_INIT(ovl_op_memory_opts);
   /* An op in a program: the op, its primitives (two at most) and their
    * index. */
   uint64_t op = sizeof(ovl__op) + 2 * sizeof(ovl__prim) + sizeof(uint32_t);
@@ -346,11 +349,11 @@ START_TEST(op_times_measure_stream_ops) {
       "c_allreduce_sum(y, ring_id=0)\n"
       "c_wait_comm(y, ring_id=0)\n"
       "fetch(y)\n";
-  ovl_parse_opts po = {.nranks = 2};
+  ovl_parse_opts po = {.size = sizeof po, .nranks = 2};
   ovl_program *prog = NULL;
   ovl_result *res = NULL;
   ovl_error err = {0};
-  ovl_run_opts ro = {.iters = 2, .warmup = 1, .op_times = 1};
+  ovl_run_opts ro = {.size = sizeof ro, .iters = 2, .warmup = 1, .op_times = 1};
   ck_assert_int_eq(ovl_program_parse(text, sizeof text - 1, "t.sched", &po,
                                      &prog, &err),
                    OVL_OK);
@@ -417,7 +420,8 @@ START_TEST(trace_spans_order_and_durations) {
   ovl_world *w = make_world(2);
   ovl_result *res = NULL;
   ovl_error err = {0};
-  ovl_run_opts ro = {.iters = 3, .warmup = 1, .trace = 1, .trace_iter = -1};
+  ovl_run_opts ro = {
+      .size = sizeof ro, .iters = 3, .warmup = 1, .trace = 1, .trace_iter = -1};
   size_t nops = ovl_program_op_count(prog);
   size_t delay = find_op(prog, "delay", 0);
   size_t wcomp = find_op(prog, "c_wait_compute", 0);
@@ -482,7 +486,7 @@ START_TEST(trace_spans_order_and_durations) {
   ck_assert_int_eq(ovl_world_run(w, prog, &ro, &res, &err), OVL_EINVAL);
 
   /* Off by default. */
-  ro = (ovl_run_opts){.iters = 2, .warmup = 0};
+  ro = (ovl_run_opts){.size = sizeof(ovl_run_opts), .iters = 2, .warmup = 0};
   ck_assert_int_eq(ovl_world_run(w, prog, &ro, &res, &err), OVL_OK);
   ck_assert_int_eq(ovl_result_trace_iter(res), -1);
   ck_assert_int_eq(ovl_result_span(res, 0, 0, &s, &e), -1);
@@ -954,7 +958,7 @@ START_TEST(result_keeps_the_machine) {
   ovl_world *w = make_world(3);
   ovl_program *p = load("schedules/good/missing_wait_compute.sched", 3, NULL,
                         0);
-  ovl_run_opts ro = {.iters = 1, .warmup = 0};
+  ovl_run_opts ro = {.size = sizeof ro, .iters = 1, .warmup = 0};
   ovl_result *res = NULL;
   ovl_error err = {0};
   char devices[256];
@@ -1007,9 +1011,12 @@ START_TEST(cpu_backend_refuses_graphs) {
   ovl_world *w = make_world(2);
   ovl_program *p = load("schedules/good/missing_wait_compute.sched", 2, NULL,
                         0);
-  ovl_run_opts ro = {.iters = 1, .warmup = 0, .graph = 1};
-  ovl_pipeline_opts pl = {.modes = OVL_MODE_BIT(OVL_MODE_ASYNC), .races = 1,
-                          .run = 1, .run_opts = ro};
+  ovl_run_opts ro = {.size = sizeof ro, .iters = 1, .warmup = 0, .graph = 1};
+  ovl_pipeline_opts pl = {.size = sizeof pl,
+                          .modes = OVL_MODE_BIT(OVL_MODE_ASYNC),
+                          .races = 1,
+                          .run = 1,
+                          .run_opts = &ro};
   ovl_result *res = NULL;
   ovl_report *rep = NULL;
   ovl_error err = {0};
@@ -1037,7 +1044,7 @@ START_TEST(tuning_only_before_the_first_run) {
   ovl_world *w = make_world(2);
   ovl_program *p = load("schedules/good/missing_wait_compute.sched", 2, NULL,
                         0);
-  ovl_run_opts ro = {.iters = 1, .warmup = 0};
+  ovl_run_opts ro = {.size = sizeof ro, .iters = 1, .warmup = 0};
   ovl_result *res = NULL;
   ovl_error err = {0};
   ck_assert_msg(ovl_world_set(w, "chaos_seed", "5", &err) == OVL_OK, "%s",
@@ -1056,12 +1063,13 @@ END_TEST
 /* A failure says where every rank was: a stream that never finishes
  * times out at the fetch on each of 3 ranks, and the message lists them. */
 START_TEST(failure_says_where_the_ranks_were) {
-  ovl_world_opts wo = {.backend = "cpu", .nranks = 3, .timeout_s = 0.3};
+  ovl_world_opts wo = {
+      .size = sizeof wo, .backend = "cpu", .nranks = 3, .timeout_s = 0.3};
   ovl_world *w = NULL;
   ovl_program *prog = load("tests/schedules/hang_stream.sched", 3, NULL, 0);
   ovl_result *res = NULL;
   ovl_error err = {0};
-  ovl_run_opts ro = {.iters = 1, .warmup = 0};
+  ovl_run_opts ro = {.size = sizeof ro, .iters = 1, .warmup = 0};
   ck_assert_int_eq(ovl_world_create(&wo, &w, &err), OVL_OK);
   ck_assert_int_eq(ovl_world_run(w, prog, &ro, &res, &err), OVL_ETIMEDOUT);
   ck_assert_ptr_null(res);
@@ -1133,7 +1141,8 @@ START_TEST(ranks_skip_ops) {
       "fetch(y, ranks=[0])\n"
       "fetch(x, ranks=[1])\n";
   ovl_program *prog = parse_text(text, 2);
-  ovl_run_opts ro = {.iters = 2, .warmup = 1, .op_times = 1, .trace = 1};
+  ovl_run_opts ro = {
+      .size = sizeof ro, .iters = 2, .warmup = 1, .op_times = 1, .trace = 1};
   size_t sc = find_op(prog, "scale", 0), dl = find_op(prog, "delay", 0);
   size_t fy = find_op(prog, "fetch", 1);
   ovl_result *res = run_ok(prog, &ro);
@@ -1198,7 +1207,7 @@ START_TEST(pipeline_send_recv) {
   static const int sizes[] = {2, 3, 4, 8};
   int n = sizes[_i];
   ovl_program *prog = parse_text(text, n);
-  ovl_run_opts ro = {.iters = 2, .warmup = 1};
+  ovl_run_opts ro = {.size = sizeof ro, .iters = 2, .warmup = 1};
   ovl_result *res = run_ok(prog, &ro);
   for (int r = 0; r < n; r++) {
     const double *h = fetched(res, prog, r, "h");
@@ -1237,7 +1246,7 @@ START_TEST(group_ring_shift) {
       "fetch(y, ranks=[1])\n";
   int n = _i;
   ovl_program *prog = parse_text(text, n);
-  ovl_run_opts ro = {.iters = 2, .warmup = 1};
+  ovl_run_opts ro = {.size = sizeof ro, .iters = 2, .warmup = 1};
   ovl_result *res = run_ok(prog, &ro);
   for (int r = 0; r < n; r++) {
     const double *x = fetched(res, prog, (r + n - 1) % n, "x");
@@ -1273,7 +1282,7 @@ START_TEST(reduce_alltoall_barrier_run) {
       "fetch(x, s, a)\n";
   int n = _i, part = 12 / n;
   ovl_program *prog = parse_text(text, n);
-  ovl_run_opts ro = {.iters = 2, .warmup = 1};
+  ovl_run_opts ro = {.size = sizeof ro, .iters = 2, .warmup = 1};
   ovl_result *res = run_ok(prog, &ro);
   for (int r = 0; r < n; r++) {
     const double *s = fetched(res, prog, r, "s");
@@ -1303,7 +1312,7 @@ static const char *timeout_msg(const char *text, int nranks, int iters,
   static ovl_error err;
   ovl_program *prog = parse_text(text, nranks);
   ovl_world *w = tu_cpu_world(nranks, 0.3);
-  ovl_run_opts ro = {.iters = iters, .warmup = warmup};
+  ovl_run_opts ro = {.size = sizeof ro, .iters = iters, .warmup = warmup};
   ovl_result *res = NULL;
   double t0 = ovl__now();
   memset(&err, 0, sizeof err);

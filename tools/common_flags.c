@@ -375,8 +375,11 @@ static ovl_status tune_world(ovl_world *world, const common_opts *c,
 
 int common_make_world(const common_opts *c, ovl_procs *procs,
                       unsigned chaos_seed, ovl_world **world) {
-  ovl_world_opts wopts = {.backend = c->backend, .nranks = c->ranks,
-                          .timeout_s = c->timeout_s, .procs = procs,
+  ovl_world_opts wopts = {.size = sizeof wopts,
+                          .backend = c->backend,
+                          .nranks = c->ranks,
+                          .timeout_s = c->timeout_s,
+                          .procs = procs,
                           .local_ranks = c->gpus_per_process};
   ovl_error err = {0};
   ovl_status st = ovl_world_create(&wopts, world, &err);

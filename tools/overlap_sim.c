@@ -335,11 +335,13 @@ static int check_only(sim_options *o, const char *path, unsigned modes,
   const outfile *json = &outs[OUT_JSON], *fix = &outs[OUT_FIX];
   const char *defs[SIM_MAX_DEFINES + 1];
   char stepsdef[32];
-  ovl_bind_opts bopts = {.defines = defs,
+  ovl_bind_opts bopts = {.size = sizeof bopts, .defines = defs,
                          .nranks = o->common.ranks > 0 ? o->common.ranks : 2};
   ovl_schedule *sched = NULL;
-  ovl_pipeline_opts pl = {.modes = modes,
+  ovl_run_opts ro = {.size = sizeof ro, .iters = 1};
+  ovl_pipeline_opts pl = {.size = sizeof pl, .modes = modes,
                           .races = 1,
+                          .run_opts = &ro,
                           .run = 0,
                           .rtol = o->common.rtol,
                           .atol = o->common.atol,
@@ -366,7 +368,7 @@ static int check_only(sim_options *o, const char *path, unsigned modes,
                                 &world)) >= 0)
       goto out;
     /* --trace, --svg: each replay traced, its race marked. */
-    pl.run_opts.trace = o->trace != NULL || o->svg != NULL;
+    ro.trace = o->trace != NULL || o->svg != NULL;
     bopts.nranks = ovl_world_nranks(world);
     bopts.cpu_defaults = strcmp(ovl_world_backend_name(world), "cpu") == 0;
   }
@@ -545,35 +547,20 @@ static int write_run_outputs(const sim_options *o,
   if ((rc = write_timelines(o, outs, report)) >= 0)
     return rc;
   if (o->json != NULL) {
-    /* The "options" object echoes the flags. */
-    ovl_report_json_opts jo = {
-        .tool = "overlap_sim",
-        .mode = o->mode,
-        .iters = o->common.warmup + o->common.iters,
-        .warmup = o->common.warmup,
-        .rtol = o->common.rtol,
-        .atol = o->common.atol,
-        .timeout_s = o->common.timeout_s > 0 ? o->common.timeout_s
-                                             : COMMON_DEFAULT_TIMEOUT_S,
-        .races = !o->no_races,
-        .op_times = o->op_times,
-        .graph = o->common.graph,
-        .chaos_seed = o->chaos_seed,
-        .comm_priority = o->common.comm_priority_high ? "high" : "default",
-        .nccl_min_ctas = o->common.nccl_min_ctas,
-        .nccl_max_ctas = o->common.nccl_max_ctas,
-        .trials = o->trials,
-        .tf32 = o->common.tf32 ? "on" : "off",
-        .check_rows = o->check_rows,
-        .trace = o->trace,
-        .svg = o->svg,
-        .trace_iter = o->trace == NULL && o->svg == NULL ? -1
-                      : o->trace_iter_given ? o->trace_iter
-                                            : o->common.iters - 1,
-        .defines = o->defines,
-        .ndefines = o->ndefines,
-        .exit_status = exit_status};
+    /* The report writes what it ran with; the tool adds its envelope. */
+    char *head = NULL, *opts = NULL, *tail = NULL;
+    ovl_json_envelope jo = OVL_OPTS_INIT(ovl_json_envelope);
+    if (sim_json_envelope(o, exit_status, &head, &opts, &tail) != 0) {
+      fprintf(stderr, "%s: --json=%s: out of memory\n", progname, o->json);
+      return EXIT_RUNTIME;
+    }
+    jo.head = head;
+    jo.options = opts;
+    jo.tail = tail;
     st = ovl_report_json(report, &jo, &text, &len, &err);
+    free(head);
+    free(opts);
+    free(tail);
     if (st != OVL_OK) {
       fprintf(stderr, "%s: --json=%s: %s\n", progname, o->json, err.msg);
       return EXIT_RUNTIME;
@@ -640,8 +627,9 @@ static int finish_run(const sim_options *o, const outfile outs[N_OUTPUTS],
 /* The tool; main() adds the check of what went to stdout. */
 static int overlap_sim(int argc, char **argv) {
   sim_options o;
-  ovl_bind_opts bopts = {0};
-  ovl_pipeline_opts pl = {0};
+  ovl_bind_opts bopts = OVL_OPTS_INIT(ovl_bind_opts);
+  ovl_pipeline_opts pl = OVL_OPTS_INIT(ovl_pipeline_opts);
+  ovl_run_opts ro = OVL_OPTS_INIT(ovl_run_opts);
   ovl_schedule *sched = NULL;
   table_ctx table = {0};
   mem_plan mem;
@@ -718,12 +706,13 @@ static int overlap_sim(int argc, char **argv) {
   pl.run = 1;
   pl.trials = o.trials > 0 ? o.trials : SIM_DEFAULT_TRIALS;
   pl.trial_budget_s = o.trials > 0 ? 0 : SIM_TRIAL_BUDGET_S;
-  pl.run_opts.iters = o.common.iters;
-  pl.run_opts.warmup = o.common.warmup;
-  pl.run_opts.op_times = o.op_times;
-  pl.run_opts.graph = o.common.graph;
-  pl.run_opts.trace = o.trace != NULL || o.svg != NULL;
-  pl.run_opts.trace_iter = o.trace_iter_given ? o.trace_iter : -1;
+  ro.iters = o.common.iters;
+  ro.warmup = o.common.warmup;
+  ro.op_times = o.op_times;
+  ro.graph = o.common.graph;
+  ro.trace = o.trace != NULL || o.svg != NULL;
+  ro.trace_iter = o.trace_iter_given ? o.trace_iter : -1;
+  pl.run_opts = &ro;
   pl.rtol = o.common.rtol;
   pl.atol = o.common.atol;
   pl.check_rows = o.check_rows;

@@ -37,7 +37,7 @@
 static ovl_status parse_text(const sweep *s, const char *txt,
                              const char *name, ovl_program **prog,
                              ovl_error *err) {
-  ovl_parse_opts popts = {.nranks = s->nranks};
+  ovl_parse_opts popts = {.size = sizeof popts, .nranks = s->nranks};
   return ovl_program_parse(txt, strlen(txt), name, &popts, prog, err);
 }
 
@@ -94,9 +94,13 @@ static int run_program(ovl_world *world, const options *o,
                        const ovl_program *prog, const char *name,
                        const ovl_run_opts *ropts, const ovl_reference *ref,
                        ovl_report **rep) {
-  ovl_pipeline_opts pl = {.modes = OVL_MODE_BIT(OVL_MODE_ASYNC), .run = 1,
-                          .run_opts = *ropts, .rtol = o->common.rtol,
-                          .atol = o->common.atol, .reference = ref,
+  ovl_pipeline_opts pl = {.size = sizeof pl,
+                          .modes = OVL_MODE_BIT(OVL_MODE_ASYNC),
+                          .run = 1,
+                          .run_opts = ropts,
+                          .rtol = o->common.rtol,
+                          .atol = o->common.atol,
+                          .reference = ref,
                           .label = name};
   ovl_error err = {0};
   if (ovl_pipeline_run(world, prog, &pl, rep, &err) != OVL_OK) {
@@ -250,7 +254,7 @@ static int check_cpu_memory(sweep_state *t) {
  * kernels an iteration. Each row measures its kernels alone again.
  * Returns -1, or the exit status (message printed). */
 static int calibrate_kernel(sweep_state *t) {
-  ovl_run_opts ropts = {.iters = t->o.common.iters,
+  ovl_run_opts ropts = {.size = sizeof ropts, .iters = t->o.common.iters,
                         .warmup = t->o.common.warmup, .op_times = 1,
                         .graph = t->o.common.graph};
   ovl_program *prog = NULL;
@@ -279,7 +283,7 @@ static void measurement_name(const sweep_state *t, const row *r,
  * timing events. Returns -1, or the exit status (message printed). */
 static int measure_placement(sweep_state *t, row *r, int p) {
   const options *o = &t->o;
-  ovl_run_opts ropts = {.iters = o->common.iters,
+  ovl_run_opts ropts = {.size = sizeof ropts, .iters = o->common.iters,
                         .warmup = o->common.warmup, .op_times = 1,
                         .graph = o->common.graph};
   ovl_program *prog = NULL;
@@ -370,7 +374,10 @@ static int compute_reference(const sweep_state *t, const row *r,
  * -1, or the exit status (message printed). */
 static int check_placement(sweep_state *t, row *r, int p,
                            const ovl_reference *ref) {
-  ovl_run_opts ropts = {.iters = 1, .warmup = 0, .op_times = 0,
+  ovl_run_opts ropts = {.size = sizeof ropts,
+                        .iters = 1,
+                        .warmup = 0,
+                        .op_times = 0,
                         .graph = t->o.common.graph};
   ovl_program *prog = NULL;
   ovl_report *rep = NULL;

@@ -13,6 +13,7 @@
 void sim_plan_memory(mem_plan *m, const sim_options *o, int nmodes,
                      const char *backend, int nranks) {
   memset(m, 0, sizeof *m);
+  m->ops.size = sizeof m->ops;
   m->ops.nmodes = nmodes;
   m->ops.race_check = o->races_only || !o->no_races;
   m->ops.fix_check = m->ops.race_check;

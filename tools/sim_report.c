@@ -448,3 +448,33 @@ void sim_print_show(const ovl_report *r, int n) {
     }
   }
 }
+
+int sim_json_envelope(const sim_options *o, int exit_status, char **head,
+                      char **opts, char **tail) {
+  char *mode = ovl_json_quote(o->mode != NULL ? o->mode : "both");
+  char *trace = ovl_json_quote(o->trace), *svg = ovl_json_quote(o->svg);
+  int ok = mode != NULL && trace != NULL && svg != NULL;
+  *head = *opts = *tail = NULL;
+  if (ok) {
+    *head = strdup("\"tool\": \"overlap_sim\"");
+    *opts = malloc(strlen(mode) + strlen(trace) + strlen(svg) + 64);
+    *tail = malloc(64);
+    ok = *head != NULL && *opts != NULL && *tail != NULL;
+  }
+  if (ok) {
+    sprintf(*opts, "\"mode\": %s, \"trace\": %s, \"svg\": %s", mode, trace,
+            svg);
+    sprintf(*tail, "\"exit_status\": %d", exit_status);
+  }
+  free(mode);
+  free(trace);
+  free(svg);
+  if (!ok) {
+    free(*head);
+    free(*opts);
+    free(*tail);
+    *head = *opts = *tail = NULL;
+    return -1;
+  }
+  return 0;
+}

@@ -62,4 +62,11 @@ void sim_print_check_summary(const ovl_report *r, FILE *f);
  * async run, or of the only mode run). */
 void sim_print_show(const ovl_report *r, int n);
 
+/* The tool's envelope of the results JSON (ovl_json_envelope): "tool"
+ * first; "mode" (as asked), "trace" and "svg" (the files, or null) in
+ * "options"; "exit_status" last. Each malloc'd; 0, or -1 out of memory
+ * (nothing to free). */
+int sim_json_envelope(const sim_options *o, int exit_status, char **head,
+                      char **opts, char **tail);
+
 #endif /* OVL_SIM_REPORT_H */

@@ -72,6 +72,29 @@ typedef struct ovl_error_s {
   char msg[OVL_ERROR_MSG_MAX];
 } ovl_error;
 
+/*
+ * Option structs (ovl_*_opts, ovl_json_envelope) can grow in later
+ * versions without breaking a program built before: each begins with
+ * `size`, the size of the struct the program was compiled with, and the
+ * library reads no further than it; a field the program does not have
+ * takes its default (the value 0 gives). Set it when the struct is made:
+ *
+ *     ovl_run_opts ro = OVL_OPTS_INIT(ovl_run_opts);
+ *     ro.iters = 10;
+ *
+ * or `ovl_run_opts ro = {.size = sizeof ro, .iters = 10};`. A size of 0 (a
+ * struct made without it) is refused with OVL_EINVAL, as are fields set
+ * beyond what this library knows (a program built against a later one).
+ */
+#define OVL_OPTS_INIT(type) {.size = sizeof(type)}
+
+/* `s` as a JSON string, quotes included, always valid UTF-8 (a byte of an
+ * ill-formed sequence becomes U+FFFD), as the library writes every string
+ * of its JSON: for a caller that adds members to the results JSON
+ * (ovl_report_json's envelope). NULL gives "null". Malloc'd (free() it);
+ * NULL when out of memory. */
+OVL_API char *ovl_json_quote(const char *s);
+
 /* Element types. float16 is IEEE 754 binary16, bfloat16 the top half of
  * a float32 (8 exponent bits, 7 fraction bits). Every op on a 16-bit
  * dtype computes in float and rounds its result once, to nearest even

@@ -68,6 +68,7 @@ typedef enum {
 } ovl_pipeline_event;
 
 typedef struct ovl_pipeline_opts_s {
+  size_t size; /* OVL_OPTS_INIT (ovl/base.h) */
   /* OVL_MODE_BIT of each mode asked (run in the order sync, async, comp,
    * comm, whatever the bits' order). */
   unsigned modes;
@@ -77,7 +78,9 @@ typedef struct ovl_pipeline_opts_s {
   /* Non-zero: run each form on the world and compare; 0: check only (the
    * world may be NULL; nothing is run, no reference computed). */
   int run;
-  ovl_run_opts run_opts;
+  /* The runs' options (NULL: ovl_run_opts' defaults, one timed
+   * iteration); by pointer, so that either struct can grow on its own. */
+  const ovl_run_opts *run_opts;
   /* Tolerances of the comparison: |got - ref| <= atol + rtol * |ref|;
    * OVL_TOL_DTYPE: each fetched variable's dtype default. */
   double rtol, atol;

@@ -21,6 +21,7 @@ extern "C" {
 typedef struct ovl_program_s ovl_program;
 
 typedef struct ovl_parse_opts_s {
+  size_t size; /* OVL_OPTS_INIT (ovl/base.h) */
   /* NAME=VALUE strings that override `param` defaults (-D). */
   const char *const *defines;
   size_t ndefines;
@@ -111,6 +112,7 @@ OVL_API uint64_t ovl_program_numel_per_rank(const ovl_program *prog);
  * ovl_bind_opts.max_ops) before parsing.
  */
 typedef struct ovl_op_memory_opts_s {
+  size_t size; /* OVL_OPTS_INIT (ovl/base.h) */
   /* Programs derived with ovl_program_transform and kept, besides the
    * parsed one: each holds a copy of the op list. */
   int nmodes;
@@ -141,7 +143,9 @@ typedef struct ovl_op_memory_opts_s {
  * The parts are summed (memory freed between the phases is not always
  * given back to the system); measured with glibc on x86-64 for short
  * names, it is an upper estimate for runs whose streams keep up, and a
- * trace's text grows with the length of names and of the file's path. */
+ * trace's text grows with the length of names and of the file's path.
+ * NULL: the program's op list alone; a struct whose size is not set
+ * (OVL_OPTS_INIT): UINT64_MAX, which fits nowhere. */
 OVL_API uint64_t ovl_host_bytes_per_op(const ovl_op_memory_opts *opts);
 
 /* Fetched variables (in order of first fetch). */

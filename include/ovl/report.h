@@ -214,42 +214,32 @@ OVL_API int ovl_report_replay_get(const ovl_report *r, size_t i,
 OVL_API const char *ovl_report_result(const ovl_report *r);
 
 /*
- * The report as the results JSON of tools/overlap_sim --json=FILE (README,
- * "JSON results"): "tool", "version", "schedule", "machine", "options",
- * "modes" (per mode: times, "check", "races", "deadlocks", and with op
- * times "op_times"; the last trial's), "mismatches", "findings" (as
- * ovl_report_races_json's; null without the checks), "not_run", "speedup",
- * "ideal_speedup", "overlap_efficiency" (medians over the trials),
- * "trials" (every figure over the trials, and each trial), "result",
- * "exit_status". A report the checks stopped (ovl_report_not_run) has null
+ * The report as the results JSON of tools/overlap_sim --json=FILE
+ * (docs/JSON.md): "version", "schedule", "machine", "options", "modes"
+ * (per mode: times, "check", "races", "deadlocks", and with op times
+ * "op_times"; the last trial's), "mismatches", "findings" (as
+ * ovl_report_races_json's; null without the checks), "not_run",
+ * "speedup", "ideal_speedup", "overlap_efficiency" (medians over the
+ * trials), "trials" (every figure over the trials, and each trial),
+ * "result". A report the checks stopped (ovl_report_not_run) has null
  * times, an empty "iter_s" and "check" "n/a" in every mode, and "not_run"
- * says why (else null). The
- * "options" object echoes the caller's options, given here; the report
- * gives the rest. Valid UTF-8 whatever the bytes of a path or a name.
+ * says why (else null). Everything comes from the report, which records
+ * the options it ran with ("options": the pipeline's and the runs'
+ * options, the world's timeout and tuning, the -D values of the program);
+ * what only the caller knows it adds as its envelope. Valid UTF-8
+ * whatever the bytes of a path or a name.
  */
-typedef struct ovl_report_json_opts_s {
-  const char *tool;            /* "overlap_sim" */
-  const char *mode;            /* as asked: "both", "all", "sync", ... */
-  int iters, warmup;           /* iterations in all, the untimed ones */
-  double rtol, atol;           /* OVL_TOL_DTYPE: null (per dtype) */
-  double timeout_s;
-  int races;                   /* the race check ran */
-  int op_times;                /* also writes each mode's "op_times" */
-  int graph;                   /* the runs were graphs (ovl_run_opts) */
-  unsigned chaos_seed;
-  const char *comm_priority;   /* "high" or "default" */
-  int nccl_min_ctas, nccl_max_ctas;
-  int trials;                  /* the trials asked; 0: the default (null) */
-  const char *tf32;            /* "on" or "off" (NULL: "off") */
-  int64_t check_rows;          /* as ovl_pipeline_opts.check_rows */
-  const char *trace, *svg;     /* the files, or NULL (null) */
-  int trace_iter;              /* the timed iteration traced; < 0: null */
-  const char *const *defines;  /* -D NAME=VALUE, as given */
-  size_t ndefines;
-  int exit_status;             /* the caller's exit status */
-} ovl_report_json_opts;
+typedef struct ovl_json_envelope_s {
+  size_t size; /* OVL_OPTS_INIT (ovl/base.h) */
+  /* Members the caller adds, each a comma-separated list of JSON members
+   * ("\"tool\": \"overlap_sim\"", its strings made with ovl_json_quote)
+   * or NULL: `head` before the report's first member, `options` after the
+   * last member of "options", `tail` after the report's last member. The
+   * library does not read them; they must be valid JSON members. */
+  const char *head, *options, *tail;
+} ovl_json_envelope;
 OVL_API ovl_status ovl_report_json(const ovl_report *r,
-                                   const ovl_report_json_opts *opts,
+                                   const ovl_json_envelope *envelope,
                                    char **text, size_t *len, ovl_error *err);
 /* The check reports of every mode of a report, as JSON (what
  * tools/overlap_sim --races --json writes), each under its form's name,

@@ -63,6 +63,7 @@ OVL_API void ovl_schedule_param(const ovl_schedule *s, size_t i,
                                 const char **cpu_default);
 
 typedef struct ovl_bind_opts_s {
+  size_t size; /* OVL_OPTS_INIT (ovl/base.h) */
   /* NAME=VALUE strings that override `param` defaults (-D); each VALUE is
    * one number, bool or name, and each NAME must be a param of the
    * schedule. The last define of a name wins. */

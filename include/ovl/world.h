@@ -22,6 +22,7 @@ extern "C" {
 typedef struct ovl_world_s ovl_world;
 
 typedef struct ovl_world_opts_s {
+  size_t size; /* OVL_OPTS_INIT (ovl/base.h) */
   /* "auto" (cuda when a GPU is visible, else cpu), "cpu" or "cuda". */
   const char *backend;
   /* Ranks; 0 means the backend's default (cpu: 2, cuda: every GPU). */
@@ -99,6 +100,7 @@ OVL_API void ovl_world_info_get(const ovl_world *world, ovl_world_info *info);
 OVL_API int ovl_backend_available(const char *name);
 
 typedef struct ovl_run_opts_s {
+  size_t size; /* OVL_OPTS_INIT (ovl/base.h) */
   int iters;  /* timed iterations */
   int warmup; /* untimed iterations before them */
   /* Time every stream op on its stream (device timers around each op; off

@@ -67,6 +67,16 @@ double ovl__dtype_round(ovl_dtype dtype, double v);
 double ovl__dtype_load(ovl_dtype dtype, const void *base, size_t i);
 void ovl__dtype_store(ovl_dtype dtype, void *base, size_t i, double v);
 
+/* Option structs (ovl/base.h, OVL_OPTS_INIT): the caller's `src` (its
+ * first member, a size_t, the size it was compiled with) into `dst`, the
+ * library's struct of `dst_size` bytes: the bytes the caller has, the rest
+ * zero (defaults); `src` NULL gives every default. A size of 0, or one that
+ * does not hold the size itself, is OVL_EINVAL ("WHAT: ..."), and so is a
+ * byte set beyond `dst_size` (a field of a later version). `dst`'s size is
+ * set to dst_size. */
+ovl_status ovl__opts_read(void *dst, size_t dst_size, const void *src,
+                          const char *what, ovl_error *err);
+
 /* Monotonic host clock in seconds. */
 double ovl__now(void);
 

@@ -79,3 +79,16 @@ void ovl__sb_json_str(ovl__sbuf *b, const char *s) {
   } while (skip > 0);
   ovl__sb_puts(b, "\"");
 }
+
+char *ovl_json_quote(const char *s) {
+  ovl__sbuf b = {0};
+  if (s == NULL)
+    ovl__sb_puts(&b, "null");
+  else
+    ovl__sb_json_str(&b, s);
+  if (b.fail || b.s == NULL) {
+    free(b.s);
+    return NULL;
+  }
+  return b.s;
+}

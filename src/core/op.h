@@ -446,6 +446,10 @@ struct ovl_program_s {
   ovl__block *blocks;
   size_t nparams;
   ovl__param *params;
+  /* The -D NAME=VALUE strings it was bound with, as given and in order
+   * (the results JSON echoes them). */
+  size_t ndefines;
+  char **defines;
   size_t nfetch;
   int *fetch;          /* variable indices, in order of first fetch */
   /* Named events of event_record / stream_wait_event, in order of first
@@ -531,6 +535,12 @@ ovl_status ovl__program_lower(ovl_program *prog, ovl_error *err);
 ovl_status ovl__program_transform_inplace(ovl_program *p, ovl_mode mode,
                                           ovl_error *err);
 bool ovl__mode_keeps(ovl_mode mode, const ovl__opdef *def);
+
+/* The -D strings a program was bound with, copied into it (replacing any
+ * it had); OVL_ENOMEM leaves it with none. */
+ovl_status ovl__program_set_defines(ovl_program *prog,
+                                    const char *const *defines, size_t n,
+                                    ovl_error *err);
 
 /* Deep copy (used by transforms; core/program.c, with ovl_program_free
  * and the program's introspection). */

@@ -16,6 +16,9 @@ void ovl_program_free(ovl_program *prog) {
   }
   for (size_t i = 0; i < prog->nevents; i++)
     free(prog->events[i]);
+  for (size_t i = 0; i < prog->ndefines; i++)
+    free(prog->defines[i]);
+  free(prog->defines);
   free(prog->events);
   free(prog->vars);
   free(prog->ops);
@@ -69,6 +72,8 @@ ovl_status ovl__program_clone(const ovl_program *prog, ovl_program **out,
   p->params = dup_array(prog->params, prog->nparams, sizeof *p->params, &fail);
   p->fetch = dup_array(prog->fetch, prog->nfetch, sizeof *p->fetch, &fail);
   p->events = dup_array(prog->events, prog->nevents, sizeof *p->events, &fail);
+  p->defines = dup_array(prog->defines, prog->ndefines, sizeof *p->defines,
+                         &fail);
   p->prims = dup_array(prog->prims, prog->nprims, sizeof *p->prims, &fail);
   /* Ops keep their rank sets, peers, rank_attr indices and group numbers
    * (they are copied with the ops); the per-rank values they index: */
@@ -88,6 +93,8 @@ ovl_status ovl__program_clone(const ovl_program *prog, ovl_program **out,
     p->nparams = 0;
   if (p->events == NULL)
     p->nevents = 0;
+  if (p->defines == NULL)
+    p->ndefines = 0;
   for (size_t i = 0; i < p->nvars; i++)
     p->vars[i].name = dup_str(prog->vars[i].name, &fail);
   for (size_t i = 0; i < p->nparams; i++) {
@@ -97,6 +104,8 @@ ovl_status ovl__program_clone(const ovl_program *prog, ovl_program **out,
   }
   for (size_t i = 0; i < p->nevents; i++)
     p->events[i] = dup_str(prog->events[i], &fail);
+  for (size_t i = 0; i < p->ndefines; i++)
+    p->defines[i] = dup_str(prog->defines[i], &fail);
   if (p->stream_names == NULL)
     p->nstreams = 0;
   for (int i = 0; i < p->nstreams; i++)
@@ -107,6 +116,26 @@ ovl_status ovl__program_clone(const ovl_program *prog, ovl_program **out,
   }
   *out = p;
   return OVL_OK;
+}
+
+ovl_status ovl__program_set_defines(ovl_program *prog,
+                                    const char *const *defines, size_t n,
+                                    ovl_error *err) {
+  bool fail = false;
+  for (size_t i = 0; i < prog->ndefines; i++)
+    free(prog->defines[i]);
+  free(prog->defines);
+  prog->defines = NULL;
+  prog->ndefines = 0;
+  if (n == 0)
+    return OVL_OK;
+  prog->defines = calloc(n, sizeof *prog->defines);
+  if (prog->defines == NULL)
+    return ovl__err(err, OVL_ENOMEM, "out of memory");
+  prog->ndefines = n;
+  for (size_t i = 0; i < n; i++)
+    prog->defines[i] = dup_str(defines[i], &fail);
+  return fail ? ovl__err(err, OVL_ENOMEM, "out of memory") : OVL_OK;
 }
 
 const char *ovl_program_filename(const ovl_program *prog) {

@@ -233,15 +233,31 @@ static ovl_status check_nranks(int nranks, ovl_error *err) {
   return OVL_OK;
 }
 
-ovl_status ovl_schedule_bind(const ovl_schedule *s, const ovl_bind_opts *opts,
-                             ovl_program **out, ovl_error *err) {
+/* A program just bound keeps the -D strings it was bound with. */
+static ovl_status keep_defines(ovl_status st, const char *const *defines,
+                               size_t n, ovl_program **out, ovl_error *err) {
+  if (st == OVL_OK &&
+      (st = ovl__program_set_defines(*out, defines, n, err)) != OVL_OK) {
+    ovl_program_free(*out);
+    *out = NULL;
+  }
+  return st;
+}
+
+ovl_status ovl_schedule_bind(const ovl_schedule *s,
+                             const ovl_bind_opts *opts_in, ovl_program **out,
+                             ovl_error *err) {
   defines defs = {0};
+  ovl_bind_opts o, *opts = &o;
   ovl_status st;
   if (s == NULL || out == NULL)
     return ovl__err(err, OVL_EINVAL, "ovl_schedule_bind: %s is NULL",
                     s == NULL ? "schedule" : "out");
-  if (opts == NULL)
+  if (opts_in == NULL)
     return ovl__schedule_bind(s, 2, false, &(defines){0}, 0, out, err);
+  if ((st = ovl__opts_read(&o, sizeof o, opts_in, "ovl_bind_opts", err)) !=
+      OVL_OK)
+    return st;
   if ((st = check_nranks(opts->nranks, err)) != OVL_OK ||
       (st = ovl__defines_parse(opts->defines, opts->ndefines, s->filename,
                                &defs, err)) != OVL_OK) {
@@ -251,7 +267,7 @@ ovl_status ovl_schedule_bind(const ovl_schedule *s, const ovl_bind_opts *opts,
   st = ovl__schedule_bind(s, opts->nranks, opts->cpu_defaults != 0, &defs,
                           opts->max_ops, out, err);
   ovl__defines_free(&defs);
-  return st;
+  return keep_defines(st, opts->defines, opts->ndefines, out, err);
 }
 
 /* ------------------------------------------------------------------ */
@@ -285,9 +301,12 @@ static ovl_status parse_and_bind(const char *text, size_t len,
     owned = NULL; /* parse_text took it */
   }
   if (st == OVL_OK)
-    st = ovl__schedule_bind(s, opts != NULL ? opts->nranks : 2,
-                            opts != NULL && opts->cpu_defaults != 0, &defs,
-                            opts != NULL ? opts->max_ops : 0, out, err);
+    st = keep_defines(
+        ovl__schedule_bind(s, opts != NULL ? opts->nranks : 2,
+                           opts != NULL && opts->cpu_defaults != 0, &defs,
+                           opts != NULL ? opts->max_ops : 0, out, err),
+        opts != NULL ? opts->defines : NULL,
+        opts != NULL ? opts->ndefines : 0, out, err);
   ovl_schedule_free(s);
   ovl__defines_free(&defs);
   free(owned);
@@ -296,28 +315,36 @@ static ovl_status parse_and_bind(const char *text, size_t len,
 
 ovl_status ovl_program_parse(const char *text, size_t len,
                              const char *filename,
-                             const ovl_parse_opts *opts, ovl_program **out,
+                             const ovl_parse_opts *opts_in, ovl_program **out,
                              ovl_error *err) {
+  ovl_parse_opts o, *opts = opts_in != NULL ? &o : NULL;
   ovl_status st;
   if (filename == NULL)
     filename = "<string>";
   if ((text == NULL && len > 0) || out == NULL)
     return ovl__err(err, OVL_EINVAL, "ovl_program_parse: %s is NULL",
                     out == NULL ? "out" : "text");
+  if ((st = ovl__opts_read(&o, sizeof o, opts_in, "ovl_parse_opts", err)) !=
+      OVL_OK)
+    return st;
   if ((opts != NULL && (st = check_nranks(opts->nranks, err)) != OVL_OK) ||
       (st = check_text(text, len, filename, err)) != OVL_OK)
     return st;
   return parse_and_bind(text, len, filename, NULL, opts, out, err);
 }
 
-ovl_status ovl_program_load(const char *path, const ovl_parse_opts *opts,
+ovl_status ovl_program_load(const char *path, const ovl_parse_opts *opts_in,
                             ovl_program **out, ovl_error *err) {
+  ovl_parse_opts o, *opts = opts_in != NULL ? &o : NULL;
   char *buf;
   size_t len;
   ovl_status st;
   if (path == NULL || out == NULL)
     return ovl__err(err, OVL_EINVAL, "ovl_program_load: %s is NULL",
                     path == NULL ? "path" : "out");
+  if ((st = ovl__opts_read(&o, sizeof o, opts_in, "ovl_parse_opts", err)) !=
+      OVL_OK)
+    return st;
   if ((st = read_text(path, &buf, &len, err)) != OVL_OK)
     return st;
   if ((opts != NULL && (st = check_nranks(opts->nranks, err)) != OVL_OK) ||

@@ -32,10 +32,14 @@ static bool mode_checked(const ovl_program *prog, ovl_mode mode) {
 }
 
 int ovl_pipeline_needs_reference(const ovl_program *prog,
-                                 const ovl_pipeline_opts *o) {
+                                 const ovl_pipeline_opts *opts) {
+  ovl_pipeline_opts po, *o = &po;
+  if (prog == NULL || opts == NULL ||
+      ovl__opts_read(&po, sizeof po, opts, "ovl_pipeline_opts", NULL) !=
+          OVL_OK)
+    return 0;
   /* A replay may need it (whether it does depends on the races found). */
-  if (prog == NULL || o == NULL || (!o->run && o->replay == 0) ||
-      o->reference != NULL)
+  if ((!o->run && o->replay == 0) || o->reference != NULL)
     return 0;
   for (size_t k = 0; k < N_ORDER; k++)
     if ((o->modes & OVL_MODE_BIT(run_order[k])) &&
@@ -122,7 +126,7 @@ static ovl_status check_races(ovl_report *r, const ovl_pipeline_opts *o,
     if (st != OVL_OK)
       return stage_failed(e, o, "race check (%s)", ovl_mode_name(m->mode));
     /* A run as graphs waits at each host sync for every stream. */
-    if (ovl__deadlock_check_graph(m->prog, o->run && o->run_opts.graph != 0,
+    if (ovl__deadlock_check_graph(m->prog, o->run && o->run_opts->graph != 0,
                                   &m->deadlocks, e) != OVL_OK)
       return stage_failed(e, o, "deadlock check (%s)",
                           ovl_mode_name(m->mode));
@@ -143,7 +147,7 @@ static ovl_status check_races(ovl_report *r, const ovl_pipeline_opts *o,
       f[i].deadlocks = r->modes[i].deadlocks;
     }
     if (ovl__order_check_fixes(r->prog, r->mismatches, f, r->nmodes,
-                               o->run && o->run_opts.graph != 0,
+                               o->run && o->run_opts->graph != 0,
                                o->schedule, o->bind, e) != OVL_OK)
       return stage_failed(e, o, "fix check");
   }
@@ -205,7 +209,7 @@ static ovl_status run_mode(ovl_report *r, size_t i, ovl_world *world,
   /* The run compares its numbers where they are (run/compare.c). */
   ovl__compare cmp = {r->prog, ref, o->rtol, o->atol, &m->check, OVL_OK, {0}};
   if (st == OVL_OK)
-    st = ovl__world_run(world, m->prog, &o->run_opts,
+    st = ovl__world_run(world, m->prog, o->run_opts,
                         m->checked ? &cmp : NULL, &m->res, e);
   if (st == OVL_OK && !summarise_times(m))
     st = ovl__err(e, OVL_ENOMEM, "out of memory");
@@ -289,7 +293,7 @@ static ovl_status replay_races(ovl_report *r, ovl_world *world,
     st = ovl__replay_form_run(world, r->prog, m->prog, m->races, o->replay,
                               not_compared(r->prog, m->mode), ref, o->rtol,
                               o->atol, o->replay_delay_us,
-                              o->run_opts.trace != 0, &m->replay, e);
+                              o->run_opts->trace != 0, &m->replay, e);
     if (st != OVL_OK)
       return stage_failed(e, o, "replay (%s)", ovl_mode_name(m->mode));
   }
@@ -376,11 +380,28 @@ static ovl_status pipeline(ovl_report *r, ovl_world *world,
   return st;
 }
 
+/* The caller's options, whole: the pipeline's and the runs' (NULL: one
+ * timed iteration), each as large as this library knows it. */
+static ovl_status read_opts(const ovl_pipeline_opts *in, ovl_pipeline_opts *o,
+                            ovl_run_opts *run, ovl_error *err) {
+  ovl_status st = ovl__opts_read(o, sizeof *o, in, "ovl_pipeline_opts", err);
+  if (st != OVL_OK)
+    return st;
+  st = ovl__opts_read(run, sizeof *run, o->run_opts,
+                      "ovl_pipeline_opts.run_opts", err);
+  if (st == OVL_OK && o->run_opts == NULL)
+    run->iters = 1;
+  o->run_opts = run;
+  return st;
+}
+
 ovl_status ovl_pipeline_run(ovl_world *world, const ovl_program *prog,
-                            const ovl_pipeline_opts *opts, ovl_report **out,
-                            ovl_error *err) {
+                            const ovl_pipeline_opts *opts_in,
+                            ovl_report **out, ovl_error *err) {
   unsigned all = 0;
   ovl_error e = {0};
+  ovl_pipeline_opts po, *opts = &po;
+  ovl_run_opts ro;
   ovl_report *r;
   ovl_status st = OVL_OK;
 
@@ -388,8 +409,11 @@ ovl_status ovl_pipeline_run(ovl_world *world, const ovl_program *prog,
     all |= OVL_MODE_BIT(run_order[k]);
   if (out != NULL)
     *out = NULL;
-  if (prog == NULL || opts == NULL || out == NULL ||
-      ((opts->run || opts->replay != 0) && world == NULL))
+  if (prog == NULL || opts_in == NULL || out == NULL)
+    return ovl__err(err, OVL_EINVAL, "ovl_pipeline_run: bad argument");
+  if ((st = read_opts(opts_in, &po, &ro, err)) != OVL_OK)
+    return st;
+  if ((opts->run || opts->replay != 0) && world == NULL)
     return ovl__err(err, OVL_EINVAL, "ovl_pipeline_run: bad argument");
   if (opts->replay != 0 &&
       (!opts->races || (opts->replay != OVL_REPLAY_ALL && opts->replay < 1)))
@@ -419,7 +443,7 @@ ovl_status ovl_pipeline_run(ovl_world *world, const ovl_program *prog,
                     "ovl_pipeline_run: trials %d, budget %g s: must be >= 0",
                     opts->trials, opts->trial_budget_s);
   /* Before the checks and the reference, which may take long. */
-  if (opts->run && opts->run_opts.graph && !ovl_world_has_graphs(world))
+  if (opts->run && opts->run_opts->graph && !ovl_world_has_graphs(world))
     return ovl__err_no_graphs(err, world->be->name);
   r = calloc(1, sizeof *r);
   if (r == NULL)
@@ -427,6 +451,20 @@ ovl_status ovl_pipeline_run(ovl_world *world, const ovl_program *prog,
   r->prog = prog;
   r->races = opts->races != 0;
   r->replay = opts->replay != 0;
+  /* What it ran with, kept (the caller's objects are the caller's). */
+  r->run = ro;
+  r->opts = po;
+  r->opts.run_opts = &r->run;
+  r->opts.reference = NULL;
+  r->opts.label = NULL;
+  r->opts.progress = NULL;
+  r->opts.progress_ctx = NULL;
+  r->opts.schedule = NULL;
+  r->opts.bind = NULL;
+  if (world != NULL) {
+    r->timeout_s = world->timeout_s;
+    r->tuning = world->tuning;
+  }
   for (size_t k = 0; k < N_ORDER; k++) {
     report_mode *m = &r->modes[r->nmodes];
     if (!(opts->modes & OVL_MODE_BIT(run_order[k])))

@@ -90,6 +90,14 @@ struct ovl_report_s {
   uint64_t races_found, deadlocks_found;
   int same[OVL__MODE_COUNT];
   bool replay; /* made with the race replay */
+  /* The options it ran with, for whoever writes it out (report/json.c):
+   * the pipeline's (their pointers to the caller's objects cleared; its
+   * run_opts points at `run`), the runs', the world's timeout and tuning
+   * (zero without a world). */
+  ovl_pipeline_opts opts;
+  ovl_run_opts run;
+  double timeout_s;
+  ovl__tuning tuning;
   /* The machine (with a run): copied from the world. */
   char *backend, *devices;
   char **device_names; /* [nranks] */

@@ -46,7 +46,10 @@ static ovl_status run_once(ovl_world *world, const ovl_program *prog,
                            const ovl_program *p, const ovl_reference *ref,
                            double rtol, double atol, ovl_check *chk,
                            double *secs, ovl_result **keep, ovl_error *err) {
-  ovl_run_opts ro = {.iters = 1, .warmup = 0, .trace_iter = -1,
+  ovl_run_opts ro = {.size = sizeof ro,
+                     .iters = 1,
+                     .warmup = 0,
+                     .trace_iter = -1,
                      .trace = keep != NULL};
   ovl_result *res = NULL;
   ovl__compare cmp = {prog, ref, rtol, atol, chk, OVL_OK, {0}};

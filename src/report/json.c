@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/op.h"
+#include "pipeline/pipeline.h"
 
 /* A number; JSON has no NaN or infinity: those are "nan", "inf", "-inf". */
 static void sb_num(ovl__sbuf *b, double v) {
@@ -201,27 +201,30 @@ static void sb_tol(ovl__sbuf *b, double tol) {
     ovl__sb_printf(b, "%.17g", tol);
 }
 
-static void json_options(ovl__sbuf *b, const ovl_report_json_opts *o) {
-  ovl__sb_puts(b, "  \"options\": {\"mode\": ");
-  ovl__sb_json_str(b, o->mode != NULL ? o->mode : "both");
-  ovl__sb_printf(b, ", \"iters\": %d, \"warmup\": %d, \"timed\": %d, "
-                    "\"rtol\": ",
-                 o->iters, o->warmup, o->iters - o->warmup);
+/* "options": what the report ran with (the pipeline's and the runs'
+ * options, the world's timeout and tuning, the program's -D values), then
+ * the caller's own members (`more`: the tool's mode, its output files). */
+static void json_options(ovl__sbuf *b, const ovl_report *r,
+                         const char *more) {
+  const ovl_pipeline_opts *o = &r->opts;
+  const ovl_run_opts *ro = &r->run;
+  const ovl__tuning *t = &r->tuning;
+  const ovl_program *prog = r->prog;
+  ovl__sb_printf(b, "  \"options\": {\"iters\": %d, \"warmup\": %d, "
+                    "\"timed\": %d, \"rtol\": ",
+                 ro->iters + ro->warmup, ro->warmup, ro->iters);
   sb_tol(b, o->rtol);
   ovl__sb_puts(b, ", \"atol\": ");
   sb_tol(b, o->atol);
   ovl__sb_printf(b, ", \"timeout_s\": %.17g, "
                     "\"races\": %s, \"op_times\": %s, \"graph\": %s, "
-                    "\"chaos_seed\": %u, \"comm_priority\": ",
-                 o->timeout_s, o->races ? "true" : "false",
-                 o->op_times ? "true" : "false", o->graph ? "true" : "false",
-                 o->chaos_seed);
-  ovl__sb_json_str(b, o->comm_priority != NULL ? o->comm_priority
-                                               : "default");
-  ovl__sb_printf(b, ", \"nccl_min_ctas\": %d, \"nccl_max_ctas\": %d, "
-                    "\"tf32\": ",
-                 o->nccl_min_ctas, o->nccl_max_ctas);
-  ovl__sb_json_str(b, o->tf32 != NULL ? o->tf32 : "off");
+                    "\"chaos_seed\": %u, \"comm_priority\": \"%s\", "
+                    "\"nccl_min_ctas\": %d, \"nccl_max_ctas\": %d, "
+                    "\"tf32\": \"%s\"",
+                 r->timeout_s, o->races ? "true" : "false",
+                 ro->op_times ? "true" : "false", ro->graph ? "true" : "false",
+                 t->chaos_seed, t->comm_priority_high ? "high" : "default",
+                 t->nccl_min_ctas, t->nccl_max_ctas, t->tf32 ? "on" : "off");
   /* The rows of a matmul's results checked: null for every row. */
   if (o->check_rows < 0)
     ovl__sb_puts(b, ", \"check_rows\": null");
@@ -229,26 +232,37 @@ static void json_options(ovl__sbuf *b, const ovl_report_json_opts *o) {
     ovl__sb_printf(b, ", \"check_rows\": %lld",
                    (long long)(o->check_rows == 0 ? OVL_REFERENCE_ROWS_DEFAULT
                                                   : o->check_rows));
+  /* The trials asked (at most; one where 0 or 1 was asked), and the
+   * budget that may stop them sooner (null: none). */
   ovl__sb_puts(b, ", \"trials\": ");
   if (o->trials > 0)
     ovl__sb_printf(b, "%d", o->trials);
   else
     ovl__sb_puts(b, "null");
-  ovl__sb_puts(b, ", \"trace\": ");
-  sb_str_or_null(b, o->trace);
-  ovl__sb_puts(b, ", \"svg\": ");
-  sb_str_or_null(b, o->svg);
+  ovl__sb_puts(b, ", \"trial_budget_s\": ");
+  if (o->trial_budget_s > 0)
+    ovl__sb_printf(b, "%.17g", o->trial_budget_s);
+  else
+    ovl__sb_puts(b, "null");
+  /* The timed iteration traced, counted from 0: null without a trace. */
   ovl__sb_puts(b, ", \"trace_iter\": ");
-  if (o->trace_iter >= 0)
-    ovl__sb_printf(b, "%d", o->trace_iter);
+  if (ro->trace)
+    ovl__sb_printf(b, "%d",
+                   ro->trace_iter < 0 ? ro->iters + ro->trace_iter
+                                      : ro->trace_iter);
   else
     ovl__sb_puts(b, "null");
   ovl__sb_puts(b, ", \"defines\": [");
-  for (size_t i = 0; i < o->ndefines; i++) {
+  for (size_t i = 0; prog != NULL && i < prog->ndefines; i++) {
     ovl__sb_puts(b, i ? ", " : "");
-    ovl__sb_json_str(b, o->defines[i]);
+    ovl__sb_json_str(b, prog->defines[i]);
   }
-  ovl__sb_puts(b, "]},\n");
+  ovl__sb_puts(b, "]");
+  if (more != NULL && more[0] != '\0') {
+    ovl__sb_puts(b, ", ");
+    ovl__sb_puts(b, more);
+  }
+  ovl__sb_puts(b, "},\n");
 }
 
 /* One mode's "check": its status and, per (rank, fetched variable), what
@@ -458,16 +472,21 @@ static ovl_status finish(ovl__sbuf *b, char **text, size_t *len,
 }
 
 ovl_status ovl_report_json(const ovl_report *r,
-                           const ovl_report_json_opts *opts, char **text,
+                           const ovl_json_envelope *envelope, char **text,
                            size_t *len, ovl_error *err) {
   ovl__sbuf b = {0};
+  ovl_json_envelope env;
   ovl_report_machine mc;
   ovl_report_summary sum;
+  ovl_status st;
 
   if (text != NULL)
     *text = NULL;
-  if (r == NULL || opts == NULL || text == NULL)
+  if (r == NULL || text == NULL)
     return ovl__err(err, OVL_EINVAL, "ovl_report_json: bad argument");
+  if ((st = ovl__opts_read(&env, sizeof env, envelope, "ovl_json_envelope",
+                           err)) != OVL_OK)
+    return st;
   ovl_report_machine_get(r, &mc);
   for (size_t i = 0; i < ovl_report_mode_count(r) && !ovl_report_not_run(r);
        i++) {
@@ -484,13 +503,17 @@ ovl_status ovl_report_json(const ovl_report *r,
                     "ovl_report_json: the report has no runs");
   ovl_report_summary_get(r, &sum);
 
-  ovl__sb_puts(&b, "{\n  \"tool\": ");
-  ovl__sb_json_str(&b, opts->tool != NULL ? opts->tool : "overlap_sim");
-  ovl__sb_puts(&b, ",\n  \"version\": \"" OVL_VERSION_STRING "\",\n");
+  ovl__sb_puts(&b, "{\n");
+  if (env.head != NULL && env.head[0] != '\0') {
+    ovl__sb_puts(&b, "  ");
+    ovl__sb_puts(&b, env.head);
+    ovl__sb_puts(&b, ",\n");
+  }
+  ovl__sb_puts(&b, "  \"version\": \"" OVL_VERSION_STRING "\",\n");
   json_schedule(&b, ovl_report_program(r));
   json_machine(&b, &mc);
-  json_options(&b, opts);
-  json_modes(&b, r, mc.nranks, opts->op_times);
+  json_options(&b, r, env.options);
+  json_modes(&b, r, mc.nranks, r->run.op_times);
   ovl__sb_puts(&b, "  \"mismatches\": ");
   sb_mismatches(&b, r);
   ovl__sb_puts(&b, ",\n  \"findings\": ");
@@ -510,7 +533,11 @@ ovl_status ovl_report_json(const ovl_report *r,
   json_trials(&b, r);
   ovl__sb_puts(&b, "  \"result\": ");
   ovl__sb_json_str(&b, ovl_report_result(r));
-  ovl__sb_printf(&b, ",\n  \"exit_status\": %d\n}\n", opts->exit_status);
+  if (env.tail != NULL && env.tail[0] != '\0') {
+    ovl__sb_puts(&b, ",\n  ");
+    ovl__sb_puts(&b, env.tail);
+  }
+  ovl__sb_puts(&b, "\n}\n");
   return finish(&b, text, len, err);
 }
 

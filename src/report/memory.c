@@ -31,12 +31,17 @@ static const ovl__backend_ops *costliest_backend(void) {
   return be;
 }
 
-uint64_t ovl_host_bytes_per_op(const ovl_op_memory_opts *o) {
+uint64_t ovl_host_bytes_per_op(const ovl_op_memory_opts *opts) {
   const ovl__backend_ops *be = NULL;
+  ovl_op_memory_opts mo, *o = &mo;
   uint64_t nmodes, nranks, per_rank, total;
   size_t marks;
-  if (o == NULL)
+  if (opts == NULL)
     return PROGRAM_BYTES_PER_OP;
+  /* A struct without its size (OVL_OPTS_INIT) fits nowhere. */
+  if (ovl__opts_read(&mo, sizeof mo, opts, "ovl_op_memory_opts", NULL) !=
+      OVL_OK)
+    return UINT64_MAX;
   nmodes = o->nmodes > 0 ? (uint64_t)o->nmodes : 0;
   nranks = o->nranks > 0 ? (uint64_t)o->nranks : 0;
   total = PROGRAM_BYTES_PER_OP * (1 + nmodes);

@@ -218,8 +218,9 @@ ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
 }
 
 ovl_status ovl__world_run(ovl_world *world, const ovl_program *prog,
-                          const ovl_run_opts *opts, ovl__compare *cmp,
+                          const ovl_run_opts *opts_in, ovl__compare *cmp,
                           ovl_result **out, ovl_error *err) {
+  ovl_run_opts o, *opts = &o;
   run_t run;
   ovl_status st;
 
@@ -227,8 +228,11 @@ ovl_status ovl__world_run(ovl_world *world, const ovl_program *prog,
     cmp->status = OVL_OK;
     memset(cmp->out, 0, sizeof *cmp->out);
   }
-  if (world == NULL || prog == NULL || opts == NULL || out == NULL)
+  if (world == NULL || prog == NULL || opts_in == NULL || out == NULL)
     return ovl__err(err, OVL_EINVAL, "ovl_world_run: NULL argument");
+  if ((st = ovl__opts_read(&o, sizeof o, opts_in, "ovl_run_opts", err)) !=
+      OVL_OK)
+    return st;
   st = run_prepare(world, prog, opts, err);
   if (st == OVL_OK)
     st = run_init(&run, world, prog, opts, err);

@@ -17,12 +17,22 @@
 #include "check/check.h"
 #include "procs/procs.h"
 
+/* The tuning a world's backend accepted (ovl_world_set), as reports echo
+ * it: 0, false where not set. */
+typedef struct ovl__tuning {
+  unsigned chaos_seed;
+  bool comm_priority_high;
+  int nccl_min_ctas, nccl_max_ctas;
+  bool tf32;
+} ovl__tuning;
+
 struct ovl_world_s {
   const ovl__backend_ops *be;
   ovl__bworld *bw;
   int nranks;
   double timeout_s;
   bool ran; /* ovl_world_run was called: no more tuning */
+  ovl__tuning tuning;
   /* More than one process: the layout (procs NULL for one process); per
    * rank its device's name and the world's devices in words, gathered
    * from every process. */

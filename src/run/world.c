@@ -4,6 +4,7 @@
  * takes the backend's tuning (ovl_world_set) until its first run;
  * ovl_world_run (run/exec.c) runs programs on it.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,7 +213,7 @@ static ovl_status world_create_procs(const ovl_world_opts *o,
 
 ovl_status ovl_world_create(const ovl_world_opts *opts, ovl_world **out,
                             ovl_error *err) {
-  ovl_world_opts o = {0};
+  ovl_world_opts o;
   const ovl__backend_ops *be;
   ovl_world *w;
   ovl_status st;
@@ -220,8 +221,9 @@ ovl_status ovl_world_create(const ovl_world_opts *opts, ovl_world **out,
 
   if (out == NULL)
     return ovl__err(err, OVL_EINVAL, "ovl_world_create: out is NULL");
-  if (opts != NULL)
-    o = *opts;
+  if ((st = ovl__opts_read(&o, sizeof o, opts, "ovl_world_opts", err)) !=
+      OVL_OK)
+    return st;
   if (o.timeout_s <= 0)
     o.timeout_s = 60.0;
   if (o.procs != NULL) {
@@ -269,9 +271,28 @@ static const char *const tuning_keys[] = {"comm_priority", "nccl_min_ctas",
                                           "nccl_max_ctas", "chaos_seed",
                                           "tf32"};
 
+/* What a backend accepted, as the reports echo it (the backends have
+ * checked the value's form). */
+static void record_tuning(ovl__tuning *t, const char *key,
+                          const char *value) {
+  unsigned long n = 0;
+  (void)ovl__parse_uint(value, UINT_MAX, &n);
+  if (strcmp(key, "chaos_seed") == 0)
+    t->chaos_seed = (unsigned)n;
+  else if (strcmp(key, "comm_priority") == 0)
+    t->comm_priority_high = strcmp(value, "high") == 0;
+  else if (strcmp(key, "nccl_min_ctas") == 0)
+    t->nccl_min_ctas = (int)n;
+  else if (strcmp(key, "nccl_max_ctas") == 0)
+    t->nccl_max_ctas = (int)n;
+  else if (strcmp(key, "tf32") == 0)
+    t->tf32 = strcmp(value, "on") == 0;
+}
+
 ovl_status ovl_world_set(ovl_world *world, const char *key,
                          const char *value, ovl_error *err) {
   bool known = false;
+  ovl_status st;
   if (world == NULL || key == NULL || value == NULL)
     return ovl__err(err, OVL_EINVAL, "ovl_world_set: NULL argument");
   for (size_t i = 0; i < sizeof tuning_keys / sizeof tuning_keys[0]; i++)
@@ -289,7 +310,10 @@ ovl_status ovl_world_set(ovl_world *world, const char *key,
   if (world->be->world_set == NULL)
     return ovl__err(err, OVL_EINVAL, "backend '%s' has no tuning knobs",
                     world->be->name);
-  return world->be->world_set(world->bw, key, value, err);
+  st = world->be->world_set(world->bw, key, value, err);
+  if (st == OVL_OK)
+    record_tuning(&world->tuning, key, value);
+  return st;
 }
 
 void ovl_world_free(ovl_world *world) {

@@ -55,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   optind = 0; /* glibc: start a new scan */
   if (sim_parse_flags(argc, argv, &o) < 0 && o.ndefines > 0) {
-    ovl_parse_opts popts = {.defines = o.defines,
+    ovl_parse_opts popts = {.size = sizeof popts, .defines = o.defines,
                             .ndefines = o.ndefines,
                             .nranks = o.common.ranks > 0 ? o.common.ranks : 2,
                             .cpu_defaults =

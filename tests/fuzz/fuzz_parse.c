@@ -109,12 +109,14 @@ static void parse_and_bind(const char *text, size_t len, const char *fname,
   st2 = ovl_schedule_parse(text, len, fname, &sched, &err);
   if (st2 == OVL_OK) {
     const char *name, *plain, *cpu;
-    ovl_bind_opts bo = {0};
+    ovl_bind_opts bo = OVL_OPTS_INIT(ovl_bind_opts);
     (void)ovl_schedule_filename(sched);
     for (size_t i = 0; i <= ovl_schedule_param_count(sched); i++)
       ovl_schedule_param(sched, i, &name, &plain, &cpu);
     if (po != NULL)
-      bo = (ovl_bind_opts){.defines = po->defines, .ndefines = po->ndefines,
+      bo = (ovl_bind_opts){.size = sizeof(ovl_bind_opts),
+                           .defines = po->defines,
+                           .ndefines = po->ndefines,
                            .nranks = po->nranks,
                            .cpu_defaults = po->cpu_defaults,
                            .max_ops = po->max_ops};
@@ -130,7 +132,8 @@ static void parse_and_bind(const char *text, size_t len, const char *fname,
     abort(); /* the one-call form and the two steps disagree */
   if (sched != NULL) {
     /* The same schedule again, for another rank count. */
-    ovl_bind_opts again = {.nranks = (po != NULL ? po->nranks : 2) + 1,
+    ovl_bind_opts again = {.size = sizeof again,
+                           .nranks = (po != NULL ? po->nranks : 2) + 1,
                            .max_ops = REBIND_MAX_OPS};
     if (ovl_schedule_bind(sched, &again, &prog, &err) == OVL_OK) {
       inspect(prog);
@@ -143,7 +146,7 @@ static void parse_and_bind(const char *text, size_t len, const char *fname,
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *defs[MAX_DEFINES] = {NULL};
   const char *defines[MAX_DEFINES];
-  ovl_parse_opts opts = {0};
+  ovl_parse_opts opts = OVL_OPTS_INIT(ovl_parse_opts);
   size_t ndefs, k = 2;
   int flags;
 

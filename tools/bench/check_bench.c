@@ -80,7 +80,7 @@ static int fail(const char *what, const ovl_error *err) {
 
 static int bench(const char *pattern, long ops, int nranks, int reps) {
   buf b = {NULL, 0, 0};
-  ovl_parse_opts po = {.nranks = nranks};
+  ovl_parse_opts po = {.size = sizeof po, .nranks = nranks};
   ovl_program *prog = NULL;
   ovl_error err = {0};
   double t0, tparse, best[4] = {1e30, 1e30, 1e30, 1e30};
@@ -103,7 +103,8 @@ static int bench(const char *pattern, long ops, int nranks, int reps) {
     ovl_mismatches *mm = NULL;
     ovl_deadlocks *dl = NULL;
     ovl_report *rep = NULL;
-    ovl_pipeline_opts pl = {.modes = OVL_MODE_BIT(OVL_MODE_SYNC) |
+    ovl_pipeline_opts pl = {.size = sizeof pl,
+                            .modes = OVL_MODE_BIT(OVL_MODE_SYNC) |
                                      OVL_MODE_BIT(OVL_MODE_ASYNC),
                             .races = 1};
     double t[5];

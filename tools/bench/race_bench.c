@@ -66,7 +66,7 @@ static void gen_random(buf *b, long ops) {
 
 static int bench(const char *pattern, long ops, int reps) {
   buf b = {NULL, 0, 0};
-  ovl_parse_opts po = {.nranks = 2};
+  ovl_parse_opts po = {.size = sizeof po, .nranks = 2};
   ovl_program *prog = NULL;
   ovl_races *races = NULL;
   ovl_error err = {0};

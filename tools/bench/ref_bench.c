@@ -37,7 +37,7 @@ int main(int argc, char **argv) {
   size_t ndefines = 0;
   int ranks = 2, reps = 1, c;
   long rows = OVL_REFERENCE_ROWS_DEFAULT;
-  ovl_parse_opts po = {0};
+  ovl_parse_opts po = OVL_OPTS_INIT(ovl_parse_opts);
   ovl_program *prog = NULL;
   ovl_error err = {0};
   double best = 0, t0;
