@@ -1,6 +1,6 @@
 #!/bin/sh
 # tools/overlap_sim on the cpu backend: fetched values that are not finite,
-# and --trials.
+# and --trials (the only test of the default trials: the others run one).
 src=${srcdir:-.}
 . "$src/tests/lib.sh"
 
@@ -58,10 +58,10 @@ if run 0 trials1 --trials=1 -n 2 -w 0 -D cols=10 && has out '^mode +total\(s\)' 
   [ "$(grep -c '^sync ' "$tmp/out")" -eq 1 ] &&
   has out '^async speedup: [0-9.]+x \(sync [0-9.]+ s / async [0-9.]+ s\)$' && ! has out 'trials'
 then ok "--trials=1: one measurement, as before"; else ko "--trials=1: one measurement, as before"; fi
-if run 0 trials-default -n 1 -w 0 -D cols=10 && [ "$(grep -Ec '^async +[0-9] ' "$tmp/out")" -eq 5 ] &&
+if run_default_trials 0 trials-default -n 1 -w 0 -D cols=10 && [ "$(grep -Ec '^async +[0-9] ' "$tmp/out")" -eq 5 ] &&
   has out '^5 trials: ' &&
   printf 'x = data(shape=[4], init=fill, value=1)\ndelay(us=5100000)\ny = scale(x, scale=2)\nfetch(y)\n' >"$tmp/slow.sched" &&
-  run 0 trials-default-long -n 1 -w 0 --mode=async --no-races "$tmp/slow.sched" &&
+  run_default_trials 0 trials-default-long -n 1 -w 0 --mode=async --no-races "$tmp/slow.sched" &&
   [ "$(grep -Ec '^async +1 ' "$tmp/out")" -eq 1 ] && ! has out '^async +2 ' && ! has out 'trials:'
 then ok "--trials default: 5 short trials, one long"; else ko "--trials default: 5 short trials, one long"; fi
 if run_racy 1 trials-mismatch --trials=2 -n 2 -w 0 --mode=async "$src/schedules/bad/missing_wait_compute.sched" &&

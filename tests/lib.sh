@@ -22,15 +22,37 @@ fail=0
 ok() { pass=$((pass + 1)); echo "PASS: $1"; }
 ko() { fail=$((fail + 1)); echo "FAIL: $1"; sed 's/^/    | /' "$tmp/out" "$tmp/err" | head -40; }
 
-# run EXPECTED_EXIT NAME ARGS...: runs the tool on the cpu backend.
+# A run makes one trial (--trials=1): the tool's default repeats a short
+# run up to 5 times, as many as fit in about 10 s, and only
+# tests/cli_trials.sh tests that (run_default_trials). run_trials is the
+# flag run() adds.
+run_trials=--trials=1
+
+# run EXPECTED_EXIT NAME ARGS...: runs the tool on the cpu backend, with
+# --trials=1 unless ARGS give --trials or make no timed run (--races and
+# --replay, which refuse --trials).
 run() {
   want=$1 name=$2
   shift 2
-  "$tool" --backend=cpu "$@" >"$tmp/out" 2>"$tmp/err"
+  run_t=$run_trials
+  for run_arg in "$@"; do
+    case $run_arg in --trials | --trials=* | --races | --replay | --replay=*) run_t= ;; esac
+  done
+  "$tool" --backend=cpu ${run_t:+"$run_t"} "$@" >"$tmp/out" 2>"$tmp/err"
   got=$?
   if [ "$got" -eq "$want" ]; then return 0; fi
   echo "    exit $got, expected $want"
   return 1
+}
+
+# run_default_trials: run() with the tool's default trials (what
+# tests/cli_trials.sh tests).
+run_default_trials() {
+  run_trials=
+  run "$@"
+  run_rc=$?
+  run_trials=--trials=1
+  return $run_rc
 }
 
 # run_racy: run() for a schedule that races on purpose. Its race on the

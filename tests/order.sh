@@ -17,7 +17,8 @@
 # none, at each of its rank counts. A bad schedule run (not --races) must
 # stop after the checks (exit 4, nothing run, in seconds: the run would
 # hang). Where this build's cpu backend runs send/recv, every twin also
-# runs at each of its rank counts and passes the numeric check.
+# runs at each of its rank counts and passes the numeric check (runs make
+# one trial: --trials=1).
 set -u
 
 tool=${OVL_TOOL:-tools/overlap_sim}
@@ -108,7 +109,7 @@ for case in "rings_opposite_order:0 races, 0 mismatches, 2 deadlocks (nothing ra
   base=${case%%:*}; verdict=${case#*:}
   : >"$tmp/why"
   start=$(date +%s)
-  "$tool" --backend=cpu -n 2 -w 0 --timeout=30 "$src/tests/order/bad/$base.sched" >"$tmp/out" 2>"$tmp/err"
+  "$tool" --backend=cpu -n 2 -w 0 --trials=1 --timeout=30 "$src/tests/order/bad/$base.sched" >"$tmp/out" 2>"$tmp/err"
   rc=$?
   took=$(($(date +%s) - start))
   if [ "$rc" -ne 4 ]; then echo "exit $rc, expected 4" >"$tmp/why"
@@ -143,13 +144,13 @@ if [ ! -s "$tmp/why" ]; then ok "--races --json"; else ko "--races --json"; fi
 # The twins run and pass, where this build runs send/recv and ranks= on
 # cpu (the probe: a send and its receive).
 printf 'x = data(shape=[4], dtype=float32, init=fill, value=2.0)\nsend_v2(x, peer=1, ring_id=0, use_calc_stream=true, ranks=[0])\ny = recv_v2(peer=0, out_shape=[4], dtype=float32, ring_id=0, use_calc_stream=true, ranks=[1])\nfetch(y, ranks=[1])\n' >"$tmp/probe.sched"
-if "$tool" --backend=cpu -n 1 -w 0 --timeout=10 "$tmp/probe.sched" >/dev/null 2>&1; then
+if "$tool" --backend=cpu -n 1 -w 0 --trials=1 --timeout=10 "$tmp/probe.sched" >/dev/null 2>&1; then
   for f in $twins; do
     base=${f##*/}
     for n in $(header "$f" run-ranks); do
       : >"$tmp/why"
       # shellcheck disable=SC2046
-      "$tool" --backend=cpu --ranks="$n" -n 2 -w 1 --timeout=30 \
+      "$tool" --backend=cpu --ranks="$n" -n 2 -w 1 --trials=1 --timeout=30 \
         $(header "$f" args) "$f" >"$tmp/out" 2>"$tmp/err"
       rc=$?
       if [ "$rc" -ne 0 ] || ! grep -qx 'result: PASS' "$tmp/out"; then
