@@ -99,6 +99,12 @@ while IFS=$tab read -r name want flags regex input; do
   done
   set +f
   [ -n "$sched" ] && set -- "$@" "$sched"
+  # One trial (the default repeats a short run up to 5 times), unless the
+  # case names --trials, or --races or --replay, which refuse it.
+  one_trial=--trials=1
+  for w in "$@"; do
+    case $w in --trials | --trials=* | --races | --replay | --replay=*) one_trial= ;; esac
+  done
   # @F: the schedule's path, as a regex.
   regex=$(printf '%s\n' "$regex" | sed "s|@F|[^ ]*/$name\\\\.sched|g")
   stream=err
@@ -106,7 +112,7 @@ while IFS=$tab read -r name want flags regex input; do
 
   set -f
   # shellcheck disable=SC2086 # the environment words are split on purpose
-  $limit env $envs "$tool" --backend=cpu -n 1 -w 0 "$@" >"$tmp/out" 2>"$tmp/err"
+  $limit env $envs "$tool" --backend=cpu -n 1 -w 0 $one_trial "$@" >"$tmp/out" 2>"$tmp/err"
   got=$?
   set +f
 
@@ -128,7 +134,7 @@ while IFS=$tab read -r name want flags regex input; do
   else
     fail=$((fail + 1))
     echo "FAIL: $name: $why"
-    echo "    command:$envs overlap_sim --backend=cpu -n 1 -w 0 $*"
+    echo "    command:$envs overlap_sim --backend=cpu -n 1 -w 0 $one_trial $*"
     sed 's/^/    stdout| /' "$tmp/out" | head -20
     sed 's/^/    stderr| /' "$tmp/err" | head -20
   fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks of overlap_sim's JSON outputs, for tests/cli.sh (which runs this
+"""Checks of overlap_sim's JSON outputs, for tests/cli*.sh (which run this
 only where python3 exists).
 
     check_json.py trace FILE RANKS MODES   # --trace: a Chrome trace file

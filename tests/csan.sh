@@ -93,7 +93,7 @@ for f in "$src"/tests/csan/*.sched; do
   [ "$want" -eq 0 ] || continue
   for chaos in "" --chaos=1 --chaos=2; do
     : >"$tmp/why"
-    "$tool" --backend=cpu $chaos "$f" -n 2 -w 0 >"$tmp/out" 2>"$tmp/err"
+    "$tool" --backend=cpu $chaos "$f" -n 2 -w 0 --trials=1 >"$tmp/out" 2>"$tmp/err"
     rc=$?
     if [ "$rc" -eq 0 ] && grep -q '^sync .* ok ([1-9][0-9]* elements); no races$' "$tmp/out" &&
       grep -q '^async .* ok ([1-9][0-9]* elements); no races$' "$tmp/out" &&

@@ -56,7 +56,7 @@ export LC_ALL
 unset OVL_SCHEDULE_PATH OVL_SCHEDULE_DIR OVL_HOST_MEMORY
 # The examples run racy schedules on purpose, whose races on the emulated
 # device memory are real: a ThreadSanitizer build would rightly report
-# them (tests/cli.sh's run_racy does the same for its racy runs).
+# them (tests/lib.sh's run_racy does the same for its racy runs).
 TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}report_bugs=0"
 export TSAN_OPTIONS
 

@@ -21,7 +21,8 @@ fail=0
 ok() { pass=$((pass + 1)); echo "PASS: $1"; }
 ko() { fail=$((fail + 1)); echo "FAIL: $1"; sed 's/^/    | /' "$tmp/out" "$tmp/err" | head -40; }
 
-# run EXPECTED_EXIT ARGS...: runs the tool on the cpu backend.
+# run EXPECTED_EXIT ARGS...: runs the tool on the cpu backend. (Runs give
+# --trials=1: the default repeats a short run up to 5 times.)
 run() {
   want=$1
   shift
@@ -39,7 +40,7 @@ for n in 2 3 4 8; do
   for ex in pipeline_1f1b ddp_buckets moe_alltoall two_rings_order; do
     good=$src/schedules/good/$ex.sched
     bad=$src/schedules/bad/$ex.sched
-    if run 0 -r "$n" -n 2 -w 0 "$good" &&
+    if run 0 -r "$n" -n 2 -w 0 --trials=1 "$good" &&
       has out "^sync .* ok \\([0-9]+ elements\\); no races\$" &&
       has out "^async .* ok \\([0-9]+ elements\\); no races\$" &&
       has out '^result: PASS$'
@@ -66,7 +67,7 @@ for n in 2 3 4 8; do
     esac
     if run 4 --races -r "$n" "$bad" && has out "$kind" && has out "$what"
     then ok "bad/$ex on $n ranks: found"; else ko "bad/$ex on $n ranks: found"; fi
-    if run 4 -r "$n" -n 2 -w 0 "$bad" && has out '^result: FAIL: .*\(nothing ran: ' &&
+    if run 4 -r "$n" -n 2 -w 0 --trials=1 "$bad" && has out '^result: FAIL: .*\(nothing ran: ' &&
       ! has out '^(sync|async) +[0-9]'
     then ok "bad/$ex on $n ranks: not run"; else ko "bad/$ex on $n ranks: not run"; fi
   done
@@ -76,19 +77,19 @@ done
 # record (every rank enqueued sends, none completed); the reference refuses
 # a program whose ranks disagree on a collective.
 start=$(date +%s)
-if run 3 --no-races --timeout=2 -r 4 -n 2 -w 0 "$src/schedules/bad/pipeline_1f1b.sched" &&
+if run 3 --no-races --timeout=2 -r 4 -n 2 -w 0 --trials=1 "$src/schedules/bad/pipeline_1f1b.sched" &&
   has err 'timed out after 2\.0 s' && has err 'flight record: rank 0 ring 0: enqueued #[0-9]+ ' &&
   has err 'completed nothing' && [ $(($(date +%s) - start)) -lt 15 ]
 then ok "bad/pipeline_1f1b run anyway: timeout and flight record"
 else ko "bad/pipeline_1f1b run anyway: timeout and flight record"; fi
 start=$(date +%s)
-if run 3 --no-races --timeout=2 -r 3 -n 2 -w 0 "$src/schedules/bad/two_rings_order.sched" &&
+if run 3 --no-races --timeout=2 -r 3 -n 2 -w 0 --trials=1 "$src/schedules/bad/two_rings_order.sched" &&
   has err 'timed out after 2\.0 s' && has err 'flight record: ' &&
   [ $(($(date +%s) - start)) -lt 15 ]
 then ok "bad/two_rings_order run anyway: timeout and flight record"
 else ko "bad/two_rings_order run anyway: timeout and flight record"; fi
 for ex in ddp_buckets moe_alltoall; do
-  if run 3 --no-races -r 3 -n 2 -w 0 "$src/schedules/bad/$ex.sched" &&
+  if run 3 --no-races -r 3 -n 2 -w 0 --trials=1 "$src/schedules/bad/$ex.sched" &&
     has err "^overlap_sim: reference: .*/$ex\\.sched:[0-9]+:[0-9]+: reference: ring 0 collective #1: rank 0 issues .*; they differ in variable \\(the same size: a run would mix buffers silently\\)$"
   then ok "bad/$ex run anyway: the reference refuses it"
   else ko "bad/$ex run anyway: the reference refuses it"; fi

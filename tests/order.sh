@@ -20,7 +20,7 @@
 # counts and passes the numeric check; so does the smallest send and
 # receive, first, so that a send/recv that does not run at all is named as
 # such (a failure, never a skip: these runs are what shows a send/recv
-# regression).
+# regression). Runs make one trial (--trials=1).
 set -u
 
 tool=${OVL_TOOL:-tools/overlap_sim}
@@ -111,7 +111,7 @@ for case in "rings_opposite_order:0 races, 0 mismatches, 1 deadlock (nothing ran
   base=${case%%:*}; verdict=${case#*:}
   : >"$tmp/why"
   start=$(date +%s)
-  "$tool" --backend=cpu -n 2 -w 0 --timeout=30 "$src/tests/order/bad/$base.sched" >"$tmp/out" 2>"$tmp/err"
+  "$tool" --backend=cpu -n 2 -w 0 --trials=1 --timeout=30 "$src/tests/order/bad/$base.sched" >"$tmp/out" 2>"$tmp/err"
   rc=$?
   took=$(($(date +%s) - start))
   if [ "$rc" -ne 4 ]; then echo "exit $rc, expected 4" >"$tmp/why"
@@ -150,7 +150,7 @@ if [ ! -s "$tmp/why" ]; then ok "--races --json"; else ko "--races --json"; fi
 # smallest one passed): a send/recv regression cannot pass as a skip.
 : >"$tmp/why"
 printf 'x = data(shape=[4], dtype=float32, init=fill, value=2.0)\nsend_v2(x, peer=1, ring_id=0, use_calc_stream=true, ranks=[0])\ny = recv_v2(peer=0, out_shape=[4], dtype=float32, ring_id=0, use_calc_stream=true, ranks=[1])\nfetch(y, ranks=[1])\n' >"$tmp/probe.sched"
-"$tool" --backend=cpu -n 1 -w 0 --timeout=10 "$tmp/probe.sched" >"$tmp/out" 2>"$tmp/err"
+"$tool" --backend=cpu -n 1 -w 0 --trials=1 --timeout=10 "$tmp/probe.sched" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 if [ "$rc" -ne 0 ] || ! grep -qx 'result: PASS' "$tmp/out"; then
   echo "exit $rc, expected 0 and PASS" >"$tmp/why"
@@ -162,7 +162,7 @@ for f in $twins; do
   for n in $(header "$f" run-ranks); do
     : >"$tmp/why"
     # shellcheck disable=SC2046
-    "$tool" --backend=cpu --ranks="$n" -n 2 -w 1 --timeout=30 \
+    "$tool" --backend=cpu --ranks="$n" -n 2 -w 1 --trials=1 --timeout=30 \
       $(header "$f" args) "$f" >"$tmp/out" 2>"$tmp/err"
     rc=$?
     if [ "$rc" -ne 0 ] || ! grep -qx 'result: PASS' "$tmp/out"; then

@@ -165,14 +165,14 @@ if [ -c /dev/full ]; then
     if [ "$got" -eq 3 ] && [ "$(grep -c 'write error on standard output: No space left on device$' "$tmp/err")" -eq 1 ]
     then ok "stdout on /dev/full: $name"; else echo "    exit $got"; ko "stdout on /dev/full: $name"; fi
   }
-  full "a run" --backend=cpu -n 2 -w 1 "$seed"
-  full "a run, -q" --backend=cpu -n 2 -w 1 -q "$seed"
+  full "a run" --backend=cpu -n 2 -w 1 --trials=1 "$seed"
+  full "a run, -q" --backend=cpu -n 2 -w 1 --trials=1 -q "$seed"
   full "--races" --backend=cpu --races "$racy"
   full "--races --json" --backend=cpu --races --json "$racy"
   full "--help" --help
   full "--version" --version
   # --json=-: the JSON's own error, said once.
-  "$tool" --backend=cpu -n 2 -w 1 --json=- "$seed" >/dev/full 2>"$tmp/err"
+  "$tool" --backend=cpu -n 2 -w 1 --trials=1 --json=- "$seed" >/dev/full 2>"$tmp/err"
   got=$?
   if [ "$got" -eq 3 ] && [ "$(grep -c 'No space left on device' "$tmp/err")" -eq 1 ] &&
     has err -- '--json=-: writing to stdout: No space left on device'
@@ -193,7 +193,7 @@ printf 'a = data(shape=[1], init=fill, value=1)\nrepeat 200000 {\n  a = scale(a,
 verdict=
 for attempt in 1 2 3; do
   rm -f "$tmp/big.json"
-  "$tool" --backend=cpu -n 1 -w 0 --mode=async --no-races -q --trace="$tmp/big.json" \
+  "$tool" --backend=cpu -n 1 -w 0 --trials=1 --mode=async --no-races -q --trace="$tmp/big.json" \
     "$tmp/big.sched" >"$tmp/out" 2>"$tmp/err" &
   pid=$!
   writing=

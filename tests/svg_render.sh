@@ -23,7 +23,7 @@ png_width() {
 render() {
   name=$1
   shift
-  if ! "$tool" --backend=cpu -q -n 2 -w 1 -D cols=10 --svg="$tmp/$name.svg" "$@" >"$tmp/out" 2>&1; then
+  if ! "$tool" --backend=cpu -q -n 2 -w 1 --trials=1 -D cols=10 --svg="$tmp/$name.svg" "$@" >"$tmp/out" 2>&1; then
     echo "FAIL: $name: the run failed"
     sed 's/^/    | /' "$tmp/out"
     fail=$((fail + 1))

@@ -7,7 +7,7 @@
  * A replay runs a racy schedule: its race on the emulated device memory is
  * real (streams run concurrently, as a GPU's do), so a ThreadSanitizer
  * build would rightly report it. Reports are off for this suite only
- * (__tsan_default_options below; tests/cli.sh does the same per run).
+ * (__tsan_default_options below; tests/lib.sh does the same per run).
  */
 #include <check.h>
 #include <math.h>

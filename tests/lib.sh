@@ -1,0 +1,96 @@
+# What the end-to-end tests of tools/overlap_sim (tests/cli*.sh) share:
+# sourced, not run. `make check` runs those scripts in parallel; each
+# sources this first:
+#
+#   src=${srcdir:-.}
+#   . "$src/tests/lib.sh"
+#
+# and ends with `finish`. It sets tool (the tool, $OVL_TOOL), src (the
+# source tree, $srcdir), tmp (a directory removed on exit), the counts, and
+# the helpers below. have_python says whether python3 checks the JSON.
+set -u
+
+tool=${OVL_TOOL:-tools/overlap_sim}
+src=${srcdir:-.}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ovl-cli.XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT INT TERM
+pass=0
+fail=0
+: >"$tmp/out"
+: >"$tmp/err"
+
+ok() { pass=$((pass + 1)); echo "PASS: $1"; }
+ko() { fail=$((fail + 1)); echo "FAIL: $1"; sed 's/^/    | /' "$tmp/out" "$tmp/err" | head -40; }
+
+# A run makes one trial (--trials=1): the tool's default repeats a short
+# run up to 5 times, as many as fit in about 10 s, and only
+# tests/cli_trials.sh tests that (run_default_trials). run_trials is the
+# flag run() adds.
+run_trials=--trials=1
+
+# run EXPECTED_EXIT NAME ARGS...: runs the tool on the cpu backend, with
+# --trials=1 unless ARGS give --trials or make no timed run (--races and
+# --replay, which refuse --trials).
+run() {
+  want=$1 name=$2
+  shift 2
+  run_t=$run_trials
+  for run_arg in "$@"; do
+    case $run_arg in --trials | --trials=* | --races | --replay | --replay=*) run_t= ;; esac
+  done
+  "$tool" --backend=cpu ${run_t:+"$run_t"} "$@" >"$tmp/out" 2>"$tmp/err"
+  got=$?
+  if [ "$got" -eq "$want" ]; then return 0; fi
+  echo "    exit $got, expected $want"
+  return 1
+}
+
+# run_default_trials: run() with the tool's default trials (what
+# tests/cli_trials.sh tests).
+run_default_trials() {
+  run_trials=
+  run "$@"
+  run_rc=$?
+  run_trials=--trials=1
+  return $run_rc
+}
+
+# run_racy: run() for a schedule that races on purpose. Its race on the
+# emulated device memory is real (the cpu backend's streams run
+# concurrently, as a GPU's do), so a ThreadSanitizer build would rightly
+# report it: reports are off for these runs only.
+run_racy() {
+  saved_tsan=${TSAN_OPTIONS-}
+  TSAN_OPTIONS="${saved_tsan:+$saved_tsan:}report_bugs=0"
+  export TSAN_OPTIONS
+  run "$@"
+  racy_rc=$?
+  TSAN_OPTIONS=$saved_tsan
+  return $racy_rc
+}
+
+# has out|err PATTERN: grep -E in stdout or stderr of the last run.
+has() { grep -Eq -- "$2" "$tmp/$1"; }
+
+# racy SCHEDULE: whether --races finds a race in it (the bad schedules of
+# ranks that differ have a mismatch or a deadlock instead).
+racy() { "$tool" --backend=cpu --races "$1" 2>/dev/null | grep -q '^race [0-9]*: '; }
+
+# JSON checks need python3; without it only grep-level checks are made.
+if command -v python3 >/dev/null 2>&1 && python3 -c 'import json' 2>/dev/null; then
+  have_python=1
+else
+  have_python=0
+  echo "# python3 not found: JSON files are checked with grep only"
+fi
+# json_ok KIND FILE ARGS...: tests/check_json.py, or true without python3.
+json_ok() {
+  [ "$have_python" -eq 0 ] && return 0
+  python3 "$src/tests/check_json.py" "$@" >>"$tmp/err" 2>&1
+}
+
+# finish: the counts, and the exit status.
+finish() {
+  echo "$pass passed, $fail failed"
+  [ "$fail" -eq 0 ]
+}
