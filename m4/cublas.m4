@@ -13,7 +13,9 @@
 # here (configure.ac reports what the CUDA backend lacks). The results go
 # into CUBLAS_CPPFLAGS, CUBLAS_LDFLAGS (with an rpath) and CUBLAS_LIBS,
 # which are empty unless cuBLAS was found; CPPFLAGS, LDFLAGS and LIBS are
-# left alone.
+# left alone. The library is not linked: the backend loads it
+# (OVL_CUBLAS_SONAME, OVL_CUBLAS_LIBDIR: src/backend/cuda_blas.c), and
+# CUBLAS_LIBS is what the link test used.
 #
 # Shell results: cublas_happy (yes/no), cublas_why, cublas_dir (DIR or
 # "system"), cublas_version.
@@ -90,6 +92,13 @@ for ovl_cublas_try in $ovl_cublas_candidates; do
        [CUBLAS_CPPFLAGS=$ovl_cublas_cppflags
         CUBLAS_LDFLAGS=$ovl_cublas_ldflags])
      CUBLAS_LIBS=-lcublas
+     # The backend loads cuBLAS when it makes its first rank (dlopen, in
+     # src/backend/cuda_blas.c), by this name, first in this directory.
+     AC_DEFINE_UNQUOTED([OVL_CUBLAS_SONAME], ["libcublas.so.$ovl_cublas_major"],
+       [the cuBLAS library the cuda backend loads])
+     AS_IF([test "x$ovl_cublas_try" != xsystem],
+       [AC_DEFINE_UNQUOTED([OVL_CUBLAS_LIBDIR], ["$ovl_cublas_libdir"],
+          [where configure found cuBLAS])])
      break],
     [AC_MSG_RESULT([no ($cublas_why)])])
 done

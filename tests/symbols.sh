@@ -115,5 +115,16 @@ comm -13 "$tmp/exported" "$tmp/listed" |
 if [ ! -s "$tmp/why" ]; then ok "$dlname exports exactly the $(wc -l <"$tmp/listed") names of include/ovl.sym"
 else ko "$dlname exports exactly the names of include/ovl.sym"; fi
 
+# cuBLAS is loaded by the cuda backend's first rank (dlopen), never
+# linked: its initializers would cost every process, cpu runs included,
+# about 80 ms of CPU. No cublas* symbol is left for the dynamic linker.
+: >"$tmp/why"
+if $nm -D --undefined-only "$so" >"$tmp/undef" 2>>"$tmp/why"; then
+  awk '$NF ~ /^cublas/ { print "needs " $NF " from the dynamic linker" }' \
+    "$tmp/undef" >>"$tmp/why"
+fi
+if [ ! -s "$tmp/why" ]; then ok "$dlname does not link cuBLAS (loaded when a cuda rank is made)"
+else ko "$dlname does not link cuBLAS (loaded when a cuda rank is made)"; fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -71,7 +71,7 @@ static void rank_release(ovl__brank *br) {
   if (br->barrier_buf != NULL)
     (void)cudaFree(br->barrier_buf);
   if (br->blas != NULL)
-    (void)cublasDestroy(br->blas);
+    (void)ovl__blas.Destroy(br->blas);
   for (int i = 0; i < OVL_MAX_STREAMS; i++)
     if (br->blas_ws[i] != NULL)
       (void)cudaFree(br->blas_ws[i]);
@@ -185,11 +185,14 @@ static ovl_status blas_workspace(ovl__brank *br, int s, ovl_error *err) {
  * in float32 throughout: cuBLAS may not reduce the partial sums of a
  * split K in the input's precision. */
 static ovl_status blas_init(ovl__brank *br, ovl_error *err) {
-  OVL__BLASCHECK(err, br->rank, NULL, cublasCreate, (&br->blas));
-  OVL__BLASCHECK(err, br->rank, NULL, cublasSetMathMode,
+  ovl_status st = ovl__blas_load(br->rank, err);
+  if (st != OVL_OK)
+    return st;
+  OVL__BLASCHECK(err, br->rank, NULL, Create, (&br->blas));
+  OVL__BLASCHECK(err, br->rank, NULL, SetMathMode,
                  (br->blas, CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
   for (int s = 0; s < br->nstreams; s++) {
-    ovl_status st = blas_workspace(br, s, err);
+    st = blas_workspace(br, s, err);
     if (st != OVL_OK)
       return st;
   }
@@ -596,11 +599,11 @@ static ovl_status cuda_matmul(ovl__brank *br, int stream, ovl_dtype dtype,
     return ovl__err(err, OVL_EINVAL, "rank %d: matmul: unknown dtype %d",
                     br->rank, (int)dtype);
   }
-  OVL__BLASCHECK(err, br->rank, where, cublasSetStream,
+  OVL__BLASCHECK(err, br->rank, where, SetStream,
                  (br->blas, br->streams[stream]));
-  OVL__BLASCHECK(err, br->rank, where, cublasSetWorkspace,
+  OVL__BLASCHECK(err, br->rank, where, SetWorkspace,
                  (br->blas, br->blas_ws[stream], br->blas_ws_bytes[stream]));
-  OVL__BLASCHECK(err, br->rank, where, cublasGemmEx,
+  OVL__BLASCHECK(err, br->rank, where, GemmEx,
                  (br->blas, trans_y ? CUBLAS_OP_T : CUBLAS_OP_N,
                   trans_x ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m,
                   (int)k, alpha, y, type, trans_y ? (int)k : (int)n, x, type,

@@ -8,6 +8,7 @@
  *   cuda_comm.c     collectives, point-to-point, the flight record
  *   cuda_graph.c    graphs
  *   cuda_util.c     error texts, names, the NCCL section, the device count
+ *   cuda_blas.c     cuBLAS, loaded by the first rank (ovl__blas)
  *   kernels.cu      the CUDA kernels (kernels.h)
  * See backend_cuda.c for the model. Internal to the cuda backend.
  */
@@ -177,12 +178,33 @@ ovl_status ovl__cuda_blas_fail(ovl_error *err, int rank, const char *where,
                                const char *call, cublasStatus_t s,
                                const char *file, int line);
 
+/* cuBLAS's functions, loaded (cuda_blas.c): ovl__blas_load fills
+ * ovl__blas once per process, before any rank calls them; rank_init
+ * calls it. The library is not linked (its initializers cost every run
+ * of the tools about 80 ms of CPU, cpu runs included). */
+typedef struct {
+  __typeof__(cublasCreate_v2) *Create;
+  __typeof__(cublasDestroy_v2) *Destroy;
+  __typeof__(cublasSetMathMode) *SetMathMode;
+  __typeof__(cublasSetStream_v2) *SetStream;
+  __typeof__(cublasSetWorkspace_v2) *SetWorkspace;
+  __typeof__(cublasGemmEx) *GemmEx;
+  __typeof__(cublasGetStatusString) *GetStatusString;
+  __typeof__(cublasGetStatusName) *GetStatusName;
+} ovl__blas_api;
+extern ovl__blas_api ovl__blas;
+/* OVL_EBACKEND "rank R: cuBLAS (for matmul_v2): cannot load ..." where
+ * the library or one of its functions is missing. */
+ovl_status ovl__blas_load(int rank, ovl_error *err);
+
+/* OVL__BLASCHECK(err, rank, where, GemmEx, (args)): ovl__blas.GemmEx
+ * called, its failure named "cublasGemmEx". */
 #define OVL__BLASCHECK(err, rank, where, fn, args)                            \
   do {                                                                        \
-    cublasStatus_t ovl__s = fn args;                                          \
+    cublasStatus_t ovl__s = ovl__blas.fn args;                                \
     if (ovl__s != CUBLAS_STATUS_SUCCESS)                                      \
-      return ovl__cuda_blas_fail((err), (rank), (where), #fn, ovl__s,         \
-                                 __FILE__, __LINE__);                         \
+      return ovl__cuda_blas_fail((err), (rank), (where), "cublas" #fn,       \
+                                 ovl__s, __FILE__, __LINE__);                 \
   } while (0)
 
 /* CUDA calls, nccl-tests style, except that a failure returns a status

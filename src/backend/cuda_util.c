@@ -77,7 +77,7 @@ ovl_status ovl__cuda_blas_fail(ovl_error *err, int rank, const char *where,
   return ovl__err(err, st, "%s%s%s%s: %s (%s) at %s:%d",
                   rank_prefix(prefix, sizeof prefix, rank), call,
                   where != NULL ? " on " : "", where != NULL ? where : "",
-                  cublasGetStatusString(s), cublasGetStatusName(s),
+                  ovl__blas.GetStatusString(s), ovl__blas.GetStatusName(s),
                   base_name(file), line);
 }
 
