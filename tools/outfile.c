@@ -544,8 +544,10 @@ static void keep_identity(int fd, const char *target) {
     return;
   }
   if ((st.st_uid != geteuid() || st.st_gid != getegid()) &&
-      fchown(fd, st.st_uid, st.st_gid) != 0)
-    (void)fchown(fd, (uid_t)-1, st.st_gid);
+      fchown(fd, st.st_uid, st.st_gid) != 0 &&
+      fchown(fd, (uid_t)-1, st.st_gid) != 0) {
+    /* Neither permitted: the file keeps the caller's owner. */
+  }
   (void)fchmod(fd, st.st_mode & 07777);
 }
 
