@@ -361,8 +361,13 @@ static ovl_status pipeline(ovl_report *r, ovl_world *world,
           : o->check_rows < 0 ? 0
                               : o->check_rows,
           &own, e);
-      if (st != OVL_OK)
+      /* The reference's own errors name it after their place
+       * ("FILE:L:C: reference: ..."): not twice. */
+      if (st != OVL_OK && (o->label != NULL ||
+                           strstr(e->msg, ": reference: ") == NULL))
         return stage_failed(e, o, "reference");
+      if (st != OVL_OK)
+        return st;
       ref = own;
     }
   }
