@@ -140,8 +140,13 @@ void sim_print_row(const ovl_report *r, size_t i, size_t trial,
 void sim_print_op_times(const ovl_report *r, const sim_options *o) {
   ovl_report_machine mc;
   ovl_report_machine_get(r, &mc);
-  printf("op times (device clock, per iteration, mean over %d timed "
-         "iterations and %d ranks):\n",
+  /* The cpu backend's timers are the host clock as each emulated stream
+   * reaches them: no device clock. */
+  printf("op times (%s, per iteration, mean over %d timed iterations and "
+         "%d ranks):\n",
+         mc.backend != NULL && strcmp(mc.backend, "cpu") == 0
+             ? "host clock as each emulated stream reaches the op"
+             : "device clock",
          o->common.iters, mc.nranks);
   printf("%-6s %5s  %-18s %-8s %6s %10s %10s\n", "mode", "line", "op",
          "stream", "count", "ms/iter", "us/op");
