@@ -1,12 +1,14 @@
 /* The tools' helpers (tools/tool_util.c): the host memory a run may use
  * (cgroup v1 and v2 limits of the process's own cgroup, read from a fake
- * /proc/self/cgroup and a fake cgroup tree) and the quoting of arguments;
- * the table of the flags both tools take (tools/common_flags.c): its
- * rows, their scan beside a tool's own flags, their help lines. */
+ * /proc/self/cgroup and a fake cgroup tree), the quoting of arguments, a
+ * closed pipe at exit; the table of the flags both tools take
+ * (tools/common_flags.c): its rows, their scan beside a tool's own flags,
+ * their help lines. */
 #include <check.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -397,6 +399,25 @@ START_TEST(help_lines) {
 }
 END_TEST
 
+/* A reader gone: close_output says nothing and gives 141 (a usage error
+ * stays 2). */
+START_TEST(closed_pipe_is_quiet) {
+  int fds[2];
+  FILE *f;
+  signal(SIGPIPE, SIG_IGN);
+  for (int usage = 0; usage < 2; usage++) {
+    ck_assert_int_eq(pipe(fds), 0);
+    close(fds[0]);
+    f = fdopen(fds[1], "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("a line nobody reads\n", f);
+    ck_assert_int_eq(close_output(f, "standard output",
+                                  usage ? TOOL_EXIT_USAGE : 0),
+                     usage ? TOOL_EXIT_USAGE : TOOL_EXIT_PIPE);
+  }
+}
+END_TEST
+
 static Suite *tool_util_suite(void) {
   Suite *s = suite_create("tool_util");
   TCase *tc = tcase_create("host memory");
@@ -421,6 +442,9 @@ static Suite *tool_util_suite(void) {
   tcase_add_test(tc, scan_refuses);
   tcase_add_test(tc, messages_state_limits);
   tcase_add_test(tc, help_lines);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("closed pipe");
+  tcase_add_test(tc, closed_pipe_is_quiet);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -287,7 +287,12 @@ void sim_usage(FILE *f) {
       "standard output\n"
       "not written), 4 races, mismatches or deadlocks found (numbers right, "
       "or nothing\n"
-      "ran; --races and --replay: any found).\n",
+      "ran; --races and --replay: any found). An interrupt (SIGINT) prints\n"
+      "'interrupted' and ends the tool as the signal does (130 in the "
+      "shell), an output\n"
+      "file being written removed, never left half-written; a reader of "
+      "stdout that\n"
+      "goes away (| head -1) ends it at once, quietly (SIGPIPE, 141).\n",
       f);
 }
 

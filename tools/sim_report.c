@@ -23,7 +23,7 @@ static void format_shape(const ovl_var_info *v, char *buf, size_t len) {
 
 void sim_print_header(const sim_options *o, const ovl_world *world,
                       const ovl_program *prog, const char *path,
-                      uint64_t per_op) {
+                      uint64_t per_op, const char *not_run) {
   size_t np = ovl_program_param_count(prog);
   bool cpu_default = false;
   uint64_t vars = ovl_program_bytes_per_rank(prog);
@@ -52,13 +52,17 @@ void sim_print_header(const sim_options *o, const ovl_world *world,
   if (ops > vars)
     printf(", %zu ops (%s of host memory)", ovl_program_op_count(prog),
            format_bytes(ops, b, sizeof b));
-  printf(", %d iteration%s (%d warmup, %d timed)%s\n",
-         o->common.warmup + o->common.iters,
-         o->common.warmup + o->common.iters == 1 ? "" : "s",
-         o->common.warmup, o->common.iters,
-         o->common.graph ? ", as CUDA graphs (captured once, replayed every "
-                           "iteration)"
-                         : "");
+  /* A run the checks stopped ran no iteration: its header says so. */
+  if (not_run != NULL)
+    printf(", nothing ran (%s)\n", not_run);
+  else
+    printf(", %d iteration%s (%d warmup, %d timed)%s\n",
+           o->common.warmup + o->common.iters,
+           o->common.warmup + o->common.iters == 1 ? "" : "s",
+           o->common.warmup, o->common.iters,
+           o->common.graph ? ", as CUDA graphs (captured once, replayed "
+                             "every iteration)"
+                           : "");
   if (cpu_default) {
     printf("  * smaller default for the cpu backend; full size:");
     for (size_t i = 0; i < np; i++) {
@@ -70,7 +74,7 @@ void sim_print_header(const sim_options *o, const ovl_world *world,
     }
     printf("\n");
   }
-  if (strcmp(ovl_world_backend_name(world), "cpu") == 0)
+  if (strcmp(ovl_world_backend_name(world), "cpu") == 0 && not_run == NULL)
     printf("  cpu backend: these times are an emulation on host cores (every "
            "stream a thread; %ld cores here), not device figures\n",
            sysconf(_SC_NPROCESSORS_ONLN));
