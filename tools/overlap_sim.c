@@ -134,9 +134,10 @@ static int parse_schedule(const sim_options *o, const char *path,
   return rc;
 }
 
-/* The seed at any rank count (README, "The seed at any rank count"): each
- * of its allreduces multiplies c by the rank count N, so c ends as 2a *
- * N^steps, and float32 holds 2 * N^64 up to 3 ranks only. The default run
+/* The seed at any rank count (docs/OVERLAP_SIM.md, "The seed at any rank
+ * count"): each of its allreduces multiplies c by the rank count N, so c
+ * ends as 2a * N^steps, and float32 holds 2 * N^64 up to 3 ranks only.
+ * The default run
  * (no schedule named) takes the largest steps, at most the seed's 64, with
  * N^steps <= 2^126, so that c < 2^127 stays finite: 64 up to 3 ranks
  * (Paddle's benchmark is 2), 63 at 4, 42 at 8, 21 at 64. Returns that, or

@@ -86,7 +86,7 @@ void sim_usage(FILE *f) {
           "fetched value against a float64 reference. (The default run "
           "shortens the seed's\n"
           "loop from 4 ranks on, -D steps=N, so that its values stay finite: "
-          "see README.)\n"
+          "see\ndocs/OVERLAP_SIM.md, \"The seed at any rank count\".)\n"
           "\n",
           progname);
   common_flag_help(f, &sim_flag_set, CF_BACKEND, NULL);
@@ -175,9 +175,8 @@ void sim_usage(FILE *f) {
       "                       exit 0 when the fixed schedule has no "
       "findings, 4 if any\n"
       "                       are left\n"
-      "      --json=FILE      the results of the run as JSON (stable keys, "
-      "see README;\n"
-      "                       FILE '-' is stdout, and the table then goes to "
+      "      --json=FILE      the results of the run as JSON (docs/JSON.md;\n"
+      "                       FILE '-' is stdout, the table then on "
       "stderr);\n"
       "                       with --races, --json[=FILE]: the check reports "
       "as JSON\n"
