@@ -37,6 +37,7 @@
 #include "sim_memory.h"
 #include "sim_replay.h"
 #include "sim_report.h"
+#include "sim_verdict.h"
 #include "tool_util.h"
 
 #define EXIT_MISMATCH 1
@@ -607,6 +608,7 @@ static int finish_run(const sim_options *o, const outfile outs[N_OUTPUTS],
     sim_print_op_times(report, o);
   if (!o->common.quiet) {
     sim_print_summary(report);
+    sim_print_noise(report);
     sim_print_mismatches(report);
   }
   bool found = sum.races > 0 || sum.mismatches > 0 || sum.deadlocks > 0;
@@ -624,25 +626,7 @@ static int finish_run(const sim_options *o, const outfile outs[N_OUTPUTS],
   rc = tool_agree(procs, write_run_outputs(o, outs, report, status));
   if (rc >= 0)
     return rc;
-  if (sum.nonfinite > 0)
-    printf("result: FAIL: %lld fetched value%s not finite (NaN or an "
-           "infinity)%s%s\n",
-           (long long)sum.nonfinite, sum.nonfinite == 1 ? " is" : "s are",
-           sum.mismatched > sum.nonfinite ? ", and numeric mismatch" : "",
-           sum.races > 0 ? ", and races" : "");
-  else if (sum.mismatched > 0) {
-    printf("result: FAIL: numeric mismatch (");
-    sim_print_tolerance(report);
-    printf(")%s\n", sum.races > 0 ? ", and races" : "");
-  } else if (found) {
-    printf("result: FAIL: ");
-    sim_print_check_summary(report, stdout);
-    if (ovl_report_not_run(report) != NULL)
-      printf(" (nothing ran: %s)\n", ovl_report_not_run(report));
-    else
-      printf(" (the numbers matched this time)\n");
-  } else
-    printf("result: PASS\n");
+  sim_print_verdict(report, o);
   return status;
 }
 

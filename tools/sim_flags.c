@@ -240,7 +240,9 @@ void sim_usage(FILE *f) {
       "CPUs)\n",
       f);
   common_flag_help(f, &sim_flag_set, CF_QUIET,
-                   "print only the verdict line and errors");
+                   "print only the result line and errors (--races: the\n"
+                   "check line; no table, overlap, warning or 'wrote'\n"
+                   "lines)");
   fputs(
       "  -v, --verbose        also print every timed iteration\n",
       f);
@@ -277,6 +279,24 @@ void sim_usage(FILE *f) {
       "(/dev/null, a FIFO) is written in place. A symbolic link is followed "
       "to its\n"
       "target. A FILE that is the schedule or another output is refused.\n"
+      "\n"
+      "After the table come the summary figures, a line 'warning: ...' for "
+      "each that\n"
+      "is noise (the async speedup's trials spread more than 0.3 of its "
+      "median, an\n"
+      "iteration under 1 ms, an overlap efficiency outside [0, 1]), and two "
+      "verdicts\n"
+      "kept apart: 'overlap: async 1.35x sync: faster' (or slower (no gain), "
+      "no gain,\n"
+      "unclear where the figures are noise; with the ideal speedup and the "
+      "overlap\n"
+      "efficiency, or the flag that gives them), what the overlap bought, "
+      "and\n"
+      "'result: PASS' or 'result: FAIL: ...', whether the numbers are right; "
+      "on a\n"
+      "terminal, a last line 'next: ...' says what to run next. Each output "
+      "file\n"
+      "written gets a line 'wrote FILE (json|trace|svg|fix)' on stderr.\n"
       "\n"
       "Exit status: 0 ok, 1 numeric mismatch (or a fetched NaN or infinity), "
       "2 usage or\n"
