@@ -119,7 +119,8 @@ for c in allreduce broadcast allgather reducescatter reduce alltoall sendrecv; d
   case $c in allreduce|broadcast|reduce) inplace=0 ;; *) inplace=n/a ;; esac
   if run 0 -c "$c" -b 1K -e 16K -n 1 -w 0 &&
     has out "^# overlap_sweep .*: $c, backend cpu, 2 ranks" &&
-    has out '^# time: device clock' && has out '^#.*#wrong.*kernel +coll$' &&
+    has out '^# time: host clock as each emulated stream reaches the op, per collective' &&
+    ! has out 'device clock' && has out '^#.*#wrong.*kernel +coll$' &&
     has out '^# +on the calc stream +on a comm stream +in place, on a comm stream +comm stream, compute beside +slowdown$' &&
     [ "$(rows | wc -l)" -eq 5 ] &&
     rows | awk 'NF != 23 { exit 1 }' &&

@@ -840,10 +840,45 @@ START_TEST(test_err_unknown_op) {
   EXPECT_ERR(A10 "b = frobnicate(a)\n", "<string>:2:5: ",
              "unknown op 'frobnicate'");
   EXPECT_ERR("a = dta(shape=[1])\n", "<string>:1:5: ", "did you mean 'data'?");
-  /* No suggestion when nothing is close. */
-  ovl_program *p = SENTINEL;
-  try_parse("b = zz(a)\n", 10, NULL, &p);
-  ck_assert_ptr_null(strstr(last_err.msg, "did you mean"));
+  /* Every name it starts or ends, listed, where none is 2 edits away. */
+  EXPECT_ERR(A10 "c_allreduce(a)\n", "<string>:2:1: ",
+             "unknown op 'c_allreduce' (did you mean 'c_allreduce_sum', "
+             "'c_allreduce_max', 'c_allreduce_min', 'c_allreduce_prod' or "
+             "'c_allreduce_avg'?)");
+  EXPECT_ERR(A10 "b = allreduce_sum(a)\n", "<string>:2:5: ",
+             "(did you mean 'c_allreduce_sum'?)");
+  EXPECT_ERR(A10 "b = matmul(a, a)\n", "<string>:2:5: ",
+             "(did you mean 'matmul_v2'?)");
+  /* No suggestion when nothing is close: relu is 3 edits from delay,
+   * gelu too; zz, ab are short. */
+  static const char *const far[] = {"b = zz(a)\n", "b = relu(a)\n",
+                                    "b = gelu(a)\n", "b = ab(a)\n"};
+  for (size_t i = 0; i < sizeof far / sizeof far[0]; i++) {
+    ovl_program *p = SENTINEL;
+    try_parse(far[i], strlen(far[i]), NULL, &p);
+    ck_assert_msg(strstr(last_err.msg, "unknown op") != NULL &&
+                      strstr(last_err.msg, "did you mean") == NULL,
+                  "%s: %s", far[i], last_err.msg);
+  }
+}
+END_TEST
+
+/* Statements of other languages: what the language has instead. */
+START_TEST(test_err_foreign_syntax) {
+  EXPECT_ERR(A10 "if rank == 0 {\n  b = scale(a)\n}\n", "<string>:2:1: ",
+             "'if' is not in the schedule language: there are no branches; "
+             "an op runs on the ranks of its ranks=[...] argument");
+  EXPECT_ERR(A10 "if (rank == 0) {\n", "<string>:2:1: ",
+             "peer=(rank + 1) % nranks");
+  EXPECT_ERR(A10 "for (i = 0; i < 4; i++) {\n", "<string>:2:1: ",
+             "'for' is not in the schedule language: a loop is 'repeat N {'");
+  EXPECT_ERR(A10 "while true {\n", "<string>:2:1: ", "'while' is not in");
+  EXPECT_ERR(A10 "{\n", "<string>:2:1: ",
+             "'{' opens a block only after 'repeat N' or 'group'");
+  EXPECT_ERR(A10 "repeat 2 {\n  b = scale(a)\n} else {\n}\n",
+             "<string>:4:3: ", "'else' is not in the schedule language");
+  /* A variable may still be named so. */
+  ovl_program_free(PARSE_OK(A10 "if = assign(a)\nfor = scale(if)\n"));
 }
 END_TEST
 
@@ -3187,6 +3222,7 @@ static Suite *parse_suite(void) {
   tcase_add_test(tc, test_err_positional_after_keyword);
   tcase_add_test(tc, test_err_too_many_attributes);
   tcase_add_test(tc, test_err_unknown_op);
+  tcase_add_test(tc, test_err_foreign_syntax);
   tcase_add_test(tc, test_err_arity);
   tcase_add_test(tc, test_err_output_count);
   tcase_add_test(tc, test_err_undefined_variable);

@@ -1,12 +1,16 @@
 /* The tools' helpers (tools/tool_util.c): the host memory a run may use
  * (cgroup v1 and v2 limits of the process's own cgroup, read from a fake
- * /proc/self/cgroup and a fake cgroup tree) and the quoting of arguments;
- * the table of the flags both tools take (tools/common_flags.c): its
- * rows, their scan beside a tool's own flags, their help lines. */
+ * /proc/self/cgroup and a fake cgroup tree), the quoting of arguments, a
+ * closed pipe at exit; the table of the flags both tools take
+ * (tools/common_flags.c): its rows, their scan beside a tool's own flags,
+ * their help lines; overlap_sim's verdict of a run's figures
+ * (tools/sim_judge.c): the overlap line, the warnings of noise. */
 #include <check.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +18,7 @@
 #include <unistd.h>
 
 #include "common_flags.h"
+#include "sim_judge.h"
 #include "tool_util.h"
 
 #define GB 1000000000ull
@@ -397,6 +402,139 @@ START_TEST(help_lines) {
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* overlap_sim's verdict of a run's figures (tools/sim_judge.c)         */
+/* ------------------------------------------------------------------ */
+
+/* Two modes, one trial of 20 ms iterations, the speedup `s`. */
+static sim_figures one_trial(double s) {
+  sim_figures f = {.speedup = s, .speedup_min = s, .speedup_max = s,
+                   .spread = 0, .trials = 1, .ideal = NAN,
+                   .efficiency = NAN, .short_s = 0.02,
+                   .short_mode = "async", .overlap_short_s = 0.02};
+  return f;
+}
+
+static const char *overlap_of(const sim_figures *f) {
+  static char buf[512];
+  ck_assert(sim_judge_overlap(f, buf, sizeof buf));
+  return buf;
+}
+
+START_TEST(overlap_words) {
+  sim_figures f = one_trial(1.35);
+  ck_assert_str_eq(overlap_of(&f),
+                   "overlap: async 1.35x sync: faster; --mode=all adds the "
+                   "ideal speedup and the overlap efficiency");
+  /* Slower is said, never hidden behind the result. */
+  f = one_trial(0.87);
+  ck_assert_str_eq(overlap_of(&f),
+                   "overlap: async 0.87x sync: slower (no gain); --mode=all "
+                   "adds the ideal speedup and the overlap efficiency");
+  f = one_trial(1.01);
+  ck_assert_ptr_nonnull(strstr(overlap_of(&f), "sync: no gain (within 2%)"));
+  /* All four modes: the ideal and the efficiency instead of the flag. */
+  f = one_trial(1.35);
+  f.comp_comm = true;
+  f.ideal = 1.582;
+  f.efficiency = 0.632;
+  ck_assert_str_eq(overlap_of(&f), "overlap: async 1.35x sync: faster; "
+                                   "ideal 1.58x, overlap efficiency 0.63");
+  /* Trials on both sides of 1, each within the spread: unclear. */
+  f = one_trial(1.05);
+  f.trials = 5;
+  f.speedup_min = 0.95;
+  f.speedup_max = 1.12;
+  f.spread = 0.16;
+  ck_assert_ptr_nonnull(strstr(overlap_of(&f),
+                               "sync: unclear (its trials range from 0.95x "
+                               "to 1.12x)"));
+}
+END_TEST
+
+START_TEST(overlap_not_judged) {
+  sim_figures f = one_trial(1.5);
+  char buf[64];
+  f.mismatched = 3;
+  ck_assert_str_eq(overlap_of(&f), "overlap: not judged: the numbers are "
+                                   "wrong (the result below)");
+  f.mismatched = 0;
+  f.races = 1;
+  ck_assert_str_eq(overlap_of(&f), "overlap: not judged: the checks found "
+                                   "races (the result below)");
+  /* No line where sync and async did not both run. */
+  f = one_trial(NAN);
+  ck_assert(!sim_judge_overlap(&f, buf, sizeof buf));
+  ck_assert_str_eq(buf, "");
+}
+END_TEST
+
+START_TEST(noise_warnings) {
+  sim_figures f = one_trial(1.14);
+  char buf[1024];
+  ck_assert_int_eq(sim_judge_noise(&f, buf, sizeof buf), 0);
+  ck_assert_str_eq(buf, "");
+  ck_assert(!sim_judge_is_noise(&f));
+  /* A spread above 0.3 of the median. */
+  f.trials = 5;
+  f.speedup_min = 0.73;
+  f.speedup_max = 1.53;
+  f.spread = 0.70;
+  ck_assert_int_eq(sim_judge_noise(&f, buf, sizeof buf), 1);
+  ck_assert_str_eq(buf, "warning: the async speedup is noise: its trials "
+                        "spread 0.70 of the median (more than 0.3); more "
+                        "--trials, larger sizes (-D) or a quieter machine "
+                        "steady it\n");
+  ck_assert_ptr_nonnull(
+      strstr(overlap_of(&f), "sync: unclear (noise: see the warning above)"));
+  /* One trial has no spread to speak of. */
+  f.trials = 1;
+  ck_assert_int_eq(sim_judge_noise(&f, buf, sizeof buf), 0);
+  /* An iteration under 1 ms; an efficiency outside [0, 1]. */
+  f = one_trial(1.14);
+  f.short_s = f.overlap_short_s = 0.00021;
+  f.short_mode = "sync";
+  f.efficiency = 3.28;
+  ck_assert_int_eq(sim_judge_noise(&f, buf, sizeof buf), 2);
+  ck_assert_ptr_nonnull(strstr(buf, "warning: the times are noise: an "
+                                    "iteration takes under 1 ms (sync "
+                                    "0.210 ms)"));
+  ck_assert_ptr_nonnull(strstr(buf, "warning: the overlap efficiency 3.280 "
+                                    "is outside [0, 1]: noise"));
+  ck_assert(sim_judge_is_noise(&f));
+  ck_assert_ptr_nonnull(strstr(overlap_of(&f), "unclear (noise"));
+  /* A short comp run is noise too, but not the speedup's. */
+  f = one_trial(1.14);
+  f.short_s = 0.0005;
+  f.short_mode = "comm";
+  ck_assert_int_eq(sim_judge_noise(&f, buf, sizeof buf), 1);
+  ck_assert_ptr_nonnull(strstr(overlap_of(&f), "sync: faster"));
+  /* Cut to the buffer, terminated. */
+  f.efficiency = -0.5;
+  ck_assert_int_eq(sim_judge_noise(&f, buf, 16), 2);
+  ck_assert_uint_eq(strlen(buf), 15);
+}
+END_TEST
+
+/* A reader gone: close_output says nothing and gives 141 (a usage error
+ * stays 2). */
+START_TEST(closed_pipe_is_quiet) {
+  int fds[2];
+  FILE *f;
+  signal(SIGPIPE, SIG_IGN);
+  for (int usage = 0; usage < 2; usage++) {
+    ck_assert_int_eq(pipe(fds), 0);
+    close(fds[0]);
+    f = fdopen(fds[1], "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("a line nobody reads\n", f);
+    ck_assert_int_eq(close_output(f, "standard output",
+                                  usage ? TOOL_EXIT_USAGE : 0),
+                     usage ? TOOL_EXIT_USAGE : TOOL_EXIT_PIPE);
+  }
+}
+END_TEST
+
 static Suite *tool_util_suite(void) {
   Suite *s = suite_create("tool_util");
   TCase *tc = tcase_create("host memory");
@@ -421,6 +559,12 @@ static Suite *tool_util_suite(void) {
   tcase_add_test(tc, scan_refuses);
   tcase_add_test(tc, messages_state_limits);
   tcase_add_test(tc, help_lines);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("verdict");
+  tcase_add_test(tc, overlap_words);
+  tcase_add_test(tc, overlap_not_judged);
+  tcase_add_test(tc, noise_warnings);
+  tcase_add_test(tc, closed_pipe_is_quiet);
   suite_add_tcase(s, tc);
   return s;
 }

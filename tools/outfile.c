@@ -31,13 +31,14 @@ static int fail(const outfile *out, int status, const char *fmt, ...) {
 }
 
 /* ------------------------------------------------------------------ */
-/* The temporary file and signals: while it exists, SIGHUP, SIGINT and
- * SIGTERM remove it before the process dies of them, so that an
+/* The temporary file and signals: while it exists, SIGHUP, SIGINT,
+ * SIGTERM and SIGPIPE (the reader of stdout gone: tool_watch_reader)
+ * remove it before the process dies of them, so that an
  * interrupted write leaves the target as it was and nothing beside it.
  * The handler may only make async-signal-safe calls: the path waits in a
  * static buffer. */
 
-static const int cleanup_signals[] = {SIGHUP, SIGINT, SIGTERM};
+static const int cleanup_signals[] = {SIGHUP, SIGINT, SIGTERM, SIGPIPE};
 #define NCLEANUP (sizeof cleanup_signals / sizeof cleanup_signals[0])
 static struct sigaction cleanup_saved[NCLEANUP];
 static bool cleanup_installed[NCLEANUP];
@@ -46,14 +47,20 @@ static volatile sig_atomic_t cleanup_armed;
 
 static void cleanup_handler(int sig) {
   struct sigaction dfl = {.sa_handler = SIG_DFL};
+  const struct sigaction *then = &dfl;
   int saved_errno = errno;
   if (cleanup_armed)
     (void)unlink(cleanup_path);
-  /* Die of the signal, as without the handler: the parent sees it. The
-   * signal is blocked while its handler runs, so it is delivered, with the
-   * default action, when the handler returns. */
+  /* Then as without this handler: the one before it (the tool's, which
+   * says "interrupted": tool_signals_init), or the default action, dying
+   * of the signal so that the parent sees it. The signal is blocked while
+   * its handler runs, so it is delivered, to that action, when the handler
+   * returns. */
+  for (size_t i = 0; i < NCLEANUP; i++)
+    if (cleanup_signals[i] == sig && cleanup_installed[i])
+      then = &cleanup_saved[i];
   sigemptyset(&dfl.sa_mask);
-  (void)sigaction(sig, &dfl, NULL);
+  (void)sigaction(sig, then, NULL);
   (void)raise(sig);
   errno = saved_errno;
 }

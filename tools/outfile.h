@@ -17,10 +17,11 @@
  * directory, given the target's mode and owner (or, for a new file, 0666
  * less the umask), and renamed over TARGET, so that a reader never sees
  * half a file, and no other file (the schedule, another output, a file
- * named TARGET.tmp) can be in the way; a signal (SIGHUP, SIGINT, SIGTERM)
- * during that write removes it. A symbolic link is followed: its target
- * is the file written, and the link stays. A dangling link and a
- * directory are refused.
+ * named TARGET.tmp) can be in the way; a signal (SIGHUP, SIGINT, SIGTERM,
+ * SIGPIPE) during that write removes it, and then takes the action it had
+ * before (the tool's "interrupted", or death). A symbolic link is
+ * followed: its target is the file written, and the link stays. A
+ * dangling link and a directory are refused.
  */
 #ifndef OVL_OUTFILE_H
 #define OVL_OUTFILE_H

@@ -16,7 +16,8 @@
  * Exit codes: 0 ok, 1 numeric mismatch, 2 usage or schedule error (also an
  * output file that is the schedule or another output), 3 runtime error
  * (also an output file or stdout not written), 4 races, mismatches or
- * deadlocks.
+ * deadlocks; a death by SIGINT ("interrupted": the shell's 130) or by
+ * SIGPIPE, or 141 where stdout's reader went away (tool_util.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +37,7 @@
 #include "sim_memory.h"
 #include "sim_replay.h"
 #include "sim_report.h"
+#include "sim_verdict.h"
 #include "tool_util.h"
 
 #define EXIT_MISMATCH 1
@@ -133,9 +135,10 @@ static int parse_schedule(const sim_options *o, const char *path,
   return rc;
 }
 
-/* The seed at any rank count (README, "The seed at any rank count"): each
- * of its allreduces multiplies c by the rank count N, so c ends as 2a *
- * N^steps, and float32 holds 2 * N^64 up to 3 ranks only. The default run
+/* The seed at any rank count (docs/OVERLAP_SIM.md, "The seed at any rank
+ * count"): each of its allreduces multiplies c by the rank count N, so c
+ * ends as 2a * N^steps, and float32 holds 2 * N^64 up to 3 ranks only.
+ * The default run
  * (no schedule named) takes the largest steps, at most the seed's 64, with
  * N^steps <= 2^126, so that c < 2^127 stays finite: 64 up to 3 ranks
  * (Paddle's benchmark is 2), 63 at 4, 42 at 8, 21 at 64. Returns that, or
@@ -222,14 +225,28 @@ static void release_outputs(outfile outs[N_OUTPUTS]) {
     outfile_release(&outs[i]);
 }
 
+/* -q: no "wrote" lines. */
+static bool quiet;
+
 /* `text` as the whole of an output: its file, or for --json=- (no file)
- * the real stdout. Returns 0, or -1 with the message printed (it names the
- * flag and the path). */
+ * the real stdout. A file gets a line "wrote FILE (KIND)" on stderr (not
+ * with -q, nor for a descriptor of the tool's, /dev/stdout and the like,
+ * whose text is where the reader looks): stdout carries the report, or
+ * the JSON of --json=-, and stays whole. Returns 0, or -1 with the
+ * message printed (it names the flag and the path). */
 static int write_output(const outfile *out, const char *text, size_t len) {
   if (ovl_procs_rank(procs) > 0)
     return 0;
-  if (out->path != NULL)
-    return outfile_write(out, text, len);
+  if (out->path != NULL) {
+    if (outfile_write(out, text, len) != 0)
+      return -1;
+    if (!quiet && out->fd < 0) {
+      /* After what the report printed so far, where both reach one file. */
+      flush_output(stdout);
+      fprintf(stderr, "wrote %s (%s)\n", out->path, out->flag + 2);
+    }
+    return 0;
+  }
   if (fwrite(text, 1, len, json_stdout) != len ||
       fflush(json_stdout) != 0) {
     fprintf(stderr, "%s: --json=-: writing to stdout: %s\n", progname,
@@ -279,8 +296,9 @@ static int count_modes(unsigned modes) {
 /* --races: parse and check, run nothing (no device is touched).        */
 /* ------------------------------------------------------------------ */
 
-/* The reports on stdout (with --replay, the replay lines after them; -q:
- * those only), or as JSON on stdout (--json) or to --json=FILE, which is
+/* The reports on stdout and the summary line "check: ..." (-q: that
+ * line alone; with --replay, the replay lines after them, -q: those
+ * only), or as JSON on stdout (--json) or to --json=FILE, which is
  * written whole as a run's output files are. Returns -1, or the exit
  * status of a failure. */
 static int races_output(const sim_options *o, const ovl_report *report,
@@ -290,8 +308,9 @@ static int races_output(const sim_options *o, const ovl_report *report,
   size_t len = 0;
 
   if (o->json == NULL) {
+    /* -q: the summary line alone (with --replay, the replay's lines). */
     if (!(o->replay != 0 && o->common.quiet)) {
-      if (sim_print_races(report, false, stdout) < 0)
+      if (!o->common.quiet && sim_print_races(report, false, stdout) < 0)
         return EXIT_RUNTIME;
       printf("check: ");
       sim_print_check_summary(report, stdout);
@@ -451,10 +470,14 @@ static void on_progress(void *ctx, const ovl_report *report,
   switch (ev) {
   case OVL_PIPELINE_CHECKED:
     sim_print_header(t->o, t->world, ovl_report_program(report), t->path,
-                     t->per_op);
+                     t->per_op, ovl_report_not_run(report));
+    /* Seen before the first row, which may be minutes away (stdout a
+     * pipe or a file is not flushed at a newline). */
+    flush_output(stdout);
     break;
   case OVL_PIPELINE_READY:
     sim_print_table_header(t->o->trials != 1);
+    flush_output(stdout);
     break;
   case OVL_PIPELINE_RAN:
   default:
@@ -585,6 +608,7 @@ static int finish_run(const sim_options *o, const outfile outs[N_OUTPUTS],
     sim_print_op_times(report, o);
   if (!o->common.quiet) {
     sim_print_summary(report);
+    sim_print_noise(report);
     sim_print_mismatches(report);
   }
   bool found = sum.races > 0 || sum.mismatches > 0 || sum.deadlocks > 0;
@@ -602,25 +626,7 @@ static int finish_run(const sim_options *o, const outfile outs[N_OUTPUTS],
   rc = tool_agree(procs, write_run_outputs(o, outs, report, status));
   if (rc >= 0)
     return rc;
-  if (sum.nonfinite > 0)
-    printf("result: FAIL: %lld fetched value%s not finite (NaN or an "
-           "infinity)%s%s\n",
-           (long long)sum.nonfinite, sum.nonfinite == 1 ? " is" : "s are",
-           sum.mismatched > sum.nonfinite ? ", and numeric mismatch" : "",
-           sum.races > 0 ? ", and races" : "");
-  else if (sum.mismatched > 0) {
-    printf("result: FAIL: numeric mismatch (");
-    sim_print_tolerance(report);
-    printf(")%s\n", sum.races > 0 ? ", and races" : "");
-  } else if (found) {
-    printf("result: FAIL: ");
-    sim_print_check_summary(report, stdout);
-    if (ovl_report_not_run(report) != NULL)
-      printf(" (nothing ran: %s)\n", ovl_report_not_run(report));
-    else
-      printf(" (the numbers matched this time)\n");
-  } else
-    printf("result: PASS\n");
+  sim_print_verdict(report, o);
   return status;
 }
 
@@ -647,6 +653,7 @@ static int overlap_sim(int argc, char **argv) {
 
   sim_options_init(&o);
   rc = sim_parse_flags(argc, argv, &o);
+  quiet = o.common.quiet != 0;
   /* Under mpirun: every step the processes take together, from the
    * agreement on the flags on, ends within --timeout (plus the library's
    * margin), even where the processes were given different flags. */
@@ -666,6 +673,10 @@ static int overlap_sim(int argc, char **argv) {
     rc = route_json_stdout(&o);
   if ((rc = tool_agree(procs, rc)) >= 0)
     goto out;
+  /* `overlap_sim | head -1` ends when head does, not at the next row. */
+  if (tool_prints_report())
+    tool_watch_reader(json_stdout != NULL ? fileno(json_stdout)
+                                          : STDOUT_FILENO);
   /* Under mpirun only process 0 has outputs: every process learns whether
    * it can go on (tool_agree), as after each step that one process may
    * fail alone. */
@@ -755,9 +766,12 @@ int main(int argc, char **argv) {
     const char *slash = strrchr(argv[0], '/');
     progname = slash ? slash + 1 : argv[0];
   }
+  /* SIGINT says "interrupted"; a reader that goes away ends the tool. */
+  tool_signals_init();
   rc = tool_procs_init(&argc, &argv, &procs);
   if (rc >= 0)
     return rc;
+  tool_signals_rank(ovl_procs_rank(procs));
   rc = overlap_sim(argc, argv);
   /* Every way out, --help and --races included: what went to stdout must
    * have arrived (a full disk, a closed pipe), or the exit says so. */

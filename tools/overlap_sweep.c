@@ -530,9 +530,15 @@ int main(int argc, char **argv) {
     const char *slash = strrchr(argv[0], '/');
     progname = slash ? slash + 1 : argv[0];
   }
+  /* SIGINT says "interrupted"; a reader that goes away (`| head`) ends the
+   * sweep at once. */
+  tool_signals_init();
   rc = tool_procs_init(&argc, &argv, &procs);
   if (rc >= 0)
     return rc;
+  tool_signals_rank(ovl_procs_rank(procs));
+  if (tool_prints_report())
+    tool_watch_reader(STDOUT_FILENO);
   /* Every way out, --help included: the table must have arrived (a full
    * disk, a closed pipe), or the exit says so. */
   rc = close_output(stdout, "standard output", overlap_sweep(argc, argv));

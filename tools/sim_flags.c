@@ -86,7 +86,7 @@ void sim_usage(FILE *f) {
           "fetched value against a float64 reference. (The default run "
           "shortens the seed's\n"
           "loop from 4 ranks on, -D steps=N, so that its values stay finite: "
-          "see README.)\n"
+          "see\ndocs/OVERLAP_SIM.md, \"The seed at any rank count\".)\n"
           "\n",
           progname);
   common_flag_help(f, &sim_flag_set, CF_BACKEND, NULL);
@@ -175,9 +175,8 @@ void sim_usage(FILE *f) {
       "                       exit 0 when the fixed schedule has no "
       "findings, 4 if any\n"
       "                       are left\n"
-      "      --json=FILE      the results of the run as JSON (stable keys, "
-      "see README;\n"
-      "                       FILE '-' is stdout, and the table then goes to "
+      "      --json=FILE      the results of the run as JSON (docs/JSON.md;\n"
+      "                       FILE '-' is stdout, the table then on "
       "stderr);\n"
       "                       with --races, --json[=FILE]: the check reports "
       "as JSON\n"
@@ -241,7 +240,9 @@ void sim_usage(FILE *f) {
       "CPUs)\n",
       f);
   common_flag_help(f, &sim_flag_set, CF_QUIET,
-                   "print only the verdict line and errors");
+                   "print only the result line and errors (--races: the\n"
+                   "check line; no table, overlap, warning or 'wrote'\n"
+                   "lines)");
   fputs(
       "  -v, --verbose        also print every timed iteration\n",
       f);
@@ -279,6 +280,24 @@ void sim_usage(FILE *f) {
       "to its\n"
       "target. A FILE that is the schedule or another output is refused.\n"
       "\n"
+      "After the table come the summary figures, a line 'warning: ...' for "
+      "each that\n"
+      "is noise (the async speedup's trials spread more than 0.3 of its "
+      "median, an\n"
+      "iteration under 1 ms, an overlap efficiency outside [0, 1]), and two "
+      "verdicts\n"
+      "kept apart: 'overlap: async 1.35x sync: faster' (or slower (no gain), "
+      "no gain,\n"
+      "unclear where the figures are noise; with the ideal speedup and the "
+      "overlap\n"
+      "efficiency, or the flag that gives them), what the overlap bought, "
+      "and\n"
+      "'result: PASS' or 'result: FAIL: ...', whether the numbers are right; "
+      "on a\n"
+      "terminal, a last line 'next: ...' says what to run next. Each output "
+      "file\n"
+      "written gets a line 'wrote FILE (json|trace|svg|fix)' on stderr.\n"
+      "\n"
       "Exit status: 0 ok, 1 numeric mismatch (or a fetched NaN or infinity), "
       "2 usage or\n"
       "schedule error (also an output FILE that is the schedule or another "
@@ -287,7 +306,12 @@ void sim_usage(FILE *f) {
       "standard output\n"
       "not written), 4 races, mismatches or deadlocks found (numbers right, "
       "or nothing\n"
-      "ran; --races and --replay: any found).\n",
+      "ran; --races and --replay: any found). An interrupt (SIGINT) prints\n"
+      "'interrupted' and ends the tool as the signal does (130 in the "
+      "shell), an output\n"
+      "file being written removed, never left half-written; a reader of "
+      "stdout that\n"
+      "goes away (| head -1) ends it at once, quietly (SIGPIPE, 141).\n",
       f);
 }
 

@@ -23,7 +23,7 @@ static void format_shape(const ovl_var_info *v, char *buf, size_t len) {
 
 void sim_print_header(const sim_options *o, const ovl_world *world,
                       const ovl_program *prog, const char *path,
-                      uint64_t per_op) {
+                      uint64_t per_op, const char *not_run) {
   size_t np = ovl_program_param_count(prog);
   bool cpu_default = false;
   uint64_t vars = ovl_program_bytes_per_rank(prog);
@@ -52,13 +52,17 @@ void sim_print_header(const sim_options *o, const ovl_world *world,
   if (ops > vars)
     printf(", %zu ops (%s of host memory)", ovl_program_op_count(prog),
            format_bytes(ops, b, sizeof b));
-  printf(", %d iteration%s (%d warmup, %d timed)%s\n",
-         o->common.warmup + o->common.iters,
-         o->common.warmup + o->common.iters == 1 ? "" : "s",
-         o->common.warmup, o->common.iters,
-         o->common.graph ? ", as CUDA graphs (captured once, replayed every "
-                           "iteration)"
-                         : "");
+  /* A run the checks stopped ran no iteration: its header says so. */
+  if (not_run != NULL)
+    printf(", nothing ran (%s)\n", not_run);
+  else
+    printf(", %d iteration%s (%d warmup, %d timed)%s\n",
+           o->common.warmup + o->common.iters,
+           o->common.warmup + o->common.iters == 1 ? "" : "s",
+           o->common.warmup, o->common.iters,
+           o->common.graph ? ", as CUDA graphs (captured once, replayed "
+                             "every iteration)"
+                           : "");
   if (cpu_default) {
     printf("  * smaller default for the cpu backend; full size:");
     for (size_t i = 0; i < np; i++) {
@@ -70,7 +74,7 @@ void sim_print_header(const sim_options *o, const ovl_world *world,
     }
     printf("\n");
   }
-  if (strcmp(ovl_world_backend_name(world), "cpu") == 0)
+  if (strcmp(ovl_world_backend_name(world), "cpu") == 0 && not_run == NULL)
     printf("  cpu backend: these times are an emulation on host cores (every "
            "stream a thread; %ld cores here), not device figures\n",
            sysconf(_SC_NPROCESSORS_ONLN));
@@ -140,8 +144,13 @@ void sim_print_row(const ovl_report *r, size_t i, size_t trial,
 void sim_print_op_times(const ovl_report *r, const sim_options *o) {
   ovl_report_machine mc;
   ovl_report_machine_get(r, &mc);
-  printf("op times (device clock, per iteration, mean over %d timed "
-         "iterations and %d ranks):\n",
+  /* The cpu backend's timers are the host clock as each emulated stream
+   * reaches them: no device clock. */
+  printf("op times (%s, per iteration, mean over %d timed iterations and "
+         "%d ranks):\n",
+         mc.backend != NULL && strcmp(mc.backend, "cpu") == 0
+             ? "host clock as each emulated stream reaches the op"
+             : "device clock",
          o->common.iters, mc.nranks);
   printf("%-6s %5s  %-18s %-8s %6s %10s %10s\n", "mode", "line", "op",
          "stream", "count", "ms/iter", "us/op");

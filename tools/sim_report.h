@@ -16,11 +16,13 @@
 
 /* The header: backend, ranks and devices, the schedule and its params, the
  * memory per rank (and the ops' host memory where that is more: `per_op`
- * is ovl_host_bytes_per_op), the iterations; then the line giving the full
- * sizes where the cpu backend's smaller defaults were used. */
+ * is ovl_host_bytes_per_op), the iterations, or where the checks stopped
+ * the run (`not_run`: ovl_report_not_run) "nothing ran (WHY)"; then the
+ * line giving the full sizes where the cpu backend's smaller defaults were
+ * used, and the cpu backend's note on its times (where there are). */
 void sim_print_header(const sim_options *o, const ovl_world *world,
                       const ovl_program *prog, const char *path,
-                      uint64_t per_op);
+                      uint64_t per_op, const char *not_run);
 
 /* The table's column names; with `trials`, a column for the trial. */
 void sim_print_table_header(bool trials);

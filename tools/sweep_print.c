@@ -99,8 +99,12 @@ void sweep_print_header(const sweep_state *t) {
            "iteration, kernels included)\n",
            o->common.iters);
   else
-    printf("# time: device clock, per collective: mean over %d timed "
-           "iterations x reps collectives x %d ranks\n",
+    /* The cpu backend's timers: the host clock as each emulated stream
+     * reaches them, no device clock. */
+    printf("# time: %s, per collective: mean over %d timed iterations x "
+           "reps collectives x %d ranks\n",
+           t->cpu ? "host clock as each emulated stream reaches the op"
+                  : "device clock",
            o->common.iters, t->nranks);
   if (t->cpu)
     printf("# cpu backend: these times are an emulation on host cores "

@@ -4,11 +4,15 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -91,12 +95,23 @@ bool parse_double(const char *s, double lo, double hi, double *out) {
  * fail again and say why. */
 static int flush_errno;
 
+/* The reader of stdout went away (EPIPE, where SIGPIPE did not end the
+ * tool: it was ignored after tool_signals_init): end now, as SIGPIPE
+ * would, with no message. */
+static void reader_gone(void) {
+  (void)raise(SIGPIPE);
+  fflush(stderr);
+  _exit(TOOL_EXIT_PIPE);
+}
+
 void flush_output(FILE *f) {
   /* A write that failed inside printf (its text was more than the
    * buffer) left the error flag and errno, and an empty buffer: this
    * flush succeeds, and errno is still the write's. */
   if ((fflush(f) != 0 || ferror(f)) && flush_errno == 0)
     flush_errno = errno;
+  if (flush_errno == EPIPE)
+    reader_gone();
 }
 
 int close_output(FILE *f, const char *name, int status) {
@@ -116,12 +131,99 @@ int close_output(FILE *f, const char *name, int status) {
     return status;
   if (e == 0)
     e = flush_errno;
+  /* Nobody reads any more (`| head -1`): a quiet end, as SIGPIPE's. */
+  if (e == EPIPE)
+    return status == TOOL_EXIT_USAGE ? status : TOOL_EXIT_PIPE;
   if (e != 0)
     fprintf(stderr, "%s: write error on %s: %s\n", progname, name,
             strerror(e));
   else
     fprintf(stderr, "%s: write error on %s\n", progname, name);
   return status == TOOL_EXIT_USAGE ? status : TOOL_EXIT_RUNTIME;
+}
+
+/* ------------------------------------------------------------------ */
+/* Ends from outside: an interrupt, a reader that went away             */
+/* ------------------------------------------------------------------ */
+
+/* "PROG: interrupted\n" (led by "process P: " under mpirun), ready for
+ * the handler, which may only make async-signal-safe calls. */
+static char interrupted_msg[160];
+static volatile sig_atomic_t interrupted_len;
+
+static void on_interrupt(int sig) {
+  struct sigaction dfl = {.sa_handler = SIG_DFL};
+  ssize_t w = write(STDERR_FILENO, interrupted_msg, (size_t)interrupted_len);
+  (void)w;
+  /* Die of the signal, as without the handler (the shell's status 130):
+   * the signal is blocked while its handler runs, and delivered with the
+   * default action when it returns. */
+  sigemptyset(&dfl.sa_mask);
+  (void)sigaction(sig, &dfl, NULL);
+  (void)raise(sig);
+}
+
+void tool_signals_rank(int rank) {
+  char msg[sizeof interrupted_msg];
+  if (rank > 0)
+    snprintf(msg, sizeof msg, "process %d: %s: interrupted\n", rank,
+             progname);
+  else
+    snprintf(msg, sizeof msg, "%s: interrupted\n", progname);
+  /* The handler reads the length first: never more than the text. */
+  interrupted_len = 0;
+  memcpy(interrupted_msg, msg, sizeof msg);
+  interrupted_len = (sig_atomic_t)strlen(msg);
+}
+
+void tool_signals_init(void) {
+  struct sigaction sa = {.sa_handler = on_interrupt}, old;
+  /* A filter ends when its reader does, whatever was inherited (a shell's
+   * `trap '' PIPE`). Before MPI_Init, which may set its own. */
+  (void)signal(SIGPIPE, SIG_DFL);
+  tool_signals_rank(0);
+  /* An interrupt that was ignored stays ignored (sh starts background
+   * jobs so). */
+  if (sigaction(SIGINT, NULL, &old) != 0 || old.sa_handler == SIG_IGN)
+    return;
+  sigemptyset(&sa.sa_mask);
+  (void)sigaction(SIGINT, &sa, NULL);
+}
+
+/* The watcher of stdout's reader: poll() says POLLERR (a pipe) or POLLHUP
+ * (a socket) once nobody can read what the tool writes. */
+static void *watch_reader(void *arg) {
+  struct pollfd p = {.fd = *(const int *)arg, .events = 0};
+  for (;;) {
+    int n = poll(&p, 1, -1);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 || (p.revents & POLLNVAL) != 0)
+      return NULL;
+    if ((p.revents & (POLLERR | POLLHUP)) != 0)
+      break;
+  }
+  /* SIGPIPE's default action ends the process (the output files' handler,
+   * when one is being written, removes its temporary file first); where
+   * it is ignored, the next write says EPIPE. */
+  (void)raise(SIGPIPE);
+  return NULL;
+}
+
+void tool_watch_reader(int fd) {
+  static int watched;
+  struct stat st;
+  pthread_t th;
+  pthread_attr_t attr;
+  if (fstat(fd, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+    return;
+  watched = fd;
+  if (pthread_attr_init(&attr) != 0)
+    return;
+  (void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  (void)pthread_attr_setstacksize(&attr, 64 * 1024);
+  (void)pthread_create(&th, &attr, watch_reader, &watched);
+  pthread_attr_destroy(&attr);
 }
 
 const char *escape_arg(const char *s, char *buf, size_t len) {

@@ -18,6 +18,9 @@
 #define TOOL_EXIT_USAGE 2
 /* Exit status of a runtime error (a device, an output not written). */
 #define TOOL_EXIT_RUNTIME 3
+/* Exit status where the reader of stdout went away (128 + SIGPIPE, as a
+ * death by SIGPIPE shows in the shell). */
+#define TOOL_EXIT_PIPE 141
 
 /* The tool's name in messages; each main sets it from argv[0]. */
 extern const char *progname;
@@ -62,8 +65,24 @@ uint64_t host_memory_from(const char *proc_cgroup, const char *cgroup_root,
 
 /* fflush(f) where the output must show now (a table's row), or right after
  * a long printf; an error, of the flush or of a write before it, is kept
- * for close_output(), which reports it. */
+ * for close_output(), which reports it. EPIPE (nobody reads stdout any
+ * more, and SIGPIPE is ignored) ends the tool at once, quietly, with
+ * TOOL_EXIT_PIPE. */
 void flush_output(FILE *f);
+
+/* At the start of a tool, before tool_procs_init: SIGPIPE's default
+ * action (a reader that goes away ends the tool, `tool | head -1`,
+ * whatever disposition was inherited), and SIGINT prints "PROG:
+ * interrupted" before the tool dies of it (the shell's status 130); an
+ * interrupt that was ignored stays ignored. The output files being
+ * written are removed by their own handler first (tools/outfile.c). */
+void tool_signals_init(void);
+/* Under mpirun, process P > 0 says "process P: PROG: interrupted". */
+void tool_signals_rank(int rank);
+/* Where `fd` (the tool's stdout) is a pipe or a socket: a thread that ends
+ * the tool (SIGPIPE) as soon as nobody can read it, rather than at the
+ * next write, which may be minutes of a run away. */
+void tool_watch_reader(int fd);
 
 /* Join an MPI launch (ovl_procs_init) when an MPI launcher started the
  * tool. MPI's rank decides: process 0 prints the report; a process P > 0
@@ -108,7 +127,8 @@ int tool_procs_end(ovl_procs *procs, int rc);
  * `name` names in the message ("standard output"). A write error on it,
  * now or earlier, is reported, and the exit status `status` becomes
  * TOOL_EXIT_RUNTIME unless it already is that or TOOL_EXIT_USAGE: output
- * that never arrived is not a success. Returns the exit status. */
+ * that never arrived is not a success; EPIPE (the reader went away) is
+ * TOOL_EXIT_PIPE, with no message. Returns the exit status. */
 int close_output(FILE *f, const char *name, int status);
 
 /* "240.0 MB": decimal units, one decimal. */

@@ -57,7 +57,7 @@ typedef struct ovl_report_s ovl_report;
 typedef enum {
   /* Every check is done (with `races`; the forms are made); nothing has
    * run. The only event without `run`, or when the checks stop the
-   * pipeline. */
+   * pipeline (ovl_report_not_run says so already). */
   OVL_PIPELINE_CHECKED = 0,
   /* The reference is ready (where needed); the runs start. */
   OVL_PIPELINE_READY,

@@ -1,5 +1,5 @@
 /*
- * Integer expressions (lang/lang.h; README, "Schedules"): `peer=(rank + 1)
+ * Integer expressions (lang/lang.h; docs/LANGUAGE.md): `peer=(rank + 1)
  * % nranks`, `shape=[rows, cols / nranks]`, `ranks=[1:nranks]`, `repeat
  * 2 * n {`. Parsing (syntax.c) keeps one as its nodes in postfix order;
  * this evaluates them for binding, and gives their text to messages.

@@ -1,6 +1,6 @@
 /*
  * The schedule language, internal to src/lang/ (docs/ARCHITECTURE.md, "The
- * pipeline"; README, "Schedules"). Two steps:
+ * pipeline"; docs/LANGUAGE.md). Two steps:
  *
  *   parse  text -> ovl_schedule: the statements as written, checked for
  *          syntax. No rank count, no backend, no -D: a param's name stays a

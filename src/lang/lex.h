@@ -1,5 +1,5 @@
 /*
- * The schedule language's lexer (README, "Schedules"): bytes -> tokens that
+ * The schedule language's lexer (docs/LANGUAGE.md): bytes -> tokens that
  * carry their line and column. Internal to src/lang/.
  *
  * Characters are ASCII only, whatever the locale. Float literals are read
@@ -49,7 +49,7 @@ typedef enum {
   T_RBRACE,
   T_COMMA,
   T_EQUALS,
-  /* Integer expressions (README, "Schedules"): + - * / %, and ':' of a
+  /* Integer expressions (docs/LANGUAGE.md): + - * / %, and ':' of a
    * range A:B in ranks=[...]. A '-' that starts a number is part of the
    * number's token (the parser splits `rank -1` into rank - 1). */
   T_PLUS,

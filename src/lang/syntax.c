@@ -1,6 +1,6 @@
 /*
  * Parse: tokens -> the statements of a schedule (lang/lang.h; docs/
- * ARCHITECTURE.md, "The pipeline"; README, "Schedules").
+ * ARCHITECTURE.md, "The pipeline"; docs/LANGUAGE.md).
  *
  * One statement a line: `param NAME = VALUE [, cpu = VALUE]`, `repeat
  * COUNT {`, `group {`, `}` (this file), or a call `[out, ... =] op(pos,
@@ -21,7 +21,9 @@
  * of blocks (balanced, at most MAX_DEPTH deep; a group holds only send_v2
  * and recv_v2, so no block), op names (with a suggestion for a misspelt
  * one), literal repeat counts, and param declarations (once each, at top
- * level, not a reserved word). The first error stops parsing.
+ * level, not a reserved word). A statement of another language (`if rank
+ * == 0 {`, `for`, `while`, a bare `{`) says what this one has instead. The
+ * first error stops parsing.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,9 +207,69 @@ static ovl_status close_block(syntax *X) {
   return advance(X);
 }
 
+/* ------------------------------------------------------------------ */
+/* Syntax of other languages                                           */
+/* ------------------------------------------------------------------ */
+
+/* What the language has instead of branches on the rank. */
+static const char ranks_hint[] =
+    "an op runs on the ranks of its ranks=[...] argument (b = scale(a, "
+    "ranks=[0]) runs on rank 0 alone), and peer= and root= take "
+    "expressions of rank and nranks (peer=(rank + 1) % nranks); see "
+    "\"Ranks that differ\" in docs/LANGUAGE.md";
+
+/* The kind of statement of another language that the word `t` begins
+ * (when not followed by '=' or ',': a variable may be named so): 1 a
+ * branch, 2 a loop, 0 neither. */
+static int foreign_word(const syntax *X, const token *t) {
+  static const char *const branch[] = {"if", "elif", "else", "switch",
+                                        "case", "unless"};
+  static const char *const loop[] = {"for", "foreach", "while", "do",
+                                      "loop", "until"};
+  const char *p = t->s + t->n;
+  while (p < X->lx.end && (*p == ' ' || *p == '\t'))
+    p++;
+  if (p < X->lx.end &&
+      (*p == ',' || (*p == '=' && (p + 1 == X->lx.end || p[1] != '='))))
+    return 0;
+  for (size_t i = 0; i < sizeof branch / sizeof branch[0]; i++)
+    if (ovl__name_eq(t->s, t->n, branch[i]))
+      return 1;
+  for (size_t i = 0; i < sizeof loop / sizeof loop[0]; i++)
+    if (ovl__name_eq(t->s, t->n, loop[i]))
+      return 2;
+  return 0;
+}
+
+/* `if rank == 0 {`, `for i in ...`, `while`, a bare `{`: the error says
+ * what the language has instead (docs/LANGUAGE.md, "Ranks that differ").
+ * Decided on the first token, before the rest of the line is read (its
+ * ';' or '==' would be an error of its own). */
+static ovl_status foreign_statement(syntax *X, int kind) {
+  const token *t = &X->tok;
+  if (kind == 1)
+    return perr(X, t->line, t->col,
+                "'%.*s' is not in the schedule language: there are no "
+                "branches; %s",
+                (int)t->n, t->s, ranks_hint);
+  if (kind == 2)
+    return perr(X, t->line, t->col,
+                "'%.*s' is not in the schedule language: a loop is "
+                "'repeat N {' ... '}' (N an int, a param or an expression "
+                "of nranks); for ops that differ by rank, %s",
+                (int)t->n, t->s, ranks_hint);
+  return perr(X, t->line, t->col,
+              "'{' opens a block only after 'repeat N' or 'group'; for ops "
+              "that differ by rank, %s",
+              ranks_hint);
+}
+
 static ovl_status parse_statement(syntax *X) {
   char descbuf[64];
   const token *t = &X->tok;
+  int foreign = t->type == T_IDENT ? foreign_word(X, t) : 0;
+  if (foreign != 0 || t->type == T_LBRACE)
+    return foreign_statement(X, foreign);
   if (ovl__tok_is(t, T_IDENT, "param"))
     return parse_param(X);
   if (ovl__tok_is(t, T_IDENT, "repeat"))
@@ -233,6 +295,8 @@ static ovl_status parse_file(syntax *X) {
       break;
     if ((st = parse_statement(X)) != OVL_OK)
       return st;
+    if (X->tok.type == T_IDENT && foreign_word(X, &X->tok) != 0)
+      return foreign_statement(X, foreign_word(X, &X->tok));
     if (X->tok.type != T_NEWLINE && X->tok.type != T_EOF)
       return perr(X, X->tok.line, X->tok.col,
                   "unexpected %s after statement (one statement per line)",

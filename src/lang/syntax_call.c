@@ -149,24 +149,66 @@ static size_t edit_distance(const char *a, size_t na, const char *b,
   return row[nb];
 }
 
-static ovl_status unknown_op(syntax *X, const name *op) {
-  const char *best = NULL;
-  size_t bestd = 4; /* suggest within edit distance 3 */
-  for (const ovl__opdef *d = ovl__optable;; d++) {
-    const char *cand = d->name != NULL ? d->name : "data";
+/* The op names a suggestion may give: every row of the op table, and
+ * data (whose row is the table's end). */
+static const char *op_name_at(const ovl__opdef *d) {
+  return d->name != NULL ? d->name : "data";
+}
+
+/* Whether `cand` starts or ends with the n bytes of `s` (n >= 3, shorter
+ * than cand): c_allreduce -> c_allreduce_sum, allreduce_sum ->
+ * c_allreduce_sum. */
+static bool affix_of(const char *s, size_t n, const char *cand) {
+  size_t m = strlen(cand);
+  return n >= 3 && n < m &&
+         (memcmp(cand, s, n) == 0 || memcmp(cand + m - n, s, n) == 0);
+}
+
+#define MAX_SUGGEST 6
+
+/* The names close to the op name `op`: those at the least edit distance,
+ * at most 2 (and less than its length: 'ab' is close to nothing); else
+ * those it is the start or the end of. At most MAX_SUGGEST, in table
+ * order; returns how many. */
+static size_t close_ops(const name *op, const char *out[MAX_SUGGEST]) {
+  size_t n = 0, bestd = 3; /* a close name is at most 2 edits away */
+  const ovl__opdef *d = ovl__optable;
+  do {
+    const char *cand = op_name_at(d);
     size_t dist = edit_distance(op->s, op->n, cand, strlen(cand));
     if (dist < bestd && dist < op->n) {
       bestd = dist;
-      best = cand;
+      n = 0;
     }
-    if (d->name == NULL)
-      break;
-  }
-  if (best != NULL)
-    return perr(X, op->line, op->col,
-                "unknown op '%.*s' (did you mean '%s'?)", (int)op->n, op->s,
-                best);
-  return perr(X, op->line, op->col, "unknown op '%.*s'", (int)op->n, op->s);
+    if (dist == bestd && bestd <= 2 && n < MAX_SUGGEST)
+      out[n++] = cand;
+  } while ((d++)->name != NULL);
+  if (n > 0)
+    return n;
+  d = ovl__optable;
+  do {
+    if (affix_of(op->s, op->n, op_name_at(d)) && n < MAX_SUGGEST)
+      out[n++] = op_name_at(d);
+  } while ((d++)->name != NULL);
+  return n;
+}
+
+/* "unknown op 'relu'", with "(did you mean 'assign'?)" or "(did you mean
+ * 'c_allreduce_sum', ... or 'c_allreduce_avg'?)" where close names exist
+ * (close_ops): a suggestion that is not close misleads. */
+static ovl_status unknown_op(syntax *X, const name *op) {
+  const char *best[MAX_SUGGEST];
+  char list[MAX_SUGGEST * 40] = "";
+  size_t n = close_ops(op, best), off = 0;
+  if (n == 0)
+    return perr(X, op->line, op->col, "unknown op '%.*s'", (int)op->n,
+                op->s);
+  for (size_t i = 0; i < n && off < sizeof list; i++)
+    off += (size_t)snprintf(list + off, sizeof list - off, "%s'%s'",
+                            i == 0 ? "" : i + 1 < n ? ", " : " or ",
+                            best[i]);
+  return perr(X, op->line, op->col, "unknown op '%.*s' (did you mean %s?)",
+              (int)op->n, op->s, list);
 }
 
 /* ------------------------------------------------------------------ */

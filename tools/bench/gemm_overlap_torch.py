@@ -2,8 +2,8 @@
 """gemm_overlap_torch.py: schedules/gemm_overlap.sched's step in PyTorch.
 
 The same step as overlap-sim runs it, so that the two can be timed side by
-side on one machine (README, "Matrix multiply: GEMM beside the
-allreduce"). One process per GPU (torch.multiprocessing, a NCCL process
+side on one machine (docs/MATMUL.md, "The schedules"; the figures:
+docs/RESULTS.md). One process per GPU (torch.multiprocessing, a NCCL process
 group); per step, for each of --layers layers:
 
     dw[l] = x^T @ dy               x [2H, H/2], dy [2H, H] (H = --hidden):
