@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "ovl.h"
 
@@ -196,6 +198,73 @@ static inline int tu_run_suite(Suite *s) {
   failed = srunner_ntests_failed(sr);
   srunner_free(sr);
   return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+/* main() of a suite whose test cases mostly wait (chaos sleeps, timeouts):
+ * each case of `cases` (the names given to tcase_create, NULL-ended,
+ * every case of the suite) runs in a process of its own, side by side,
+ * so that one suite does not hold a slot of `make -j2 check` for the sum
+ * of its waits. Each case's output is printed whole, in the order of
+ * `cases`. A case that runs no test (a name not in the suite) fails.
+ * With CK_RUN_CASE, CK_RUN_SUITE or CK_FORK=no set: tu_run_suite. */
+static inline int tu_run_suite_cases(Suite *s, const char *const *cases) {
+  const char *fork_mode = getenv("CK_FORK");
+  if (getenv("CK_RUN_CASE") != NULL || getenv("CK_RUN_SUITE") != NULL ||
+      (fork_mode != NULL && strcmp(fork_mode, "no") == 0))
+    return tu_run_suite(s);
+  size_t n = 0;
+  while (cases[n] != NULL)
+    n++;
+  FILE **outs = calloc(n, sizeof *outs);
+  pid_t *pids = calloc(n, sizeof *pids);
+  int failed = 0;
+  if (outs == NULL || pids == NULL) {
+    free(outs);
+    free(pids);
+    return tu_run_suite(s);
+  }
+  fflush(stdout);
+  fflush(stderr);
+  for (size_t i = 0; i < n; i++) {
+    outs[i] = tmpfile();
+    pids[i] = outs[i] != NULL ? fork() : -1;
+    if (pids[i] == 0) {
+      dup2(fileno(outs[i]), STDOUT_FILENO);
+      dup2(fileno(outs[i]), STDERR_FILENO);
+      SRunner *sr = srunner_create(s);
+      srunner_run(sr, NULL, cases[i], CK_NORMAL);
+      int bad = srunner_ntests_failed(sr) != 0;
+      if (srunner_ntests_run(sr) == 0) {
+        printf("%s: no test ran: no case of this name in the suite\n",
+               cases[i]);
+        bad = 1;
+      }
+      fflush(stdout);
+      _exit(bad ? EXIT_FAILURE : EXIT_SUCCESS);
+    }
+    if (pids[i] < 0) {
+      printf("%s: cannot start its process\n", cases[i]);
+      failed = 1;
+    }
+  }
+  for (size_t i = 0; i < n; i++) {
+    int status = 0;
+    if (pids[i] > 0 && (waitpid(pids[i], &status, 0) != pids[i] ||
+                        !WIFEXITED(status) ||
+                        WEXITSTATUS(status) != EXIT_SUCCESS))
+      failed = 1;
+    if (outs[i] != NULL) {
+      char buf[4096];
+      size_t got;
+      rewind(outs[i]);
+      while ((got = fread(buf, 1, sizeof buf, outs[i])) > 0)
+        fwrite(buf, 1, got, stdout);
+      fclose(outs[i]);
+    }
+  }
+  free(outs);
+  free(pids);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
 #endif

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "backend/backend.h"
+#include "check_util.h"
 
 static const ovl__backend_ops *const B = &ovl__backend_cpu;
 
@@ -2220,10 +2221,13 @@ static Suite *backend_cpu_suite(void) {
   return s;
 }
 
+/* Every case of the suite, run side by side (tu_run_suite_cases: the
+ * streams' and point-to-point cases mostly wait): a new case is a name
+ * here. */
+static const char *const backend_cpu_cases[] = {
+    "streams", "kernels", "collectives", "failures", "reduce_alltoall_barrier",
+    "p2p",     NULL};
+
 int main(void) {
-  SRunner *sr = srunner_create(backend_cpu_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? 0 : 1;
+  return tu_run_suite_cases(backend_cpu_suite(), backend_cpu_cases);
 }

@@ -906,6 +906,7 @@ END_TEST
 /* ------------------------------------------------------------------ */
 
 static const unsigned chaos_seeds[] = {1, 2, 3, 0xC0FFEEu};
+#define NCHAOS_SEEDS ((int)(sizeof chaos_seeds / sizeof chaos_seeds[0]))
 
 /* Clean schedules stay right under chaos, in both modes, for every seed:
  * the seed benchmark at a small size (16 of its 64 steps: each step is the
@@ -1523,6 +1524,12 @@ START_TEST(first_disagreement_static) {
 }
 END_TEST
 
+/* The suite's cases, which run side by side (tu_run_suite_cases): a new
+ * case is a name here. */
+static const char *const world_cases[] = {
+    "cpu",   "bad_schedules", "schedules",   "generic_ops", "ranks_differ",
+    "chaos", "chaos_more",    "chaos_wrong", NULL};
+
 static Suite *world_suite(void) {
   Suite *s = suite_create("world");
   TCase *tc = tcase_create("cpu");
@@ -1547,9 +1554,13 @@ static Suite *world_suite(void) {
   tcase_add_test(tc, tuning_only_before_the_first_run);
   suite_add_tcase(s, tc);
 
-  tc = tcase_create("schedules");
+  tc = tcase_create("bad_schedules");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, bad_schedules_fail_good_twins_pass);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("schedules");
+  tcase_set_timeout(tc, 120);
   tcase_add_loop_test(tc, good_schedules_pass, 0,
                       (int)(sizeof good_rank_counts /
                             sizeof good_rank_counts[0]));
@@ -1578,11 +1589,21 @@ static Suite *world_suite(void) {
   tc = tcase_create("chaos");
   tcase_set_timeout(tc, 120);
   tcase_add_loop_test(tc, chaos_keeps_clean_schedules_right, 0,
-                      (int)(sizeof chaos_seeds / sizeof chaos_seeds[0]));
+                      NCHAOS_SEEDS / 2);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("chaos_more");
+  tcase_set_timeout(tc, 120);
+  tcase_add_loop_test(tc, chaos_keeps_clean_schedules_right, NCHAOS_SEEDS / 2,
+                      NCHAOS_SEEDS);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("chaos_wrong");
+  tcase_set_timeout(tc, 120);
   tcase_add_loop_test(tc, chaos_keeps_missing_wait_wrong, 0,
                       (int)(sizeof chaos_seeds / sizeof chaos_seeds[0]));
   suite_add_tcase(s, tc);
   return s;
 }
 
-int main(void) { return tu_run_suite(world_suite()); }
+int main(void) { return tu_run_suite_cases(world_suite(), world_cases); }
