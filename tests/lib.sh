@@ -89,6 +89,40 @@ json_ok() {
   python3 "$src/tests/check_json.py" "$@" >>"$tmp/err" 2>&1
 }
 
+# Parallel sections, for tests whose runs mostly wait (chaos sleeps):
+# par_run FUNCTION ARGS... runs FUNCTION ARGS in the background, with a
+# tmp of its own and its PASS/FAIL lines in its own log, at most par_max
+# at once (OVL_TEST_JOBS, default 2); par_wait waits for them all, prints
+# their logs in the order they started and adds their counts.
+par_max=${OVL_TEST_JOBS:-2}
+par_n=0
+par_done=0
+par_run() {
+  par_n=$((par_n + 1))
+  mkdir "$tmp/par$par_n" || return 1
+  (
+    tmp=$tmp/par$par_n pass=0 fail=0
+    : >"$tmp/out"
+    : >"$tmp/err"
+    "$@"
+    echo "$pass $fail" >"$tmp/counts"
+  ) >"$tmp/par$par_n/log" 2>&1 &
+  if [ $(((par_n - par_done) % par_max)) -eq 0 ]; then wait; fi
+}
+par_wait() {
+  wait
+  while [ "$par_done" -lt "$par_n" ]; do
+    par_done=$((par_done + 1))
+    cat "$tmp/par$par_done/log"
+    if read -r par_p par_f <"$tmp/par$par_done/counts"; then
+      pass=$((pass + par_p)) fail=$((fail + par_f))
+    else
+      fail=$((fail + 1))
+      echo "FAIL: parallel job $par_done ended without its counts"
+    fi
+  done
+}
+
 # finish: the counts, and the exit status.
 finish() {
   echo "$pass passed, $fail failed"
