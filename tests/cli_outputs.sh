@@ -61,7 +61,7 @@ if run 0 svg --mode=all -n 2 -w 1 -D cols=10 --svg="$tmp/t.svg" &&
   [ "$(grep -Ec '>ops end at [0-9.]+ ms; iteration [0-9.]+ ms \(rank 0, barrier to barrier\); collectives ' "$tmp/t.svg")" -eq 4 ]
 then ok "--svg"; else ko "--svg"; fi
 
-# --json=FILE: the results of a run, with stable keys (README).
+# --json=FILE: the results of a run, with stable keys (docs/JSON.md).
 if run 0 json-results -n 3 -w 1 -D cols=10 --json="$tmp/r.json" && has out '^result: PASS$' &&
   grep -q '"result": "PASS"' "$tmp/r.json" && grep -q '"exit_status": 0' "$tmp/r.json" &&
   grep -q '"backend": "cpu", "ranks": 2' "$tmp/r.json" && grep -q '"nccl_version": "n/a"' "$tmp/r.json" &&

@@ -1,6 +1,6 @@
 #!/bin/sh
-# The fixed schedule: `overlap_sim --fix[=FILE]` (README, "Finding
-# ordering bugs") applies every checked hint (races, mismatches,
+# The fixed schedule: `overlap_sim --fix[=FILE]` (docs/ORDERING.md, "The
+# fix") applies every checked hint (races, mismatches,
 # deadlocks) to the schedule's text.
 #
 # - Every schedule of schedules/bad/ is fixed whole: --fix=FILE exits 0,

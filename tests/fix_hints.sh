@@ -1,6 +1,6 @@
 #!/bin/sh
-# The fix hints of `overlap_sim --races` fix (README, "Finding ordering
-# bugs"): for every schedule under schedules/bad/, tests/schedules/
+# The fix hints of `overlap_sim --races` fix (docs/ORDERING.md, "The
+# fix"): for every schedule under schedules/bad/, tests/schedules/
 # sync_only_race.sched and the seed without a wait, every race must have a
 # "fix (checked):" line, which is applied to the text mechanically, as a
 # user would, and --races run again on the result: that race is gone from
@@ -160,7 +160,7 @@ printf '%s\n' 'x = data(shape=[8], init=uniform)' 'c = scale(x, scale=1.0)' \
 check "races in nested loops" "$tmp/nested.sched"
 
 # The hints of mismatches and deadlocks, applied as a user would (the
-# grammar of README, "Finding ordering bugs"; every line one of the file
+# grammar of docs/ORDERING.md, "The fix"; every line one of the file
 # as it is; parts joined by "; "):
 #
 #   put lines N-K in one group         move line N before line M

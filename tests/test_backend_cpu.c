@@ -707,7 +707,7 @@ END_TEST
  * float16 s = -(1 + u) u/2, x = 1 - u, b = 1 + u (u = 2^-10) the exact
  * 1 + u/2 + 2^-31 is a float midpoint 1 + u/2, which ties to even, 1
  * (0x3c00): the reference, in double, gives 1 + u (test_reference's
- * test_half_scale_midpoint; README, "Numbers"). */
+ * test_half_scale_midpoint; docs/LANGUAGE.md, "dtypes"). */
 START_TEST(test_elementwise_half_bits) {
   const double u = 0x1p-10;
   static const struct {

@@ -595,7 +595,7 @@ START_TEST(machine_and_op_times) {
 }
 END_TEST
 
-/* The results JSON: the keys and layout README documents. */
+/* The results JSON: the keys and layout docs/JSON.md documents. */
 START_TEST(report_as_json) {
   ovl_world *w = make_world(10);
   ovl_program *p = parse(clean_text, "clean.sched");

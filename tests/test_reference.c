@@ -25,7 +25,7 @@ const char *__asan_default_options(void) {
 }
 #endif
 
-/* The most ranks the library takes (README: --ranks from 1 to 64). */
+/* The most ranks the library takes (docs/OVERLAP_SIM.md: --ranks from 1 to 64). */
 #define MAX_RANKS 64
 
 /* ------------------------------------------------------------------ */
@@ -473,7 +473,7 @@ END_TEST
  * above the midpoint 1 + u/2 by 2^-31, which float cannot hold: the float
  * is the midpoint, which ties to even, 1; the reference's double holds
  * it and rounds up, to 1 + u. (tests/test_backend_cpu checks the cpu
- * backend's 1; README, "Numbers", says so.) */
+ * backend's 1; docs/LANGUAGE.md, "dtypes", says so.) */
 START_TEST(test_half_scale_midpoint) {
   const double u = 0x1p-10, sc = -(1 + u) * u / 2;
   sched_text t = {0};

@@ -22,13 +22,13 @@ typedef struct ovl_reference_s ovl_reference;
 
 /* Interpret `prog` sequentially in float64 for `nranks` ranks (its own rank
  * count): each rank in its program order, ranks meeting at communication
- * as NCCL matches it (README, "Ranks that differ"). OVL_EMISMATCH, with
+ * as NCCL matches it (docs/LANGUAGE.md, "Ranks that differ"). OVL_EMISMATCH, with
  * the first disagreement named, for a program whose ranks disagree on the
  * matching or cannot all complete. */
 OVL_API ovl_status ovl_reference_compute(const ovl_program *prog, int nranks,
                                          ovl_reference **out, ovl_error *err);
 /*
- * Sampled rows (README, "Checking matrix multiplies"). A fetched variable
+ * Sampled rows (docs/MATMUL.md, "Checking large products"). A fetched variable
  * computed from a matmul_v2's output is checked on at most `max_rows`
  * rows of its dim 0, one in each of max_rows equal strata (the first and
  * the last row among them), on every rank; the reference computes only

@@ -252,7 +252,7 @@ OVL_API ovl_status ovl_report_json(const ovl_report *r,
  * forms whose findings read the same, grouped)}. The report must have
  * been made with the checks. A report
  * made with the replay has one more key, "replay" (what --replay --json
- * writes; README, "Finding ordering bugs"). *text is malloc'd (free()
+ * writes; docs/ORDERING.md, "The fix"). *text is malloc'd (free()
  * it). */
 OVL_API ovl_status ovl_report_races_json(const ovl_report *r, char **text,
                                          size_t *len, ovl_error *err);

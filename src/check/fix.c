@@ -1,6 +1,6 @@
 /*
- * Fix hints (docs/ARCHITECTURE.md, "Checks"; README, "Finding ordering
- * bugs"): for each race, an edit of the schedule's text that orders its
+ * Fix hints (docs/ARCHITECTURE.md, "Checks"; docs/ORDERING.md, "The
+ * fix"): for each race, an edit of the schedule's text that orders its
  * two accesses; check/fix_check.c holds the re-check that shows it does.
  *
  * A hint is one edit, in one form that a person or a script applies

@@ -1,6 +1,6 @@
 /*
  * The fixed schedule (ovl_schedule_fix; docs/ARCHITECTURE.md, "Checks";
- * README, "Finding ordering bugs"): every checked hint applied to the
+ * docs/ORDERING.md, "The fix"): every checked hint applied to the
  * schedule's text, and the difference as a unified diff.
  *
  * One hint at a time, until none is left or none helps: the text is

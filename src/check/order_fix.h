@@ -1,6 +1,6 @@
 /*
  * Fix hints of mismatches and deadlocks (docs/ARCHITECTURE.md, "Checks";
- * README, "Finding ordering bugs"), private to their parts:
+ * docs/ORDERING.md), private to their parts:
  * check/order_fix.c makes the candidates of a finding from the program
  * and the schedule's text; check/order_fix_check.c checks a whole text
  * (every check of every form, its findings as keys of the original's

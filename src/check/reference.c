@@ -82,7 +82,7 @@
  * max_rows rows (dim 0), is checked on max_rows rows only (rows_sample),
  * and the reference computes what those rows depend on and nothing more
  * (ovl__ref_plan_rows, check/ref_rows.c: a pass backwards from the
- * fetches; README, "Matrix multiply"). Every value in those rows is
+ * fetches; docs/MATMUL.md, "Checking large products"). Every value in those rows is
  * computed in full; the check compares those rows (ovl_reference_rows).
  *
  * This file is the API: the state is check/ref_state.c's, the per-rank

@@ -1,6 +1,6 @@
 /*
  * A report as JSON (docs/ARCHITECTURE.md, "The pipeline"): the results of
- * a run, whose keys and layout README's "JSON results" documents and
+ * a run, whose keys and layout docs/JSON.md documents and
  * tools/overlap_sim --json=FILE writes, and the race reports of several
  * forms in one object (--races --json). Every string goes through the
  * library's one JSON string writer (ovl__sb_json_str: valid UTF-8).
@@ -582,7 +582,7 @@ static void json_replay_one(ovl__sbuf *b, const ovl_program *prog,
 }
 
 /* The replay of every form of a report made with it, as the value of
- * "replay" (README, "Finding ordering bugs"). */
+ * "replay" (docs/ORDERING.md, "Showing a race"). */
 static void json_replay(ovl__sbuf *b, const ovl_report *r) {
   ovl_report_machine mc;
   size_t count = 0, shown = 0;
