@@ -62,7 +62,9 @@ const char *ovl_procs_error(const ovl_procs *procs) {
 }
 void ovl_procs_free(ovl_procs *procs) { (void)procs; }
 
-/* Never called without MPI (there is no ovl_procs to call them with). */
+/* Never called without MPI (there is no ovl_procs to call them with):
+ * not counted in the coverage report (docs/TESTING.md, "Coverage"). */
+/* GCOVR_EXCL_START */
 int ovl__procs_rank(const ovl_procs *p) {
   (void)p;
   return 0;
@@ -176,6 +178,7 @@ ovl_status ovl__procs_exchange(ovl_procs *p, const ovl__msg_key *key,
   return no_mpi(err);
 }
 void ovl__procs_backoff(unsigned n) { (void)n; }
+/* GCOVR_EXCL_STOP */
 
 #else /* HAVE_MPI */
 
