@@ -1088,6 +1088,14 @@ START_TEST(failure_says_where_the_ranks_were) {
                     strstr(err.msg, "hang_stream.sched:9 (fetch, iteration "
                                     "1 of 1)") != NULL,
                 "%s", err.msg);
+  /* The failure aborted the world: another run on it is refused at once
+   * (before, it started, and failed in its first wait as aborted). */
+  memset(&err, 0, sizeof err);
+  ck_assert_int_eq(ovl_world_run(w, prog, &ro, &res, &err), OVL_EINVAL);
+  ck_assert_ptr_null(res);
+  ck_assert_msg(strstr(err.msg, "an earlier run on this world failed and "
+                                "aborted it: create another world") != NULL,
+                "%s", err.msg);
   ovl_program_free(prog);
   ovl_world_free(w);
 }
