@@ -237,7 +237,11 @@ START_TEST(procs_one_process_without_launcher) {
   ck_assert_int_eq(ovl_procs_rank(NULL), 0);
   ck_assert_int_eq(ovl_procs_size(NULL), 1);
   ck_assert_int_eq(ovl_procs_agree_exit(NULL, 4), 4);
+  ovl_procs_set_timeout(NULL, 5.0);
+  ck_assert_ptr_null(ovl_procs_error(NULL));
   ovl_procs_free(NULL);
+  ck_assert_int_eq(ovl_procs_init(NULL, NULL, NULL, &err), OVL_EINVAL);
+  ck_assert_str_eq(err.msg, "ovl_procs_init: out is NULL");
   /* The launcher's variables, in their order; junk is no rank. */
   setenv("PMI_RANK", "3", 1);
   ck_assert_int_eq(ovl_launcher_rank(), 3);
