@@ -546,6 +546,14 @@ ovl_status ovl__procs_exchange(ovl_procs *p, const ovl__msg_key *key,
   return st;
 }
 
+#ifdef OVL_COVERAGE
+/* gcov's runtime (configure --enable-coverage): it writes the counters
+ * at exit, which MPI_Abort skips; they are written before it, so that the
+ * coverage report counts what the processes that lost each other ran
+ * (docs/TESTING.md, "Coverage"). */
+void __gcov_dump(void);
+#endif
+
 void ovl_procs_free(ovl_procs *procs) {
   ovl_procs *p = procs;
   ovl__msg_key fin = {OVL__MSG_FIN, 0, 0, 0, 0, 0, 0};
@@ -557,8 +565,12 @@ void ovl_procs_free(ovl_procs *procs) {
    * different paths): waiting for them, here or in MPI_Finalize, could
    * be forever (a process stopped, or one in a blocking call). End the
    * whole launch, with this process's exit status. */
-  if (p->broken != OVL_OK)
+  if (p->broken != OVL_OK) {
+#ifdef OVL_COVERAGE
+    __gcov_dump();
+#endif
     MPI_Abort(MPI_COMM_WORLD, p->exit_code != 0 ? p->exit_code : 3);
+  }
   /* Say goodbye, and keep receiving (and dropping) what comes until every
    * other process has said it, and our sends are done: a send that no one
    * receives would hold MPI_Finalize. Bounded: a process that is gone
