@@ -41,6 +41,7 @@ case_() {
   [ "$got" -eq "$want" ] || why="exit $got, expected $want"
   cat "$tmp/out" "$tmp/err" >"$tmp/all"
   k=1
+  pat=
   while [ "$k" -le "$n" ]; do
     eval "pat=\$pat$k"
     grep -Eq -- "$pat" "$tmp/all" || why="${why:+$why; }no line matches '$pat'"

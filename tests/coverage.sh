@@ -79,6 +79,8 @@ if [ -z "$src" ]; then
 fi
 [ -f "$src/include/ovl.h" ] || { echo "$me: $src: not the source tree" >&2; exit 2; }
 src=$(cd "$src" && pwd -P)
+# The source tree as a regular expression (gcovr's filters are ones).
+src_re=$(printf '%s' "$src" | sed 's/[][\.*^$+?(){}|]/\\&/g')
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ovl-coverage.XXXXXX") || exit 2
 trap 'rm -rf "$tmp"' EXIT
@@ -96,9 +98,13 @@ done
 excludes=
 left_out=
 if [ "$cuda" = no ]; then
-  excludes="$src/src/run/exec_graph.c"
+  excludes="$src_re/src/run/exec_graph\\.c"
   left_out="src/run/exec_graph.c (graph mode: only the cuda backend has it, and no build tree has the cuda backend)"
 fi
+exclude_args=
+for e in $excludes; do
+  exclude_args="$exclude_args --exclude $e"
+done
 n=0
 adds=
 for b in "$@"; do
@@ -110,8 +116,7 @@ for b in "$@"; do
   fi
   # shellcheck disable=SC2086 # the --exclude pairs, split on purpose
   if ! gcovr -j "$jobs" -r "$src" --object-directory "$ab" \
-      --filter "$src/src/" --filter "$src/tools/" \
-      $(for e in $excludes; do printf ' --exclude %s' "$e"; done) \
+      --filter "$src_re/src/" --filter "$src_re/tools/" $exclude_args \
       --exclude-unreachable-branches \
       --json "$tmp/build$n.json" "$ab" >"$tmp/gcovr$n.log" 2>&1; then
     echo "$me: gcovr failed on $b:" >&2
