@@ -10,9 +10,11 @@
 # racy program's numbers depend on timing), two races shown by --replay
 # (deterministic), --races on a race, a mismatch and a deadlock;
 # tools/overlap_sweep (allreduce and sendrecv, tiny) against one process;
-# --gpus-per-process=2 against twice the ranks. Failures that only some
-# processes see (an output only process 0 writes, a memory limit of one
-# process, Open MPI's MPMD launch) and a wrong --ranks must stop every
+# --gpus-per-process=2 against twice the ranks; schedules/matmul.sched,
+# whose reference samples rows (the elements not checked, merged). Failures
+# that only some processes see (an output only process 0 writes, a memory
+# limit of one process, Open MPI's MPMD launch), a wrong --ranks and more
+# ranks than a world may have (--gpus-per-process=40) must stop every
 # process at once with one message. Then the faults: one rank that never arrives in an all-reduce, one that
 # never reaches the barrier ending an iteration (tests/schedules/hang_*),
 # and the send/send cycle of schedules/bad/pipeline_1f1b, run with
@@ -288,6 +290,10 @@ for np in 2 3; do
       [ "$(min_ranks "$f")" -le "$np" ] || continue
       sim "$np" $run "$f"
     done
+    # A matmul whose reference samples rows (schedules/matmul.sched at its
+    # cpu size): each process counts the elements it could not check, and
+    # the merged counts are one process's.
+    sim "$np" $run "$src/schedules/matmul.sched"
     # The bad ones: a racy one runs (its numbers depend on timing), the
     # others stop at their mismatch or deadlock (exit 4).
     for f in "$src"/schedules/bad/*.sched; do
@@ -312,6 +318,8 @@ for np in 2 3; do
     compare "mpirun -np $np overlap_sim -b cpu --gpus-per-process=2 $(words $run $seed) seed.sched (against -r $((2 * np)))" filter_sim
     # What one process alone can fail, and what does not fit.
     fails "$np" 2 "asked for 9 ranks" -r 9 "$src/schedules/good/seed_small.sched"
+    fails "$np" 2 "^overlap_sim: $np processes of 40 ranks make $((40 * np)) ranks; at most 64$" \
+      --gpus-per-process=40 "$src/schedules/good/seed_small.sched"
     fails "$np" 3 "cannot create it" --json="$tmp/no/such/dir/out.json" "$src/schedules/good/seed_small.sched"
     if [ -n "$mpiflags" ]; then
       # Open MPI's MPMD launch: the last process alone has a tiny memory.

@@ -13,8 +13,13 @@
 # serves every build: with the CUDA backend and without, the library
 # exports the same names.
 #
-# Run by `make check` with OVL_BUILDDIR, srcdir, NM and OVL_VISIBILITY
-# (yes or no: configure found -fvisibility=hidden) in the environment.
+# A coverage build (configure --enable-coverage) links gcov's runtime,
+# libgcov.a, into the library, whose names are exported beside the API:
+# those the compiler's libgcov.a defines are dropped from the exports.
+#
+# Run by `make check` with OVL_BUILDDIR, srcdir, NM, CC, OVL_COVERAGE (yes
+# or no) and OVL_VISIBILITY (yes or no: configure found
+# -fvisibility=hidden) in the environment.
 # Exit 77 (skipped) with the reason where there is nothing to check: no
 # shared library (--disable-shared) or a compiler that cannot hide symbols.
 set -u
@@ -103,6 +108,16 @@ fi
 awk 'NF >= 3 && $2 ~ /^[A-Z]$/ { sub(/@.*/, "", $3); print $3 }' "$tmp/nm" |
   grep -v '^\(_init\|_fini\|_edata\|_end\|__bss_start\)$' |
   sort -u >"$tmp/exported"
+if [ "${OVL_COVERAGE:-no}" = yes ]; then
+  libgcov=$(${CC:-cc} -print-file-name=libgcov.a)
+  if ! $nm -g --defined-only "$libgcov" >"$tmp/gcov-nm" 2>/dev/null; then
+    echo "symbols.sh: a coverage build, and no libgcov.a ($libgcov) to read"
+    exit 99
+  fi
+  awk 'NF == 3 { print $3 }' "$tmp/gcov-nm" | sort -u >"$tmp/gcov"
+  comm -23 "$tmp/exported" "$tmp/gcov" >"$tmp/exported-api"
+  mv "$tmp/exported-api" "$tmp/exported"
+fi
 : >"$tmp/why"
 grep '^ovl__' "$tmp/exported" | sed 's/^/exports an internal symbol: /' >>"$tmp/why"
 if [ ! -s "$tmp/why" ]; then ok "$dlname exports no internal (ovl__) symbol"

@@ -1,6 +1,7 @@
 /* The base helpers (src/base/): JSON strings are always valid UTF-8
  * (base/json_str.h, ovl__sb_json_str, ovl_json_quote); option structs that
- * can grow (ovl__opts_read, OVL_OPTS_INIT). */
+ * can grow (ovl__opts_read, OVL_OPTS_INIT); the statuses' texts and names,
+ * and error messages with their context (ovl__err_prefix). */
 #include <check.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -182,6 +183,52 @@ START_TEST(opts_read_refuses_size_zero) {
 }
 END_TEST
 
+/* Every status has its text and its name, from the one table
+ * (OVL_ERRNO_MAP); a value outside it has neither. */
+START_TEST(status_texts_and_names) {
+#define CHECK_STATUS(name, text)                                              \
+  ck_assert_str_eq(ovl_strerror(OVL_##name), text);                           \
+  ck_assert_str_eq(ovl_err_name(OVL_##name), "OVL_" #name);
+  OVL_ERRNO_MAP(CHECK_STATUS)
+#undef CHECK_STATUS
+  ck_assert_str_eq(ovl_strerror(OVL_ENOMEM), "out of memory");
+  ck_assert_str_eq(ovl_err_name(OVL_ETIMEDOUT), "OVL_ETIMEDOUT");
+  ck_assert_str_eq(ovl_strerror(OVL__ERR_COUNT), "unknown error");
+  ck_assert_str_eq(ovl_err_name(OVL__ERR_COUNT), "OVL_UNKNOWN");
+  ck_assert_str_eq(ovl_strerror((ovl_status)-1), "unknown error");
+  ck_assert_str_eq(ovl_err_name((ovl_status)-1), "OVL_UNKNOWN");
+}
+END_TEST
+
+/* A message with its context put before it: both kept whole when they
+ * fit, else the start of each (the prefix first), always terminated; a
+ * NULL error is left alone. */
+START_TEST(error_prefix_keeps_the_start_of_both) {
+  ovl_error err = {0};
+  char long_text[3 * OVL_ERROR_MSG_MAX];
+  ck_assert_int_eq(ovl__err(&err, OVL_EPARSE, "bad %s", "op"), OVL_EPARSE);
+  ovl__err_prefix(&err, "%s: ", "t.sched");
+  ck_assert_int_eq(err.status, OVL_EPARSE);
+  ck_assert_str_eq(err.msg, "t.sched: bad op");
+  ovl__err_prefix(NULL, "ignored");
+  ck_assert_int_eq(ovl__err(NULL, OVL_EIO, "nowhere"), OVL_EIO);
+  /* A long message: the prefix and as much of it as fits. */
+  memset(long_text, 'm', sizeof long_text - 1);
+  long_text[sizeof long_text - 1] = '\0';
+  ovl__err(&err, OVL_EIO, "%s", long_text);
+  ck_assert_uint_eq(strlen(err.msg), OVL_ERROR_MSG_MAX - 1);
+  ovl__err_prefix(&err, "ctx: ");
+  ck_assert_uint_eq(strlen(err.msg), OVL_ERROR_MSG_MAX - 1);
+  ck_assert(strncmp(err.msg, "ctx: mmm", 8) == 0);
+  /* A prefix longer than a message: its start alone. */
+  memset(long_text, 'p', sizeof long_text - 1);
+  ovl__err(&err, OVL_EIO, "tail");
+  ovl__err_prefix(&err, "%s", long_text);
+  ck_assert_uint_eq(strlen(err.msg), OVL_ERROR_MSG_MAX - 1);
+  ck_assert(err.msg[0] == 'p' && err.msg[OVL_ERROR_MSG_MAX - 2] == 'p');
+}
+END_TEST
+
 static Suite *base_suite(void) {
   Suite *s = suite_create("base");
   TCase *tc = tcase_create("json strings");
@@ -196,6 +243,10 @@ static Suite *base_suite(void) {
   tcase_add_test(tc, opts_read_older_caller);
   tcase_add_test(tc, opts_read_newer_caller);
   tcase_add_test(tc, opts_read_refuses_size_zero);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("errors");
+  tcase_add_test(tc, status_texts_and_names);
+  tcase_add_test(tc, error_prefix_keeps_the_start_of_both);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -638,6 +638,108 @@ START_TEST(timelines_mark_the_races) {
 }
 END_TEST
 
+/* The findings' getters on no findings and out of range: 0, -1 and
+ * outputs cleared (a deadlock match's rank -1), as the header says; the
+ * checks, the reports and the fixes refuse what is missing with
+ * OVL_EINVAL. */
+START_TEST(getters_and_bad_arguments) {
+  char *text = tu_read_source_file("tests/order/bad/skipped_collective.sched");
+  ovl_schedule *s = NULL;
+  ovl_program *p = NULL;
+  ovl_bind_opts bo = {.size = sizeof bo, .nranks = 2};
+  ovl_race_info ri;
+  ovl_mismatch_finding mf;
+  ovl_deadlock_finding df;
+  ovl_deadlock_match dm;
+  ovl_fix_info fi;
+  ovl_mismatches *m = NULL;
+  ovl_fixed *f = (ovl_fixed *)&fi;
+  uint64_t left[3] = {1, 1, 1};
+  size_t len = 9;
+  char *t = (char *)&fi;
+  ovl_error err = {0};
+
+  ck_assert_uint_eq(ovl_races_count(NULL), 0);
+  ck_assert_uint_eq(ovl_races_more(NULL), 0);
+  ck_assert_uint_eq(ovl_races_ops(NULL), 0);
+  ck_assert_int_eq(ovl_races_get(NULL, 0, &ri), -1);
+  ck_assert_uint_eq(ovl_races_forms(NULL, 0), 0);
+  ck_assert_uint_eq(ovl_mismatches_count(NULL), 0);
+  ck_assert_uint_eq(ovl_mismatches_more(NULL), 0);
+  ck_assert_int_eq(ovl_mismatches_get(NULL, 0, &mf), -1);
+  ck_assert_int_eq(ovl_mismatches_get(NULL, 0, NULL), -1);
+  ck_assert_int_eq(ovl_mismatches_fix(NULL, 0, &fi), -1);
+  ck_assert_ptr_null(fi.fix);
+  ck_assert_int_eq(ovl_mismatches_fix(NULL, 0, NULL), -1);
+  ck_assert_uint_eq(ovl_deadlocks_count(NULL), 0);
+  ck_assert_uint_eq(ovl_deadlocks_more(NULL), 0);
+  ck_assert_uint_eq(ovl_deadlocks_blocked(NULL), 0);
+  ck_assert_int_eq(ovl_deadlocks_get(NULL, 0, &df), -1);
+  ck_assert_uint_eq(df.nsteps, 0);
+  ck_assert_int_eq(ovl_deadlocks_get(NULL, 0, NULL), -1);
+  ck_assert_uint_eq(ovl_deadlocks_forms(NULL, 0), 0);
+  ck_assert_int_eq(ovl_deadlocks_match(NULL, 0, 0, &dm), -1);
+  ck_assert_int_eq(dm.rank, -1);
+  ck_assert_int_eq(dm.after_stream, -1);
+  ck_assert_int_eq(ovl_deadlocks_match(NULL, 0, 0, NULL), -1);
+  ck_assert_int_eq(ovl_deadlocks_fix(NULL, 0, &fi), -1);
+  ck_assert_int_eq(ovl_deadlocks_fix(NULL, 0, NULL), -1);
+  ck_assert_int_eq(ovl_races_format(NULL, NULL, 0, &t, &err), OVL_EINVAL);
+  ck_assert_str_eq(err.msg, "ovl_races_format: bad argument");
+  ck_assert_int_eq(ovl_mismatches_format(NULL, NULL, 1, &t, &err),
+                   OVL_EINVAL);
+  ck_assert_int_eq(ovl_deadlocks_format(NULL, NULL, 0, &t, &err),
+                   OVL_EINVAL);
+  ck_assert_int_eq(ovl_race_check(NULL, NULL, &err), OVL_EINVAL);
+  ck_assert_int_eq(ovl_mismatch_check(NULL, &m, &err), OVL_EINVAL);
+  ck_assert_str_eq(err.msg, "ovl_mismatch_check: bad argument");
+  ck_assert_int_eq(ovl_deadlock_check(NULL, NULL, &err), OVL_EINVAL);
+  ck_assert_str_eq(err.msg, "ovl_deadlock_check: bad argument");
+  /* No fixed schedule. */
+  ck_assert_ptr_null(ovl_fixed_text(NULL, &len));
+  ck_assert_uint_eq(len, 0);
+  ck_assert_uint_eq(ovl_fixed_count(NULL), 0);
+  ck_assert_ptr_null(ovl_fixed_hint(NULL, 0));
+  ovl_fixed_left(NULL, &left[0], &left[1], &left[2]);
+  ck_assert(left[0] == 0 && left[1] == 0 && left[2] == 0);
+  ovl_fixed_left(NULL, NULL, NULL, NULL);
+  ck_assert_int_eq(ovl_fixed_diff(NULL, "a", "b", &t, &len, &err),
+                   OVL_EINVAL);
+  ck_assert_str_eq(err.msg, "ovl_fixed_diff: bad argument");
+  ck_assert_ptr_null(t);
+  ovl_fixed_free(NULL);
+  ck_assert_int_eq(ovl_schedule_fix(NULL, NULL, BOTH, 0, &f, &err),
+                   OVL_EINVAL);
+  ck_assert_ptr_null(f);
+  ck_assert_str_eq(err.msg, "ovl_schedule_fix: bad argument");
+
+  /* Findings out of range, and the fix's refusals given a schedule. */
+  ck_assert_int_eq(ovl_schedule_parse(text, strlen(text), "s.sched", &s, &err),
+                   OVL_OK);
+  ck_assert_int_eq(ovl_schedule_bind(s, &bo, &p, &err), OVL_OK);
+  ck_assert_int_eq(ovl_mismatch_check(p, &m, &err), OVL_OK);
+  ck_assert_uint_eq(ovl_mismatches_count(m), 3);
+  ck_assert_int_eq(ovl_mismatches_get(m, 3, &mf), -1);
+  ck_assert_int_eq(ovl_mismatches_fix(m, 3, &fi), -1);
+  ck_assert_int_eq(ovl_mismatches_format(m, p, 0, NULL, &err), OVL_EINVAL);
+  ovl_mismatches_free(m);
+  ck_assert_int_eq(ovl_schedule_fix(s, &bo, 0, 0, &f, &err), OVL_EINVAL);
+  ck_assert_int_eq(ovl_schedule_fix(s, &bo, 1u << 7, 0, &f, &err),
+                   OVL_EINVAL);
+  ck_assert_int_eq(ovl_schedule_fix(s, &bo, BOTH, 0, NULL, &err),
+                   OVL_EINVAL);
+  ck_assert_int_eq(ovl_schedule_fix(s, &bo, BOTH, 0, &f, &err), OVL_OK);
+  ck_assert_ptr_null(ovl_fixed_hint(f, ovl_fixed_count(f)));
+  ck_assert_int_eq(ovl_fixed_diff(f, NULL, "b", &t, &len, &err), OVL_EINVAL);
+  ck_assert_int_eq(ovl_fixed_diff(f, "a", "b", NULL, &len, &err),
+                   OVL_EINVAL);
+  ovl_fixed_free(f);
+  ovl_program_free(p);
+  ovl_schedule_free(s);
+  free(text);
+}
+END_TEST
+
 static Suite *findings_suite(void) {
   Suite *s = suite_create("findings");
   TCase *tc = tcase_create("forms");
@@ -653,6 +755,7 @@ static Suite *findings_suite(void) {
   tcase_add_test(tc, deadlock_hint_moves_a_run);
   tcase_add_test(tc, edits_of_the_text);
   tcase_add_test(tc, fixed_schedule);
+  tcase_add_test(tc, getters_and_bad_arguments);
   suite_add_tcase(s, tc);
   tc = tcase_create("timelines");
   tcase_set_timeout(tc, 60);

@@ -541,6 +541,98 @@ START_TEST(bad_arguments) {
 }
 END_TEST
 
+/* A report's getters on no report, and out of range on one: their
+ * documented nothing (0, -1, NULL, NaN figures), outputs cleared; the
+ * writers refuse with OVL_EINVAL. */
+START_TEST(report_getters_without_a_report) {
+  ovl_program *p = parse(clean_text, "clean.sched");
+  ovl_pipeline_opts o = run_opts(BOTH_MODES);
+  ovl_report *r;
+  ovl_report_mode m;
+  ovl_report_summary s;
+  ovl_report_trials tr;
+  ovl_report_machine mc;
+  ovl_report_replay rp;
+  ovl_timeline_run *runs = (ovl_timeline_run *)&m;
+  const ovl_timeline_marks *marks = (const ovl_timeline_marks *)&m;
+  ovl_op_time *rows = (ovl_op_time *)&m;
+  size_t n = 7, len = 0;
+  char *text = (char *)&m;
+  ovl_error err = {0};
+
+  ck_assert_ptr_null(ovl_report_program(NULL));
+  ck_assert_uint_eq(ovl_report_mode_count(NULL), 0);
+  ck_assert_int_eq(ovl_report_mode_get(NULL, 0, &m), -1);
+  ck_assert_ptr_null(m.prog);
+  ck_assert_int_eq(ovl_report_find(NULL, OVL_MODE_SYNC), -1);
+  ck_assert_int_eq(ovl_report_trial_get(NULL, 0, 0, &m), -1);
+  ck_assert_int_eq(ovl_report_trial_get(NULL, 0, 0, NULL), -1);
+  ck_assert_uint_eq(ovl_report_trial_count(NULL), 0);
+  ovl_report_summary_get(NULL, &s);
+  ck_assert(isnan(s.speedup) && isnan(s.ideal_speedup) &&
+            isnan(s.overlap_efficiency) && s.races == 0);
+  ovl_report_summary_get(NULL, NULL);
+  ovl_report_trial_summary_get(NULL, 0, &s);
+  ck_assert(isnan(s.speedup) && s.mismatched == 0);
+  ovl_report_trial_summary_get(NULL, 0, NULL);
+  ovl_report_trials_get(NULL, &tr);
+  ck_assert_uint_eq(tr.n, 0);
+  ck_assert(isnan(tr.speedup.median) && isnan(tr.total_s[0].min) &&
+            isnan(tr.speedup_spread));
+  ovl_report_trials_get(NULL, NULL);
+  ovl_report_machine_get(NULL, &mc);
+  ck_assert_ptr_null(mc.backend);
+  ck_assert_int_eq(mc.nranks, 0);
+  ovl_report_machine_get(NULL, NULL);
+  ck_assert_int_eq(ovl_report_replay_get(NULL, 0, &rp), -1);
+  ck_assert(rp.n == 0 && isnan(rp.plain_s) && isnan(rp.delay_us));
+  ck_assert_int_eq(ovl_report_replay_get(NULL, 0, NULL), -1);
+  ck_assert_ptr_null(ovl_report_mismatches(NULL));
+  ck_assert_ptr_null(ovl_report_not_run(NULL));
+  ck_assert_str_eq(ovl_report_result(NULL), "PASS");
+  ck_assert_int_eq(ovl_report_same_findings(NULL, 0), -1);
+  ck_assert_int_eq(ovl_report_op_times(NULL, 0, &rows, &n, &err), OVL_EINVAL);
+  ck_assert_str_eq(err.msg, "ovl_report_op_times: bad argument");
+  ck_assert(rows == NULL && n == 0);
+  n = 7;
+  ck_assert_int_eq(ovl_report_timelines(NULL, &runs, &marks, &n, &err),
+                   OVL_EINVAL);
+  ck_assert_str_eq(err.msg, "ovl_report_timelines: bad argument");
+  ck_assert(runs == NULL && marks == NULL && n == 0);
+  ck_assert_int_eq(ovl_report_json(NULL, NULL, &text, &len, &err),
+                   OVL_EINVAL);
+  ck_assert_str_eq(err.msg, "ovl_report_json: bad argument");
+  ck_assert_ptr_null(text);
+  text = (char *)&m;
+  ck_assert_int_eq(ovl_report_races_json(NULL, &text, &len, &err),
+                   OVL_EINVAL);
+  ck_assert_str_eq(err.msg, "ovl_report_races_json: bad argument");
+  ck_assert_ptr_null(text);
+
+  /* A report of the checks alone, out of range and where nothing ran. */
+  o.run = 0;
+  r = run_ok(NULL, p, &o);
+  ck_assert_int_eq(ovl_report_mode_get(r, 2, &m), -1);
+  ck_assert_int_eq(ovl_report_trial_get(r, 0, 2, &m), -1);
+  ck_assert_int_eq(ovl_report_replay_get(r, 0, &rp), -1); /* no replay */
+  ck_assert_int_eq(ovl_report_same_findings(r, 2), -1);
+  ck_assert_int_eq(ovl_report_same_findings(r, 0), 0);
+  ck_assert_int_eq(ovl_report_find(r, OVL_MODE_SYNC), -1); /* not run */
+  ovl_report_machine_get(r, &mc);
+  ck_assert_ptr_null(mc.backend); /* no world */
+  ck_assert_int_eq(ovl_report_op_times(r, 2, &rows, &n, &err), OVL_EINVAL);
+  ck_assert_int_eq(ovl_report_op_times(r, 0, &rows, &n, &err), OVL_EINVAL);
+  ck_assert_str_eq(err.msg,
+                   "ovl_report_op_times: the sync run did not time its ops");
+  ck_assert_int_eq(ovl_report_op_times(r, 0, NULL, &n, &err), OVL_EINVAL);
+  ck_assert_int_eq(ovl_report_json(r, NULL, NULL, &len, &err), OVL_EINVAL);
+  ck_assert_int_eq(ovl_report_timelines(r, NULL, &marks, &n, &err),
+                   OVL_EINVAL);
+  ovl_report_free(r);
+  ovl_program_free(p);
+}
+END_TEST
+
 /* The machine the report keeps, and the op times of a mode. */
 START_TEST(machine_and_op_times) {
   ovl_world *w = make_world(10);
@@ -1013,6 +1105,7 @@ static Suite *pipeline_suite(void) {
   tcase_add_test(tc, failing_run_error);
   tcase_add_test(tc, failing_check_error);
   tcase_add_test(tc, bad_arguments);
+  tcase_add_test(tc, report_getters_without_a_report);
   tcase_add_test(tc, machine_and_op_times);
   tcase_add_test(tc, report_as_json);
   tcase_add_test(tc, nonfinite_values_fail);

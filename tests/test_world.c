@@ -237,7 +237,11 @@ START_TEST(procs_one_process_without_launcher) {
   ck_assert_int_eq(ovl_procs_rank(NULL), 0);
   ck_assert_int_eq(ovl_procs_size(NULL), 1);
   ck_assert_int_eq(ovl_procs_agree_exit(NULL, 4), 4);
+  ovl_procs_set_timeout(NULL, 5.0);
+  ck_assert_ptr_null(ovl_procs_error(NULL));
   ovl_procs_free(NULL);
+  ck_assert_int_eq(ovl_procs_init(NULL, NULL, NULL, &err), OVL_EINVAL);
+  ck_assert_str_eq(err.msg, "ovl_procs_init: out is NULL");
   /* The launcher's variables, in their order; junk is no rank. */
   setenv("PMI_RANK", "3", 1);
   ck_assert_int_eq(ovl_launcher_rank(), 3);
@@ -964,7 +968,8 @@ START_TEST(chaos_keeps_missing_wait_wrong) {
 }
 END_TEST
 
-/* A result says where it ran, and still does once the world is gone. */
+/* A result says where it ran, and still does once the world is gone; its
+ * getters out of range, and a run's refusals before it starts. */
 START_TEST(result_keeps_the_machine) {
   ovl_world *w = make_world(3);
   ovl_program *p = load("schedules/good/missing_wait_compute.sched", 3, NULL,
@@ -973,9 +978,24 @@ START_TEST(result_keeps_the_machine) {
   ovl_result *res = NULL;
   ovl_error err = {0};
   char devices[256];
+  double t0 = 1, t1 = 1;
+  /* What a run refuses before it starts. */
+  ck_assert_int_eq(ovl_world_run(NULL, p, &ro, &res, &err), OVL_EINVAL);
+  ck_assert_str_eq(err.msg, "ovl_world_run: NULL argument");
+  ck_assert_int_eq(ovl_world_run(w, p, NULL, &res, &err), OVL_EINVAL);
+  ck_assert_int_eq(ovl_world_run(w, p, &ro, NULL, &err), OVL_EINVAL);
+  ro.iters = 0;
+  ck_assert_int_eq(ovl_world_run(w, p, &ro, &res, &err), OVL_EINVAL);
+  ck_assert_str_eq(err.msg, "iterations must be >= 1 and warmup >= 0 (got "
+                            "0, 0)");
+  ro.iters = 1;
+  ck_assert_ptr_null(res);
   ck_assert_msg(ovl_world_run(w, p, &ro, &res, &err) == OVL_OK, "%s",
                 err.msg);
   snprintf(devices, sizeof devices, "%s", ovl_world_devices(w));
+  ck_assert_ptr_null(ovl_world_device_name(w, 3));
+  ck_assert_ptr_null(ovl_world_device_name(NULL, 0));
+  ovl_world_info_get(w, NULL);
   ovl_world_free(w);
   ck_assert_int_eq(ovl_result_nranks(res), 3);
   ck_assert_str_eq(ovl_result_backend(res), "cpu");
@@ -983,7 +1003,55 @@ START_TEST(result_keeps_the_machine) {
   ck_assert_str_eq(ovl_result_device_name(res, 2), "emulated (cpu)");
   ck_assert_ptr_null(ovl_result_device_name(res, 3));
   ck_assert_ptr_null(ovl_result_device_name(res, -1));
+  ck_assert_ptr_null(ovl_result_device_name(NULL, 0));
+  /* Out of range, and what the run was not asked for: no op times, no
+   * trace. */
+  ck_assert_ptr_nonnull(ovl_result_fetched(res, 2, 0));
+  ck_assert_ptr_null(ovl_result_fetched(res, 3, 0));
+  ck_assert_ptr_null(ovl_result_fetched(res, -1, 0));
+  ck_assert_ptr_null(ovl_result_fetched(res, 0, ovl_program_fetch_count(p)));
+  ck_assert_ptr_null(ovl_result_op_times(res, 0));
+  ck_assert_int_eq(ovl_result_trace_iter(res), -1);
+  ck_assert_int_eq(ovl_result_trace_iter(NULL), -1);
+  ck_assert_int_eq(ovl_result_span(res, 0, 0, &t0, &t1), -1);
+  ck_assert_int_eq(ovl_result_span(NULL, 0, 0, &t0, &t1), -1);
+  ck_assert_int_eq(ovl_result_record_span(res, 0, 0, &t0, &t1), -1);
+  ck_assert_int_eq(ovl_result_record_span(NULL, 0, 0, &t0, &t1), -1);
+  ck_assert(t0 == 1 && t1 == 1);
+  ck_assert(isnan(ovl_result_trace_base(res, 0)));
+  ck_assert(isnan(ovl_result_trace_base(NULL, 0)));
+  /* The comparison with the reference refuses what is missing and
+   * tolerances that are not >= 0 (NaN included); OVL_TOL_DTYPE is each
+   * variable's default. */
+  {
+    ovl_reference *ref = NULL;
+    ovl_check chk;
+    ck_assert_int_eq(ovl_reference_compute(p, 3, &ref, &err), OVL_OK);
+    ck_assert_int_eq(ovl_check_result(NULL, res, ref, 0, 0, &chk, &err),
+                     OVL_EINVAL);
+    ck_assert_str_eq(err.msg, "ovl_check_result: bad argument");
+    ck_assert_int_eq(ovl_check_result(p, NULL, ref, 0, 0, &chk, &err),
+                     OVL_EINVAL);
+    ck_assert_int_eq(ovl_check_result(p, res, NULL, 0, 0, &chk, &err),
+                     OVL_EINVAL);
+    ck_assert_int_eq(ovl_check_result(p, res, ref, 0, 0, NULL, &err),
+                     OVL_EINVAL);
+    ck_assert_int_eq(ovl_check_result(p, res, ref, -1e-5, 0, &chk, &err),
+                     OVL_EINVAL);
+    ck_assert_str_eq(err.msg, "ovl_check_result: tolerances must be >= 0 or "
+                              "OVL_TOL_DTYPE (rtol -1e-05, atol 0)");
+    ck_assert_int_eq(ovl_check_result(p, res, ref, 0, NAN, &chk, &err),
+                     OVL_EINVAL);
+    ck_assert_int_eq(ovl_check_result(p, res, ref, OVL_TOL_DTYPE,
+                                      OVL_TOL_DTYPE, &chk, &err),
+                     OVL_OK);
+    ck_assert(chk.checked > 0 && chk.mismatched == 0);
+    ovl_check_release(&chk);
+    ovl_check_release(NULL);
+    ovl_reference_free(ref);
+  }
   ovl_result_free(res);
+  ovl_result_free(NULL);
   ovl_program_free(p);
 }
 END_TEST
@@ -1088,6 +1156,14 @@ START_TEST(failure_says_where_the_ranks_were) {
                         NULL &&
                     strstr(err.msg, "hang_stream.sched:9 (fetch, iteration "
                                     "1 of 1)") != NULL,
+                "%s", err.msg);
+  /* The failure aborted the world: another run on it is refused at once
+   * (before, it started, and failed in its first wait as aborted). */
+  memset(&err, 0, sizeof err);
+  ck_assert_int_eq(ovl_world_run(w, prog, &ro, &res, &err), OVL_EINVAL);
+  ck_assert_ptr_null(res);
+  ck_assert_msg(strstr(err.msg, "an earlier run on this world failed and "
+                                "aborted it: create another world") != NULL,
                 "%s", err.msg);
   ovl_program_free(prog);
   ovl_world_free(w);

@@ -604,15 +604,15 @@ int tool_procs_end(ovl_procs *procs, int rc) {
   if (broken != NULL) {
     /* Every process says it, led by "process P: " (process P > 0: its
      * stderr stream adds it), its own name dropped from the library's
-     * text. */
+     * text; in one write, so that another process's line, which comes at
+     * the same moment, cannot land inside it. */
     char own[32];
     int rank = ovl_procs_rank(procs);
     size_t n = (size_t)snprintf(own, sizeof own, "process %d: ", rank);
     if (strncmp(broken, own, n) == 0)
       broken += n;
-    if (rank == 0)
-      fprintf(stderr, "process 0: ");
-    fprintf(stderr, "%s: %s\n", progname, broken);
+    fprintf(stderr, "%s%s: %s\n", rank == 0 ? "process 0: " : "", progname,
+            broken);
   }
   /* ovl_procs_free ends the launch (MPI_Abort) when the processes lost
    * each other: what was printed must be out first, and the others,

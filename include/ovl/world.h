@@ -136,7 +136,9 @@ typedef struct ovl_run_opts_s {
 typedef struct ovl_result_s ovl_result;
 
 /* Run `prog` on every rank: warmup + iters iterations. The program must have
- * been bound for ovl_world_nranks(world) ranks. */
+ * been bound for ovl_world_nranks(world) ranks. A run that fails once its
+ * ranks have started (a timeout, a rank's error) aborts the world: a later
+ * run on it is refused with OVL_EINVAL (create another world). */
 OVL_API ovl_status ovl_world_run(ovl_world *world, const ovl_program *prog,
                                  const ovl_run_opts *opts, ovl_result **out,
                                  ovl_error *err);

@@ -174,8 +174,10 @@ static char *apply(const fixer *F, const edit *e, size_t *len) {
   return out;
 }
 
-/* Re-check edit e into *o. Errors: out of memory, or a failure of the
- * form or its check (an edit that does not parse or bind is unusable). */
+/* Re-check edit e into *o. Errors: out of memory (in the parse or the
+ * bind of the edited text too), or a failure of the form or its check (an
+ * edit that does not parse or bind, or is longer than max_ops, is
+ * unusable). */
 static ovl_status recheck(fixer *F, const edit *e, outcome *o,
                           ovl_error *err) {
   ovl_schedule *s = NULL;
@@ -199,6 +201,8 @@ static ovl_status recheck(fixer *F, const edit *e, outcome *o,
           OVL_OK ||
       ovl_schedule_bind(s, F->opts, &p, &e2) != OVL_OK) {
     ovl_schedule_free(s);
+    if (e2.status == OVL_ENOMEM && !ovl__bind_over_limit(&e2))
+      return ovl__err(err, OVL_ENOMEM, "fix check: out of memory");
     o->unusable = true;
     return OVL_OK;
   }

@@ -241,15 +241,18 @@ static ovl_status bind_statements(binder *B) {
 /* The caller's limit on the expanded program (ovl_bind_opts.max_ops),
  * checked once every statement is bound and before anything is allocated
  * for the expansion: its length is known from the template. */
+#define OVER_LIMIT " ops after repeat expansion; the limit is "
 static ovl_status check_max_ops(binder *B, uint64_t max_ops) {
   uint64_t n = B->stack[0].nops;
   if (max_ops == 0 || n <= max_ops)
     return OVL_OK;
   return ovl__err(B->err, OVL_ENOMEM,
-                  "%s: the program has %llu ops after repeat expansion; the "
-                  "limit is %llu",
-                  B->filename, (unsigned long long)n,
-                  (unsigned long long)max_ops);
+                  "%s: the program has %llu" OVER_LIMIT "%llu", B->filename,
+                  (unsigned long long)n, (unsigned long long)max_ops);
+}
+
+bool ovl__bind_over_limit(const ovl_error *err) {
+  return err->status == OVL_ENOMEM && strstr(err->msg, OVER_LIMIT) != NULL;
 }
 
 /* ------------------------------------------------------------------ */

@@ -206,7 +206,7 @@ int ovl_report_trial_get(const ovl_report *r, size_t t, size_t i,
 void ovl_report_trials_get(const ovl_report *r, ovl_report_trials *out) {
   const ovl_stat none = {NAN, NAN, NAN};
   size_t n;
-  double *v;
+  double small[64], *v = small;
   if (out == NULL)
     return;
   memset(out, 0, sizeof *out);
@@ -218,8 +218,11 @@ void ovl_report_trials_get(const ovl_report *r, ovl_report_trials *out) {
     return;
   n = r->ntrials;
   out->n = n;
-  /* Out of memory leaves the figures NaN, as if no trial gave them. */
-  if ((v = malloc(n * sizeof *v)) == NULL)
+  /* Up to 64 trials on the stack, so that a report's figures (and its
+   * JSON) never depend on memory; beyond, out of memory leaves the
+   * figures NaN, as if no trial gave them. */
+  if (n > sizeof small / sizeof small[0] &&
+      (v = malloc(n * sizeof *v)) == NULL)
     return;
   for (size_t i = 0; i < r->nmodes; i++) {
     for (size_t t = 0; t < n; t++)
@@ -240,7 +243,8 @@ void ovl_report_trials_get(const ovl_report *r, ovl_report_trials *out) {
   if (out->speedup.median > 0)
     out->speedup_spread =
         (out->speedup.max - out->speedup.min) / out->speedup.median;
-  free(v);
+  if (v != small)
+    free(v);
 }
 
 void ovl_report_trial_summary_get(const ovl_report *r, size_t t,

@@ -36,6 +36,10 @@ static ovl_status run_prepare(ovl_world *world, const ovl_program *prog,
                     prog->filename, prog->nranks, world->nranks);
   if (opts->graph && world->be->graph_begin == NULL)
     return ovl__err_no_graphs(err, world->be->name);
+  if (world->aborted)
+    return ovl__err(err, OVL_EINVAL,
+                    "an earlier run on this world failed and aborted it: "
+                    "create another world to run again");
   /* No more tuning (ovl_world_set) from here on. */
   world->ran = true;
   /* Communicators are created here, on the main thread, before any rank
@@ -202,6 +206,7 @@ static ovl_status run_finish(run_t *run, ovl_result **out, ovl_error *err) {
   free(run->pos_at_fail);
   flight_free(&run->flight);
   if (run->failed) {
+    run->world->aborted = true;
     ovl_result_free(run->res);
     if (err != NULL)
       *err = run->first;

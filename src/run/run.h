@@ -32,6 +32,10 @@ struct ovl_world_s {
   int nranks;
   double timeout_s;
   bool ran; /* ovl_world_run was called: no more tuning */
+  /* A run failed, which aborted the backend's world (world_abort: every
+   * later collective and wait would fail at once): later runs are
+   * refused. */
+  bool aborted;
   ovl__tuning tuning;
   /* More than one process: the layout (procs NULL for one process); per
    * rank its device's name and the world's devices in words, gathered
