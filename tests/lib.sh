@@ -92,9 +92,9 @@ json_ok() {
 # Parallel sections, for tests whose runs mostly wait (chaos sleeps):
 # par_run FUNCTION ARGS... runs FUNCTION ARGS in the background, with a
 # tmp of its own and its PASS/FAIL lines in its own log, at most par_max
-# at once (OVL_TEST_JOBS, default 2); par_wait waits for them all, prints
+# at once (OVL_TEST_JOBS, default 4); par_wait waits for them all, prints
 # their logs in the order they started and adds their counts.
-par_max=${OVL_TEST_JOBS:-2}
+par_max=${OVL_TEST_JOBS:-4}
 par_n=0
 par_done=0
 par_run() {
