@@ -156,10 +156,14 @@ bool ovl__deadlocks_add(ovl_deadlocks *res, ovl_deadlock_step *st,
     after[i] = mt[i].after_stream_name;
     mt[i].after_stream_name = NULL;
   }
+  /* The record owns the key, the steps and the matches from here on,
+   * whatever fails next (ovl_deadlocks_free frees them). */
   r = rec;
   r->nsteps = n;
   r->steps = st;
   r->match = mt;
+  r->key = key;
+  r->occurrences = 1;
   for (size_t i = 0; i < n; i++)
     if (mt[i].rank >= 0 && after[i] != NULL &&
         (mt[i].after_stream_name = ovl__strdup(after[i])) == NULL) {
@@ -167,8 +171,6 @@ bool ovl__deadlocks_add(ovl_deadlocks *res, ovl_deadlock_step *st,
       return false;
     }
   free(after);
-  r->occurrences = 1;
-  r->key = key;
   r->names = calloc(n, sizeof *r->names);
   if (r->names == NULL)
     return false;

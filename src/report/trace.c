@@ -128,6 +128,7 @@ static void trace_slice(ovl__sbuf *b, const tl_run *run, int pid,
     char *src = malloc(n);
     if (src == NULL) {
       b->fail = true;
+      free(races.s);
       return;
     }
     snprintf(src, n, "%s:%d", prog->filename, op->line);
