@@ -264,6 +264,7 @@ static inline int tu_run_suite_cases(Suite *s, const char *const *cases) {
   }
   free(outs);
   free(pids);
+  srunner_free(srunner_create(s)); /* the suite, which a runner frees */
   return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
