@@ -47,8 +47,7 @@ typedef struct dl_rec {
    * check/forms.c). */
   unsigned forms, forms_checked;
   /* Its fix hint (check/order_fix.c), as a mismatch's. */
-  char *fix, *fix_why;
-  bool fix_checked;
+  ovl__fix_slot fix;
 } dl_rec;
 
 struct ovl_deadlocks_s {

@@ -31,8 +31,7 @@ static void rec_free(void *rec, void *ctx) {
   free(r->match);
   free(r->message);
   free(r->key);
-  free(r->fix);
-  free(r->fix_why);
+  ovl__fix_slot_free(&r->fix);
 }
 
 void ovl_deadlocks_free(ovl_deadlocks *d) {
@@ -282,7 +281,7 @@ static void fmt_json(ovl__sbuf *b, const void *res, const ovl_program *prog,
     ovl__sb_json_str(b, r->message);
     ovl__sb_puts(b, ",\"forms\":");
     ovl__findings_forms_json(b, r->forms);
-    ovl__findings_fix_json(b, r->fix, r->fix_checked, r->fix_why);
+    ovl__findings_fix_json(b, r->fix.text, r->fix.checked, r->fix.why);
     ovl__sb_puts(b, "}");
   }
   ovl__sb_printf(b, "],\"count\":%zu,\"more\":%llu,\"blocked\":%llu}\n",
@@ -338,7 +337,7 @@ static void fmt_human(ovl__sbuf *b, const void *res,
     ovl__sb_puts(b, "\n");
     match_lines(b, r, file);
     ovl__findings_forms_line(b, r->forms, r->forms_checked);
-    ovl__findings_fix_line(b, r->fix, r->fix_checked, r->fix_why);
+    ovl__findings_fix_line(b, r->fix.text, r->fix.checked, r->fix.why);
   }
   ovl__findings_close(b, d->list.n, d->list.more, "deadlock", "deadlock",
                       "deadlocks", file, d->nranks, "");
@@ -385,24 +384,14 @@ int ovl_deadlocks_match(const ovl_deadlocks *d, size_t i, size_t step,
 
 bool ovl__deadlock_set_fix(ovl_deadlocks *d, size_t i, char *text,
                            bool checked, const char *why) {
-  dl_rec *r = rec_at(d, i);
-  free(r->fix);
-  free(r->fix_why);
-  r->fix = text;
-  r->fix_checked = checked;
-  r->fix_why = why != NULL ? ovl__strdup(why) : NULL;
-  return why == NULL || r->fix_why != NULL;
+  return ovl__fix_slot_set(&rec_at(d, i)->fix, text, checked, why);
 }
 
 int ovl_deadlocks_fix(const ovl_deadlocks *d, size_t i, ovl_fix_info *out) {
-  const dl_rec *r;
   if (out != NULL)
     memset(out, 0, sizeof *out);
   if (d == NULL || out == NULL || i >= d->list.n)
     return -1;
-  r = rec_at(d, i);
-  out->fix = r->fix;
-  out->checked = r->fix_checked;
-  out->why = r->fix_why;
+  ovl__fix_slot_info(&rec_at(d, i)->fix, out);
   return 0;
 }

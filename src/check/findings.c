@@ -183,6 +183,28 @@ void ovl__findings_forms_json(ovl__sbuf *b, unsigned forms) {
   ovl__sb_puts(b, "]");
 }
 
+bool ovl__fix_slot_set(ovl__fix_slot *s, char *text, bool checked,
+                       const char *why) {
+  free(s->text);
+  free(s->why);
+  s->text = text;
+  s->checked = checked;
+  s->why = why != NULL ? ovl__strdup(why) : NULL;
+  return why == NULL || s->why != NULL;
+}
+
+void ovl__fix_slot_info(const ovl__fix_slot *s, ovl_fix_info *out) {
+  out->fix = s->text;
+  out->checked = s->checked;
+  out->why = s->why;
+}
+
+void ovl__fix_slot_free(ovl__fix_slot *s) {
+  free(s->text);
+  free(s->why);
+  s->text = s->why = NULL;
+}
+
 void ovl__findings_fix_line(ovl__sbuf *b, const char *fix, bool checked,
                             const char *why) {
   if (fix != NULL && checked)

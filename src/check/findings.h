@@ -107,10 +107,27 @@ void ovl__findings_forms_line(ovl__sbuf *b, unsigned forms, unsigned checked);
 /* JSON: ["sync", "async"] of a mask, or null for 0 (not known). */
 void ovl__findings_forms_json(ovl__sbuf *b, unsigned forms);
 
-/* The fix line of a mismatch or a deadlock: "  fix (checked): FIX",
+/* A finding's fix (a race's, a mismatch's, a deadlock's): its text (NULL: none known),
+ * whether it was re-checked, and why not (or why none is known); all
+ * NULL/false until a hint is made. The finding owns the strings. */
+typedef struct ovl__fix_slot {
+  char *text;
+  bool checked;
+  char *why;
+} ovl__fix_slot;
+
+/* Set the slot: `text` (taken) and a copy of `why`; false where that
+ * copy could not be made. */
+bool ovl__fix_slot_set(ovl__fix_slot *s, char *text, bool checked,
+                       const char *why);
+/* The slot as the API gives it (ovl_mismatches_fix, ovl_deadlocks_fix). */
+void ovl__fix_slot_info(const ovl__fix_slot *s, ovl_fix_info *out);
+void ovl__fix_slot_free(ovl__fix_slot *s);
+
+/* The fix line of a finding: "  fix (checked): FIX",
  * "  fix (unchecked): FIX (WHY)", or with no fix "  fix: WHY" (none
  * known); nothing when neither is set (no hint was made). JSON:
- * ,"fix":...,"fix_checked":...,"fix_why":... */
+ * ,"fix":...,"fix_checked":...,"fix_why":... A race always has a FIX. */
 void ovl__findings_fix_line(ovl__sbuf *b, const char *fix, bool checked,
                             const char *why);
 void ovl__findings_fix_json(ovl__sbuf *b, const char *fix, bool checked,

@@ -392,12 +392,7 @@ char *ovl__fix_no_candidate(const hinter *h, const race_rec *r) {
 
 /* Set race r's fix: `text` (taken), checked or not and why. */
 bool ovl__fix_set(race_rec *r, char *text, bool checked, const char *why) {
-  free(r->fix);
-  free(r->fix_why);
-  r->fix = text;
-  r->fix_checked = checked;
-  r->fix_why = why != NULL ? ovl__strdup(why) : NULL;
-  return text != NULL && (why == NULL || r->fix_why != NULL);
+  return ovl__fix_slot_set(&r->fix, text, checked, why) && text != NULL;
 }
 
 void ovl__fix_hinter_free(hinter *h) {

@@ -24,8 +24,7 @@ typedef struct mm_rec {
   char *message;
   /* Its fix hint (check/order_fix.c): the edit, or NULL (none known, or
    * not made: why says which), and whether it was re-checked. */
-  char *fix, *fix_why;
-  bool fix_checked;
+  ovl__fix_slot fix;
   /* The key: kind, ring, differs and per item its op's position. */
   int nkey;
   uint64_t *key;
@@ -61,8 +60,7 @@ static void rec_free(void *rec, void *ctx) {
   free(r->sides);
   free(r->message);
   free(r->key);
-  free(r->fix);
-  free(r->fix_why);
+  ovl__fix_slot_free(&r->fix);
 }
 
 void ovl_mismatches_free(ovl_mismatches *mm) {
@@ -389,7 +387,7 @@ static void fmt_json(ovl__sbuf *b, const void *res, const ovl_program *prog,
         ovl__sb_printf(b, "%s%d", n++ ? "," : "", k);
     ovl__sb_puts(b, "],\"message\":");
     ovl__sb_json_str(b, r->message);
-    ovl__findings_fix_json(b, r->fix, r->fix_checked, r->fix_why);
+    ovl__findings_fix_json(b, r->fix.text, r->fix.checked, r->fix.why);
     ovl__sb_puts(b, "}");
   }
   ovl__sb_printf(b, "],\"count\":%zu,\"more\":%llu}\n", m->list.n,
@@ -411,7 +409,7 @@ static void fmt_human(ovl__sbuf *b, const void *res,
       ovl__sb_puts(b, ")");
     }
     ovl__sb_puts(b, "\n");
-    ovl__findings_fix_line(b, r->fix, r->fix_checked, r->fix_why);
+    ovl__findings_fix_line(b, r->fix.text, r->fix.checked, r->fix.why);
   }
   snprintf(checked, sizeof checked, ", %llu comm op%s checked",
            (unsigned long long)m->nitems, m->nitems == 1 ? "" : "s");
@@ -429,24 +427,14 @@ ovl_status ovl_mismatches_format(const ovl_mismatches *m,
 
 bool ovl__mismatch_set_fix(ovl_mismatches *m, size_t i, char *text,
                            bool checked, const char *why) {
-  mm_rec *r = rec_at(m, i);
-  free(r->fix);
-  free(r->fix_why);
-  r->fix = text;
-  r->fix_checked = checked;
-  r->fix_why = why != NULL ? ovl__strdup(why) : NULL;
-  return why == NULL || r->fix_why != NULL;
+  return ovl__fix_slot_set(&rec_at(m, i)->fix, text, checked, why);
 }
 
 int ovl_mismatches_fix(const ovl_mismatches *m, size_t i, ovl_fix_info *out) {
-  const mm_rec *r;
   if (out != NULL)
     memset(out, 0, sizeof *out);
   if (m == NULL || out == NULL || i >= m->list.n)
     return -1;
-  r = rec_at(m, i);
-  out->fix = r->fix;
-  out->checked = r->fix_checked;
-  out->why = r->fix_why;
+  ovl__fix_slot_info(&rec_at(m, i)->fix, out);
   return 0;
 }

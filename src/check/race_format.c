@@ -47,12 +47,7 @@ static void fmt_human(ovl__sbuf *b, const void *res,
     if (rr->note != NULL)
       ovl__sb_printf(b, "  note: %s\n", rr->note);
     ovl__findings_forms_line(b, rr->forms, rr->forms_checked);
-    if (rr->fix_checked)
-      ovl__sb_printf(b, "  fix (checked): %s\n", rr->fix);
-    else if (rr->fix_why != NULL)
-      ovl__sb_printf(b, "  fix (unchecked): %s (%s)\n", rr->fix, rr->fix_why);
-    else
-      ovl__sb_printf(b, "  fix (unchecked): %s\n", rr->fix);
+    ovl__findings_fix_line(b, rr->fix.text, rr->fix.checked, rr->fix.why);
   }
   if (r->list.more > 0)
     ovl__sb_printf(b,
@@ -95,14 +90,7 @@ static void fmt_json(ovl__sbuf *b, const void *res, const ovl_program *prog,
     fmt_json_access(b, &rr->a[0]);
     ovl__sb_printf(b, ",\"second\":");
     fmt_json_access(b, &rr->a[1]);
-    ovl__sb_printf(b, ",\"fix\":");
-    ovl__sb_json_str(b, rr->fix);
-    ovl__sb_printf(b, ",\"fix_checked\":%s,\"fix_why\":",
-                   rr->fix_checked ? "true" : "false");
-    if (rr->fix_why != NULL)
-      ovl__sb_json_str(b, rr->fix_why);
-    else
-      ovl__sb_puts(b, "null");
+    ovl__findings_fix_json(b, rr->fix.text, rr->fix.checked, rr->fix.why);
     ovl__sb_printf(b, ",\"note\":");
     if (rr->note != NULL)
       ovl__sb_json_str(b, rr->note);

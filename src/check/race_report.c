@@ -140,8 +140,7 @@ static void race_free(void *rec, void *ctx) {
   if (r->ranks != ctx)
     free(r->ranks);
   free(r->var_name);
-  free(r->fix);
-  free(r->fix_why);
+  ovl__fix_slot_free(&r->fix);
   free(r->note);
 }
 
@@ -172,9 +171,9 @@ int ovl_races_get(const ovl_races *r, size_t i, ovl_race_info *info) {
   info->var = rr->var_name;
   info->first = rr->a[0];
   info->second = rr->a[1];
-  info->fix = rr->fix;
-  info->fix_checked = rr->fix_checked;
-  info->fix_why = rr->fix_why;
+  info->fix = rr->fix.text;
+  info->fix_checked = rr->fix.checked;
+  info->fix_why = rr->fix.why;
   info->note = rr->note;
   info->occurrences = rr->occurrences;
   info->nranks = rr->nranks;

@@ -19,10 +19,8 @@ typedef struct race_rec {
   uint64_t occurrences;
   /* The fix hint (check/fix.c): an edit of the schedule's text, whether
    * it was re-checked and removed the race, and if not, why (NULL when
-   * it was). */
-  char *fix;
-  bool fix_checked;
-  char *fix_why;
+   * it was). A race always has its text. */
+  ovl__fix_slot fix;
   char *note; /* NULL, or why the second access is unordered */
   /* The ranks it is on (bit r), and as a list (res->ranks when it is on
    * every rank; else owned). */
