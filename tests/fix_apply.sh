@@ -11,20 +11,8 @@
 # - A wait the hint makes redundant is moved, not duplicated.
 # - A clean schedule has nothing to fix (empty diff, exit 0); one with no
 #   known fix exits 4 and says what is left.
-set -u
-
-tool=${OVL_TOOL:-tools/overlap_sim}
 src=${srcdir:-.}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/ovl-fixapply.XXXXXX") || exit 99
-trap 'rm -rf "$tmp"' EXIT INT TERM
-pass=0
-fail=0
-
-ok() { pass=$((pass + 1)); echo "PASS: $1"; }
-ko() {
-  fail=$((fail + 1)); echo "FAIL: $1"
-  sed 's/^/    | /' "$tmp/why" "$tmp/out" "$tmp/err" 2>/dev/null | head -40
-}
+. "$src/tests/lib.sh"
 
 for f in "$src"/schedules/bad/*.sched; do
   b=${f##*/}
@@ -125,5 +113,4 @@ rc=$?
   echo "--fix=BAD/PATH: exit $rc, expected 3 naming it" >>"$tmp/why"
 if [ ! -s "$tmp/why" ]; then ok "--fix: refused flags, FILE checked"; else ko "--fix: refused flags, FILE checked"; fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -20,7 +20,12 @@ fail=0
 : >"$tmp/err"
 
 ok() { pass=$((pass + 1)); echo "PASS: $1"; }
-ko() { fail=$((fail + 1)); echo "FAIL: $1"; sed 's/^/    | /' "$tmp/out" "$tmp/err" | head -40; }
+# ko TITLE: a failure, with what the test said went wrong ($tmp/why, where
+# it writes one) and the last run's output under it.
+ko() {
+  fail=$((fail + 1)); echo "FAIL: $1"
+  sed 's/^/    | /' "$tmp/why" "$tmp/out" "$tmp/err" 2>/dev/null | head -40
+}
 
 # A run makes one trial (--trials=1): the tool's default repeats a short
 # run up to 5 times, as many as fit in about 10 s, and only
