@@ -216,12 +216,9 @@ sweep() {
   compare "mpirun -np $np overlap_sweep --backend=cpu $(words "$@") (against --ranks=$np)" filter_sweep
 }
 
-# hang NP ARGS...: overlap_sim -b cpu --no-races --timeout=2 ARGS as NP
-# processes must end within 20 s with exit 3 and the flight record.
-hang() {
-  np=$1
-  shift
-  launch "$np" "$tool" -b cpu --no-races --timeout=2 "$@"
+# ended_3_in_time: $tmp/why (emptied, and $tmp/diff) says where the
+# launch ($tmp/mpi.*) did not end with exit 3 within 20 s.
+ended_3_in_time() {
   : >"$tmp/why"; : >"$tmp/diff"
   rc=$(cat "$tmp/mpi.rc"); secs=$(cat "$tmp/mpi.secs")
   if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
@@ -232,6 +229,15 @@ hang() {
   if [ "$secs" -gt 20 ]; then
     echo "took $secs s, expected at most 20" >>"$tmp/why"
   fi
+}
+
+# hang NP ARGS...: overlap_sim -b cpu --no-races --timeout=2 ARGS as NP
+# processes must end within 20 s with exit 3 and the flight record.
+hang() {
+  np=$1
+  shift
+  launch "$np" "$tool" -b cpu --no-races --timeout=2 "$@"
+  ended_3_in_time
   if ! grep -q 'flight record' "$tmp/mpi.err"; then
     echo "no 'flight record' on stderr" >>"$tmp/why"
   fi
@@ -383,16 +389,7 @@ printf '%s\n' 'x = data(shape=[16], init=fill, value=1.0)' 'y = scale(x, scale=2
 # lost NAME: the launch ($tmp/mpi.*) ended within 20 s with exit 3, a
 # message of a process that names the step, and no verdict on stdout.
 lost() {
-  : >"$tmp/why"; : >"$tmp/diff"
-  rc=$(cat "$tmp/mpi.rc"); secs=$(cat "$tmp/mpi.secs")
-  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-    echo "still running after $limit s: killed (exit $rc)" >"$tmp/why"
-  elif [ "$rc" -ne 3 ]; then
-    echo "exit $rc, expected 3" >"$tmp/why"
-  fi
-  if [ "$secs" -gt 20 ]; then
-    echo "took $secs s, expected at most 20" >>"$tmp/why"
-  fi
+  ended_3_in_time
   n=$(grep -Ec '^process [0-9]+: overlap_(sim|sweep): .*step [0-9]+' "$tmp/mpi.err")
   if [ "$n" -lt 1 ]; then
     echo "no 'process P: ... step N' message on stderr" >>"$tmp/why"
