@@ -67,6 +67,14 @@ static int flag_word(const flag_def *d, const char *arg, void *field) {
                      words);
 }
 
+/* A file's path (not empty), kept as given. */
+static int flag_path(const flag_def *d, const char *arg, void *field) {
+  if (arg[0] == '\0')
+    return usage_error("--%s: an empty path", d->name);
+  *(const char **)field = arg;
+  return -1;
+}
+
 /* One of the words, as its index (an int). */
 static int flag_choice(const flag_def *d, const char *arg, void *field) {
   int k = word_index(d, arg);
@@ -104,10 +112,11 @@ static int flag_gpus(const flag_def *d, const char *arg, void *field) {
 const flag_def common_flags[CF__COUNT] = {
     [CF_BACKEND] = {.name = "backend", .short_name = 'b', .metavar = "NAME",
                     .parse = flag_word, .offset = AT(backend),
-                    .words = "auto|cpu|cuda",
+                    .words = "auto|cpu|cuda|model",
                     .bad = "backend",
                     .help = "auto (cuda if a GPU is visible, else cpu), cpu, "
-                            "cuda"},
+                            "cuda,\n"
+                            "model (predicted: docs/MODEL.md)"},
     [CF_RANKS] = {.name = "ranks", .short_name = 'r', .metavar = "N",
                   .parse = flag_int, .offset = AT(ranks), .lo = 1, .hi = 64,
                   .help = "ranks (default: cpu 2, cuda every GPU)"},
@@ -161,6 +170,16 @@ const flag_def common_flags[CF__COUNT] = {
                                   "0 = NCCL's choice"},
     [CF_TF32] = {.name = "tf32", .metavar = "on|off", .parse = flag_choice,
                  .offset = AT(tf32), .words = "off|on", .bad = "on or off"},
+    [CF_MACHINE] = {.name = "machine", .metavar = "FILE", .parse = flag_path,
+                    .offset = AT(machine),
+                    .help = "model: the machine (a machine file; default the\n"
+                            "built-in h200-8x400g: 8 H200 a node, 400 Gb/s "
+                            "IB)"},
+    [CF_PROFILE] = {.name = "profile", .metavar = "FILE", .parse = flag_path,
+                    .offset = AT(profile),
+                    .help = "model: what --calibrate measured (default: "
+                            "none,\n"
+                            "every kernel estimated from the machine)"},
     [CF_QUIET] = {.name = "quiet", .short_name = 'q', .offset = AT(quiet)},
     [CF_HELP] = {.name = "help", .short_name = 'h',
                  .help = "show this help and exit"},
@@ -283,6 +302,13 @@ int common_flags_scan(const flag_set *set, int argc, char **argv,
 }
 
 int common_flags_check(const common_opts *c) {
+  if ((c->machine != NULL || c->profile != NULL) &&
+      strcmp(c->backend, "model") != 0)
+    return usage_error("--%s: only with --backend=model (the model's %s; "
+                       "--predict=PROFILE sets a prediction beside a real "
+                       "run)",
+                       c->machine != NULL ? "machine" : "profile",
+                       c->machine != NULL ? "machine file" : "profile");
   if (c->graph && strcmp(c->backend, "cpu") == 0)
     return usage_error("--graph: the cpu backend has no graphs (CUDA "
                        "graphs need --backend=cuda or auto with a GPU)");
@@ -370,6 +396,10 @@ static ovl_status tune_world(ovl_world *world, const common_opts *c,
   }
   if (st == OVL_OK && c->tf32)
     st = ovl_world_set(world, "tf32", "on", err);
+  if (st == OVL_OK && c->machine != NULL)
+    st = ovl_world_set(world, "machine", c->machine, err);
+  if (st == OVL_OK && c->profile != NULL)
+    st = ovl_world_set(world, "profile", c->profile, err);
   return st;
 }
 

@@ -23,7 +23,7 @@
 
 /* What the shared flags set; common_opts_init gives the defaults. */
 typedef struct {
-  const char *backend;   /* --backend: auto, cpu, cuda */
+  const char *backend;   /* --backend: auto, cpu, cuda, model */
   int ranks;             /* --ranks; 0: the backend's default */
   int gpus_per_process;  /* --gpus-per-process; 0: one */
   int iters, warmup;     /* -n: timed iterations; -w: untimed ones first */
@@ -33,6 +33,8 @@ typedef struct {
   int comm_priority_high; /* --comm-priority=high */
   int nccl_min_ctas, nccl_max_ctas; /* 0: NCCL's choice */
   int tf32;              /* --tf32=on */
+  /* --machine, --profile: the model backend's files (NULL: not given) */
+  const char *machine, *profile;
   int quiet;             /* -q */
 } common_opts;
 
@@ -51,6 +53,8 @@ typedef enum {
   CF_NCCL_MIN_CTAS,
   CF_NCCL_MAX_CTAS,
   CF_TF32,
+  CF_MACHINE,
+  CF_PROFILE,
   CF_QUIET,
   CF_HELP,
   CF_VERSION,

@@ -161,6 +161,26 @@ OVL_API const char *ovl_result_backend(const ovl_result *res);
 OVL_API const char *ovl_result_devices(const ovl_result *res);
 OVL_API const char *ovl_result_device_name(const ovl_result *res, int rank);
 
+/* Whether the run was predicted by the model backend (no device ran it,
+ * nothing was computed: no fetched values). */
+OVL_API int ovl_result_predicted(const ovl_result *res);
+
+/* Where one rank's iteration went (the slowest rank's: its parts add up
+ * to the iteration). Each instant of it is counted once, in the first of
+ * these that holds: a kernel (or delay) runs: compute, except the part by
+ * which its neighbours slowed it: contention; communication runs with no
+ * kernel beside it: exposed communication (its own slowdown: contention);
+ * a stream waits (for an event, for its peers): waits; nothing runs on
+ * the device: host (the host enqueueing, launch gaps, host syncs). The
+ * time a rank that finished early waits for the slowest is waits. */
+typedef struct ovl_explain_s {
+  double total, compute, exposed_comm, contention, host, waits; /* s */
+  int rank;
+} ovl_explain;
+/* A predicted run's: 0, and *out filled; -1 when the result has none (a
+ * real run: see ovl_report_explain). */
+OVL_API int ovl_result_explain(const ovl_result *res, ovl_explain *out);
+
 /* With op_times: the seconds op `i` of the run's program took on its
  * stream on `rank`, summed over the timed iterations (0 for host ops);
  * NULL when the run did not time its ops. */

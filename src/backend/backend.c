@@ -9,6 +9,7 @@ const ovl__backend_ops *const ovl__backends[] = {
     &ovl__backend_cuda,
 #endif
     &ovl__backend_cpu,
+    &ovl__backend_model,
     NULL,
 };
 

@@ -230,6 +230,8 @@ typedef struct ovl__backend_ops {
 } ovl__backend_ops;
 
 extern const ovl__backend_ops ovl__backend_cpu;
+/* The model (backend/model.h): simulated, never picked by "auto". */
+extern const ovl__backend_ops ovl__backend_model;
 #ifdef HAVE_CUDA
 extern const ovl__backend_ops ovl__backend_cuda;
 #endif

@@ -305,7 +305,10 @@ static ovl_status replay_races(ovl_report *r, ovl_world *world,
 static ovl_status run_trials(ovl_report *r, ovl_world *world,
                              const ovl_reference *ref,
                              const ovl_pipeline_opts *o, ovl_error *e) {
-  size_t want = o->trials > 1 ? (size_t)o->trials : 1;
+  /* The model gives the same times every time: one trial. */
+  size_t want = o->trials > 1 && ovl__model_of(world->be, world->bw) == NULL
+                    ? (size_t)o->trials
+                    : 1;
   double spent = 0;
   ovl_status st = OVL_OK;
   for (size_t t = 0; t < want && st == OVL_OK; t++) {
@@ -334,8 +337,20 @@ static ovl_status pipeline(ovl_report *r, ovl_world *world,
                            const ovl_pipeline_opts *o, ovl_error *e) {
   ovl_reference *own = NULL;
   const ovl_reference *ref = o->reference;
+  const ovl__model *model =
+      world != NULL ? ovl__model_of(world->be, world->bw) : NULL;
   ovl_status st = OVL_OK;
 
+  if (model != NULL && (o->run || o->replay != 0)) {
+    /* A profile is of one schedule; a replay needs numbers. */
+    if ((st = ovl__model_check(model, r->prog, e)) != OVL_OK)
+      return stage_failed(e, o, "model");
+    if (o->replay != 0) {
+      ovl__err(e, OVL_EINVAL, "the model backend computes no numbers: a "
+                              "replay needs a real backend (cpu, cuda)");
+      return stage_failed(e, o, "replay");
+    }
+  }
   if (o->races && (st = check_races(r, o, e)) != OVL_OK)
     return st;
   /* Nothing runs after a mismatch or a deadlock (not even a replay): the
@@ -354,7 +369,8 @@ static ovl_status pipeline(ovl_report *r, ovl_world *world,
    * the replays share it. */
   for (size_t i = 0; i < r->nmodes; i++) {
     report_mode *m = &r->modes[i];
-    m->checked = mode_checked(r->prog, m->mode);
+    /* The model computes nothing: nothing to compare. */
+    m->checked = model == NULL && mode_checked(r->prog, m->mode);
     if (m->checked && ref == NULL &&
         (o->run || (o->replay != 0 && replay_selects(m, o->replay)))) {
       st = ovl_reference_compute_rows(

@@ -65,7 +65,9 @@ int ovl_report_mode_get(const ovl_report *r, size_t i,
   info->races = m->races;
   info->deadlocks = m->deadlocks;
   info->res = m->res;
-  if (m->res != NULL && m->checked)
+  if (m->res != NULL && m->res->predicted)
+    info->not_checked = "predicted: nothing is computed";
+  else if (m->res != NULL && m->checked)
     info->check = &m->check;
   else if (m->res == NULL && r->not_run != NULL)
     info->not_checked = r->not_run;

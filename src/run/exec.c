@@ -238,6 +238,11 @@ ovl_status ovl__world_run(ovl_world *world, const ovl_program *prog,
   if ((st = ovl__opts_read(&o, sizeof o, opts_in, "ovl_run_opts", err)) !=
       OVL_OK)
     return st;
+  {
+    const ovl__model *m = ovl__model_of(world->be, world->bw);
+    if (m != NULL)
+      return ovl__model_run(world, m, prog, opts, cmp, out, err);
+  }
   st = run_prepare(world, prog, opts, err);
   if (st == OVL_OK)
     st = run_init(&run, world, prog, opts, err);

@@ -236,3 +236,14 @@ ovl_status ovl__result_merge(ovl_result *res, const ovl__layout *lay,
   }
   return st;
 }
+
+int ovl_result_predicted(const ovl_result *res) {
+  return res != NULL && res->predicted;
+}
+
+int ovl_result_explain(const ovl_result *res, ovl_explain *out) {
+  if (res == NULL || out == NULL || !res->have_explain)
+    return -1;
+  *out = res->explain;
+  return 0;
+}

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 
 #include "backend/backend.h"
+#include "backend/model.h"
 #include "check/check.h"
 #include "procs/procs.h"
 
@@ -24,6 +25,8 @@ typedef struct ovl__tuning {
   bool comm_priority_high;
   int nccl_min_ctas, nccl_max_ctas;
   bool tf32;
+  /* model: the machine file and the profile ("" where not given) */
+  char machine[256], profile[256];
 } ovl__tuning;
 
 struct ovl_world_s {
@@ -73,6 +76,10 @@ struct ovl_result_s {
    * them all), so that ovl_check_result can compare every rank. */
   int lo, hi;
   bool all_held;
+  /* The model's (run/model_run.c): the times are predicted, and where
+   * the iteration went. */
+  bool predicted, have_explain;
+  ovl_explain explain;
 };
 
 /* A comparison a run makes of its fetched values with a reference
@@ -115,6 +122,14 @@ ovl_status ovl__compare_merge(ovl__compare *cmp, const ovl__layout *lay,
 #define OVL__GATHER_FETCHED_MAX ((size_t)64 << 20)
 ovl_status ovl__result_merge(ovl_result *res, const ovl__layout *lay,
                              const ovl_program *prog, ovl_error *err);
+
+/* The model backend's run (run/model_run.c): `prog` simulated on the
+ * world's model `m`, as ovl__world_run runs it (opts read; cmp, when
+ * given, says nothing was compared). */
+ovl_status ovl__model_run(ovl_world *world, const ovl__model *m,
+                          const ovl_program *prog, const ovl_run_opts *o,
+                          ovl__compare *cmp, ovl_result **out,
+                          ovl_error *err);
 
 /* The refusal of graph mode (ovl_run_opts.graph) by a backend that has
  * no graphs: OVL_EINVAL. */

@@ -17,7 +17,8 @@ static const ovl__backend_ops *pick_backend(const char *name,
   const ovl__backend_ops *be;
   if (name == NULL || strcmp(name, "auto") == 0) {
     for (size_t i = 0; ovl__backends[i] != NULL; i++)
-      if (ovl__backends[i]->device_count() > 0)
+      if (ovl__backends[i] != &ovl__backend_model &&
+          ovl__backends[i]->device_count() > 0)
         return ovl__backends[i];
     ovl__err(err, OVL_ENODEV, "no backend has a usable device");
     return NULL;
@@ -29,7 +30,7 @@ static const ovl__backend_ops *pick_backend(const char *name,
                "backend 'cuda' was not compiled in (configure found no "
                "CUDA/NCCL)");
     else
-      ovl__err(err, OVL_ENODEV, "unknown backend '%s' (auto, cpu, cuda)",
+      ovl__err(err, OVL_ENODEV, "unknown backend '%s' (auto, cpu, cuda, model)",
                name);
     return NULL;
   }
@@ -269,7 +270,7 @@ ovl_status ovl_world_create(const ovl_world_opts *opts, ovl_world **out,
 /* The keys of ovl_world_set; each backend has some of them. */
 static const char *const tuning_keys[] = {"comm_priority", "nccl_min_ctas",
                                           "nccl_max_ctas", "chaos_seed",
-                                          "tf32"};
+                                          "tf32", "machine", "profile"};
 
 /* What a backend accepted, as the reports echo it (the backends have
  * checked the value's form). */
@@ -287,6 +288,10 @@ static void record_tuning(ovl__tuning *t, const char *key,
     t->nccl_max_ctas = (int)n;
   else if (strcmp(key, "tf32") == 0)
     t->tf32 = strcmp(value, "on") == 0;
+  else if (strcmp(key, "machine") == 0)
+    snprintf(t->machine, sizeof t->machine, "%s", value);
+  else if (strcmp(key, "profile") == 0)
+    snprintf(t->profile, sizeof t->profile, "%s", value);
 }
 
 ovl_status ovl_world_set(ovl_world *world, const char *key,
@@ -300,7 +305,8 @@ ovl_status ovl_world_set(ovl_world *world, const char *key,
   if (!known)
     return ovl__err(err, OVL_EINVAL,
                     "ovl_world_set: unknown key '%s' (comm_priority, "
-                    "nccl_min_ctas, nccl_max_ctas, chaos_seed, tf32)",
+                    "nccl_min_ctas, nccl_max_ctas, chaos_seed, tf32, "
+                    "machine, profile)",
                     key);
   if (world->ran)
     return ovl__err(err, OVL_EINVAL,
@@ -335,7 +341,8 @@ const char *ovl_world_devices(const ovl_world *world) {
   return world->be->world_devices(world->bw);
 }
 int ovl_world_has_graphs(const ovl_world *world) {
-  return world != NULL && world->be->graph_begin != NULL;
+  return world != NULL && (world->be->graph_begin != NULL ||
+                           ovl__model_of(world->be, world->bw) != NULL);
 }
 
 ovl_status ovl__err_no_graphs(ovl_error *err, const char *backend) {
