@@ -7,8 +7,9 @@
  * builds find a leak at the test's exit, valgrind too). The calls: parse
  * and bind, the static checks and their reports, the fixes (re-checked
  * and applied), the float64 reference, the pipeline without a run and
- * with one, a world, and the report of a pipeline that ran (JSON,
- * timelines, trace, picture).
+ * with one, a world, the report of a pipeline that ran (JSON,
+ * timelines, trace, picture), and the strict JSON reader (a config file
+ * from text and from a file).
  *
  * The suite is linked with -Wl,--wrap of malloc, calloc, realloc, strdup
  * and strndup (Makefile.am): the library's calls to them reach the
@@ -34,7 +35,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "base/json_read.h"
 #include "check_util.h"
 #include "ovl.h"
 
@@ -496,6 +499,59 @@ static ovl_status call_report(void *ctx, ovl_error *err) {
   return st;
 }
 
+/* A config file as the strict JSON reader reads it (base/json_read.h):
+ * objects and arrays that grow past their first blocks, strings with
+ * escapes, a number longer than the reader's buffer on the stack. */
+static const char json_text[] =
+    "{\"machine\": {\"name\": \"h200 \\u00d7 8\", \"gpus\": 8, "
+    "\"links\": [[0, 1, 450.5], [1, 2, 450.5], [2, 3, 450.5], [3, 0, 1e2], "
+    "[0, 2, 25]], \"numa\": null, \"ok\": true},\n"
+    " \"profile\": {\"a\": 1, \"b\": 2, \"c\": 3, \"d\": 4, \"e\": "
+    "\"\\ud834\\udd1e\", \"f\": [], \"g\": {}, \"h\": 0.0000000000"
+    "000000000000000000000000000000000000000000000000000000000000000000001}}";
+static char json_path[64];
+
+/* The tree as the digest sees it: every type, value, key and place. */
+static void digest_json(const ovl__json *v) {
+  int where[3] = {(int)v->type, v->line, v->col};
+  digest_add(where, sizeof where);
+  if (v->type == OVL__J_NUM)
+    digest_add(&v->num, sizeof v->num);
+  if (v->type == OVL__J_BOOL)
+    digest_add(&v->b, sizeof v->b);
+  digest_text(v->str);
+  for (size_t i = 0; i < v->n; i++) {
+    if (v->type == OVL__J_OBJ)
+      digest_text(v->keys[i]);
+    digest_json(&v->items[i]);
+  }
+}
+
+static ovl_status call_json_parse(void *ctx, ovl_error *err) {
+  ovl__json *v = NULL;
+  ovl_status st;
+  (void)ctx;
+  st = ovl__json_parse(json_text, sizeof json_text - 1, "m.json", &v, err);
+  EXPECT(st == OVL_OK || v == NULL);
+  if (st == OVL_OK)
+    digest_json(v);
+  ovl__json_free(v);
+  return st;
+}
+
+/* The same text from a file (json_path). */
+static ovl_status call_json_load(void *ctx, ovl_error *err) {
+  ovl__json *v = NULL;
+  ovl_status st;
+  (void)ctx;
+  st = ovl__json_load(json_path, &v, err);
+  EXPECT(st == OVL_OK || v == NULL);
+  if (st == OVL_OK)
+    digest_json(v);
+  ovl__json_free(v);
+  return st;
+}
+
 static sched_ctx *sched_case(const char *file, int nranks) {
   static sched_ctx c;
   c = (sched_ctx){.file = file, .nranks = nranks};
@@ -626,6 +682,28 @@ START_TEST(test_report) {
 }
 END_TEST
 
+START_TEST(test_json) {
+  sweep_case sc = {.name = "json parse", .call = call_json_parse};
+  sweep_counts n = sweep(&sc);
+  int fd;
+  printf("json parse: %ld allocations, %ld failures gave OVL_ENOMEM, %ld "
+         "were done without\n", n.allocs, n.enomem, n.ok);
+  ck_assert_int_eq(n.ok, 0);
+  strcpy(json_path, "/tmp/ovl-alloc-XXXXXX");
+  fd = mkstemp(json_path);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(write(fd, json_text, sizeof json_text - 1),
+                   (ssize_t)sizeof json_text - 1);
+  close(fd);
+  sc = (sweep_case){.name = "json load", .call = call_json_load};
+  n = sweep(&sc);
+  unlink(json_path);
+  printf("json load: %ld allocations, %ld failures gave OVL_ENOMEM, %ld "
+         "were done without\n", n.allocs, n.enomem, n.ok);
+  ck_assert_int_eq(n.ok, 0);
+}
+END_TEST
+
 static Suite *alloc_suite(void) {
   Suite *s = suite_create("alloc");
   struct {
@@ -640,7 +718,8 @@ static Suite *alloc_suite(void) {
                {"pipeline_check", test_pipeline_check},
                {"pipeline_run", test_pipeline_run},
                {"world", test_world},
-               {"report", test_report}};
+               {"report", test_report},
+               {"json", test_json}};
   /* A case each: CK_RUN_CASE=fix runs one. */
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     TCase *tc = tcase_create(cases[i].name);
