@@ -29,6 +29,8 @@ static bool efficiency_noise(const sim_figures *f) {
 }
 
 bool sim_judge_is_noise(const sim_figures *f) {
+  if (f->predicted)
+    return false;
   return spread_noise(f) || f->short_s < SIM_NOISE_ITER_S ||
          efficiency_noise(f);
 }
@@ -38,6 +40,8 @@ int sim_judge_noise(const sim_figures *f, char *buf, size_t len) {
   int n = 0;
   if (len > 0)
     buf[0] = '\0';
+  if (f->predicted)
+    return 0;
   n += spread_noise(f);
   if (spread_noise(f))
     add(buf, len, &off,
@@ -66,7 +70,7 @@ int sim_judge_noise(const sim_figures *f, char *buf, size_t len) {
 static void overlap_word(const sim_figures *f, char *buf, size_t len,
                          size_t *off) {
   double s = f->speedup;
-  if (spread_noise(f) || f->overlap_short_s < SIM_NOISE_ITER_S)
+  if (!f->predicted && (spread_noise(f) || f->overlap_short_s < SIM_NOISE_ITER_S))
     add(buf, len, off, "unclear (noise: see the warning above)");
   else if (f->trials > 1 && f->speedup_min < 1 - SIM_SAME_BAND &&
            f->speedup_max > 1 + SIM_SAME_BAND)

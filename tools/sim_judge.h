@@ -41,6 +41,9 @@ typedef struct {
    * of a run whose numbers are wrong or that races. */
   int64_t mismatched;
   uint64_t races;
+  /* Predicted by the model: the same every time, and no clock around
+   * it, so nothing in it is noise. */
+  bool predicted;
 } sim_figures;
 
 /* The warnings of the figures that are noise, each a line "warning: ...\n"

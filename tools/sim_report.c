@@ -74,6 +74,11 @@ void sim_print_header(const sim_options *o, const ovl_world *world,
     }
     printf("\n");
   }
+  if (not_run == NULL) {
+    char about[1024];
+    if (ovl_world_model_about(world, prog, about, sizeof about) == 0)
+      printf("  model: predicted, nothing runs: %s\n", about);
+  }
   if (strcmp(ovl_world_backend_name(world), "cpu") == 0 && not_run == NULL)
     printf("  cpu backend: these times are an emulation on host cores (every "
            "stream a thread; %ld cores here), not device figures\n",
@@ -185,6 +190,35 @@ static void print_stat(const char *label, const ovl_stat *st, int digits,
                        const char *unit) {
   printf("%s: %.*f%s (%.*f%s to %.*f%s", label, digits, st->median, unit,
          digits, st->min, unit, digits, st->max, unit);
+}
+
+/* The explain line (ovl_explain): where the async iteration went (else
+ * the first mode's that has it). */
+void sim_print_explain(const ovl_report *r) {
+  ovl_report_mode m = {0};
+  ovl_explain x;
+  int i = ovl_report_find(r, OVL_MODE_ASYNC);
+  bool got = false;
+  if (i >= 0) {
+    ovl_report_mode_get(r, (size_t)i, &m);
+    got = ovl_result_explain(m.prog, m.res, &x) == 0;
+  }
+  for (size_t k = 0; !got && k < ovl_report_mode_count(r); k++) {
+    ovl_report_mode_get(r, k, &m);
+    got = m.res != NULL && ovl_result_explain(m.prog, m.res, &x) == 0;
+  }
+  if (!got)
+    return;
+  printf("explain (%s, %s, rank %d): %.3f ms = compute %.3f + exposed comm "
+         "%.3f + contention ",
+         ovl_mode_name(m.mode),
+         ovl_result_predicted(m.res) ? "predicted" : "traced iteration",
+         x.rank, x.total * 1e3, x.compute * 1e3, x.exposed_comm * 1e3);
+  if (isnan(x.contention))
+    printf("n/a (--mode=all --op-times measures it)");
+  else
+    printf("%.3f", x.contention * 1e3);
+  printf(" + host %.3f + waits %.3f\n", x.host * 1e3, x.waits * 1e3);
 }
 
 void sim_print_summary(const ovl_report *r) {

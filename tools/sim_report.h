@@ -39,6 +39,9 @@ void sim_print_op_times(const ovl_report *r, const sim_options *o);
  * where the modes run give them; after several trials, each mode's total
  * too, each figure as its median and range over the trials, and the
  * spread of the speedup. */
+/* The explain line: where the async iteration went (predicted, or a
+ * traced real run: --op-times). */
+void sim_print_explain(const ovl_report *r);
 void sim_print_summary(const ovl_report *r);
 
 /* One line per (mode, rank, variable) that differs from the reference, in

@@ -38,6 +38,7 @@ static void figures_of(const ovl_report *r, sim_figures *f) {
     ovl_report_mode_get(r, i, &m);
     if (m.res == NULL)
       continue;
+    f->predicted = f->predicted || ovl_result_predicted(m.res);
     if (isnan(f->short_s) || m.median_s < f->short_s) {
       f->short_s = m.median_s;
       f->short_mode = ovl_mode_name(m.mode);

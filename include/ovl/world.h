@@ -161,6 +161,15 @@ OVL_API const char *ovl_result_backend(const ovl_result *res);
 OVL_API const char *ovl_result_devices(const ovl_result *res);
 OVL_API const char *ovl_result_device_name(const ovl_result *res, int rank);
 
+/* The model backend: what it predicts `prog` from, a line ("machine
+ * h200x2 (machines/h200x2.json), profile p.json (NVIDIA H200, 1 rank,
+ * 2026-12-01T21:30:00Z); 1 of 3 kernels estimated from the machine's
+ * bandwidth and FLOP rate (not in the profile): scale float32 [1000]")
+ * into buf (cut to size). Returns 0, or -1 for another backend. */
+OVL_API int ovl_world_model_about(const ovl_world *world,
+                                  const ovl_program *prog, char *buf,
+                                  size_t size);
+
 /* Whether the run was predicted by the model backend (no device ran it,
  * nothing was computed: no fetched values). */
 OVL_API int ovl_result_predicted(const ovl_result *res);
@@ -177,9 +186,15 @@ typedef struct ovl_explain_s {
   double total, compute, exposed_comm, contention, host, waits; /* s */
   int rank;
 } ovl_explain;
-/* A predicted run's: 0, and *out filled; -1 when the result has none (a
- * real run: see ovl_report_explain). */
-OVL_API int ovl_result_explain(const ovl_result *res, ovl_explain *out);
+/* Returns 0 with *out filled: a predicted run's (the simulation's own
+ * account), or a real run's traced iteration (ovl_run_opts.trace), read
+ * from its spans: `prog` is the program that ran (ignored for a predicted
+ * run). A real run knows contention only where the pipeline gave it each
+ * op's own time (from the comp-only and comm-only forms, run with op
+ * times): else `contention` is NaN and that time counts as compute or
+ * exposed communication. -1: no trace, or a program that does not match. */
+OVL_API int ovl_result_explain(const ovl_program *prog, const ovl_result *res,
+                               ovl_explain *out);
 
 /* With op_times: the seconds op `i` of the run's program took on its
  * stream on `rank`, summed over the timed iterations (0 for host ops);

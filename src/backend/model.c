@@ -173,6 +173,61 @@ ovl_status ovl__model_check(const ovl__model *m, const ovl_program *prog,
                   m->prof.path, m->prof.schedule, base);
 }
 
+void ovl__model_about(const ovl__model *m, const ovl_program *prog,
+                      char *buf, size_t size) {
+  size_t len = 0, nk = 0, nest = 0;
+  ovl__mkernel seen[64];
+  char names[512] = "";
+  size_t nlen = 0;
+#define PUT(...)                                                              \
+  do {                                                                        \
+    if (len < size)                                                           \
+      len += (size_t)snprintf(buf + len, size - len, __VA_ARGS__);           \
+  } while (0)
+  if (size == 0)
+    return;
+  buf[0] = '\0';
+  PUT("machine %s (%s)", m->mach.name,
+      m->machine_path[0] ? m->machine_path : "built in");
+  if (m->have_profile)
+    PUT(", profile %s (%s, %d rank%s, %s)", m->prof.path, m->prof.device,
+        m->prof.nranks, m->prof.nranks == 1 ? "" : "s", m->prof.date);
+  else
+    PUT(", no profile");
+  for (size_t i = 0; i < prog->nops; i++) {
+    const ovl__op *op = &prog->ops[i];
+    size_t n;
+    const ovl__prim *pr = ovl__op_prims(prog, i, &n);
+    ovl__mkernel k;
+    bool est = false, dup = false;
+    if (n == 0 || pr[0].kind != OVL_PRIM_KERNEL || op->out < 0)
+      continue;
+    ovl__mkernel_of(prog, op, &k);
+    for (size_t j = 0; j < nk && j < 64 && !dup; j++)
+      dup = ovl__mkernel_same(&seen[j], &k);
+    if (dup)
+      continue;
+    if (nk < 64)
+      seen[nk] = k;
+    nk++;
+    (void)ovl__model_kernel_s(m, &k, &est);
+    if (est) {
+      char kn[96];
+      ovl__mkernel_name(&k, kn, sizeof kn);
+      if (nlen < sizeof names)
+        nlen += (size_t)snprintf(names + nlen, sizeof names - nlen, "%s%s",
+                                 nest ? ", " : "", kn);
+      nest++;
+    }
+  }
+  if (nest > 0)
+    PUT("; %zu of %zu kernel%s estimated from the machine's bandwidth and "
+        "FLOP rate (not in %s): %s",
+        nest, nk, nk == 1 ? "" : "s",
+        m->have_profile ? "the profile" : "a profile", names);
+#undef PUT
+}
+
 double ovl__model_kernel_s(const ovl__model *m, const ovl__mkernel *k,
                            bool *estimated) {
   const ovl__machine *mc = &m->mach;

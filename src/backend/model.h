@@ -170,6 +170,12 @@ const ovl__model *ovl__model_of(const ovl__backend_ops *be,
  * OVL_EINVAL naming both. */
 ovl_status ovl__model_check(const ovl__model *m, const ovl_program *prog,
                             ovl_error *err);
+/* What the model predicts `prog` from, in words: "machine h200x2
+ * (machines/h200x2.json), profile p.json (NVIDIA H200, 2026-12-01); 1 of
+ * 3 kernels estimated from the machine (not in the profile): scale
+ * float32 [1000]". */
+void ovl__model_about(const ovl__model *m, const ovl_program *prog,
+                      char *buf, size_t size);
 /* Seconds kernel `k` takes alone; *estimated when the profile does not
  * have it (from the machine's bandwidth and FLOP rate). */
 double ovl__model_kernel_s(const ovl__model *m, const ovl__mkernel *k,

@@ -333,6 +333,71 @@ static ovl_status run_trials(ovl_report *r, ovl_world *world,
   return st;
 }
 
+/* Per op of the program as bound (its src), its index in mode m's form,
+ * or -1 (a map of r->prog->nops entries, malloc'd); NULL where m did not
+ * run with op times, or out of memory. */
+static int32_t *src_map(const ovl_report *r, int m) {
+  const report_mode *rm;
+  int32_t *map;
+  if (m < 0)
+    return NULL;
+  rm = &r->modes[m];
+  if (rm->res == NULL || rm->res->op_times == NULL || rm->res->predicted)
+    return NULL;
+  map = malloc((r->prog->nops + 1) * sizeof *map);
+  for (size_t i = 0; map != NULL && i < r->prog->nops; i++)
+    map[i] = -1;
+  for (size_t i = 0; map != NULL && i < rm->prog->nops; i++)
+    if (rm->prog->ops[i].src < r->prog->nops)
+      map[rm->prog->ops[i].src] = (int32_t)i;
+  return map;
+}
+
+/* A real run's own time of each work primitive (run/explain.c: the
+ * contention of its explain), from the comp-only form's op times
+ * (kernels, delays) and the comm-only form's (communication), where they
+ * ran with op times; given to every traced result of the last trial. */
+static ovl_status attach_alone(ovl_report *r, ovl_error *e) {
+  int ic = ovl_report_find(r, OVL_MODE_COMP), im = ovl_report_find(r, OVL_MODE_COMM);
+  int32_t *cmap = src_map(r, ic), *mmap = src_map(r, im);
+  ovl_status st = OVL_OK;
+  for (size_t i = 0; st == OVL_OK && (cmap || mmap) && i < r->nmodes; i++) {
+    report_mode *m = &r->modes[i];
+    const ovl_program *prog = m->prog;
+    size_t n;
+    double *alone;
+    if (m->res == NULL || m->res->spans == NULL || m->res->predicted)
+      continue;
+    n = (size_t)m->res->nranks * prog->nprims;
+    if ((alone = malloc((n ? n : 1) * sizeof *alone)) == NULL)
+      break;
+    for (size_t k = 0; k < n; k++)
+      alone[k] = NAN;
+    for (int rank = 0; rank < m->res->nranks; rank++)
+      for (size_t j = 0; j < prog->nops; j++) {
+        const ovl__op *op = &prog->ops[j];
+        for (size_t p = prog->prim_first[j]; p < prog->prim_first[j + 1];
+             p++) {
+          const ovl__prim *pr = &prog->prims[p];
+          bool comm = ovl__prim_is_comm(pr);
+          const int32_t *map = comm ? mmap : cmap;
+          const ovl_result *src = comm ? r->modes[im].res : r->modes[ic].res;
+          int32_t k;
+          if (!ovl__prim_works(pr) || map == NULL || op->src >= r->prog->nops ||
+              (k = map[op->src]) < 0)
+            continue;
+          alone[(size_t)rank * prog->nprims + p] =
+              src->op_times[(size_t)rank * src->nops + (size_t)k] / src->iters;
+        }
+      }
+    st = ovl__result_set_alone(m->res, alone, e);
+    free(alone);
+  }
+  free(cmap);
+  free(mmap);
+  return st;
+}
+
 static ovl_status pipeline(ovl_report *r, ovl_world *world,
                            const ovl_pipeline_opts *o, ovl_error *e) {
   ovl_reference *own = NULL;
@@ -399,6 +464,8 @@ static ovl_status pipeline(ovl_report *r, ovl_world *world,
   }
   progress(o, r, OVL_PIPELINE_READY, 0);
   st = run_trials(r, world, ref, o, e);
+  if (st == OVL_OK)
+    st = attach_alone(r, e);
   ovl_reference_free(own);
   return st;
 }

@@ -39,6 +39,13 @@ static void fill_result(const sim *s, const ovl_run_opts *o,
     }
   for (int it = 0; it < res->iters; it++)
     res->times[it] = T;
+  if (res->spans != NULL) {
+    /* Each work primitive's own time: the picture's contention. */
+    size_t n = (size_t)s->nranks * prog->nprims;
+    res->alone = malloc((n ? n : 1) * sizeof *res->alone);
+    for (size_t k = 0; res->alone != NULL && k < n; k++)
+      res->alone[k] = NAN;
+  }
   for (int rank = 0; rank < s->nranks; rank++) {
     const srank *r = &s->r[s->slot_of[rank]];
     for (size_t k = 0; k < r->nitems; k++) {
@@ -59,6 +66,13 @@ static void fill_result(const sim *s, const ovl_run_opts *o,
         }
       }
     }
+    if (res->alone != NULL)
+      for (size_t k = 0; k < r->nitems; k++) {
+        const item *it = &r->items[k];
+        if (it->p1 == it->p0 + 1 && ovl__prim_works(&prog->prims[it->p0]) &&
+            it->kind != OVL_PRIM_SEND && it->kind != OVL_PRIM_RECV)
+          res->alone[(size_t)rank * prog->nprims + it->p0] = it->alone;
+      }
     if (res->spans != NULL) {
       for (size_t p = 0; p < prog->nprims; p++)
         if (ovl__prim_on_host(&prog->prims[p]) && !isnan(r->hspan[2 * p])) {

@@ -20,6 +20,7 @@ void ovl_result_free(ovl_result *res) {
   free(res->times);
   free(res->op_times);
   free(res->spans);
+  free(res->alone);
   free(res->span_main);
   free(res->span_record);
   free(res->trace_base);
@@ -241,9 +242,14 @@ int ovl_result_predicted(const ovl_result *res) {
   return res != NULL && res->predicted;
 }
 
-int ovl_result_explain(const ovl_result *res, ovl_explain *out) {
-  if (res == NULL || out == NULL || !res->have_explain)
-    return -1;
-  *out = res->explain;
-  return 0;
+ovl_status ovl__result_set_alone(ovl_result *res, const double *alone,
+                                 ovl_error *err) {
+  size_t n = (size_t)res->nranks * res->nprims;
+  double *a = malloc((n ? n : 1) * sizeof *a);
+  if (a == NULL)
+    return ovl__err(err, OVL_ENOMEM, "out of memory");
+  memcpy(a, alone, n * sizeof *a);
+  free(res->alone);
+  res->alone = a;
+  return OVL_OK;
 }

@@ -80,6 +80,9 @@ struct ovl_result_s {
    * the iteration went. */
   bool predicted, have_explain;
   ovl_explain explain;
+  /* Per (rank, primitive): the seconds of work the primitive takes alone
+   * (NaN: not known); NULL when nothing is known (run/explain.c). */
+  double *alone;
 };
 
 /* A comparison a run makes of its fetched values with a reference
@@ -130,6 +133,24 @@ ovl_status ovl__model_run(ovl_world *world, const ovl__model *m,
                           const ovl_program *prog, const ovl_run_opts *o,
                           ovl__compare *cmp, ovl_result **out,
                           ovl_error *err);
+
+/* Where rank `rank`'s traced iteration went, from its spans
+ * (run/explain.c); with `segs`, also the instants of each class in time
+ * order (kind: 0 compute, 1 exposed communication, 2 contention, 3 host,
+ * 4 waits; an instant is contention where more than half of it is), a
+ * malloc'd array. */
+typedef struct ovl__xseg {
+  double t0, t1;
+  uint8_t kind;
+} ovl__xseg;
+ovl_status ovl__explain_segments(const ovl_program *prog,
+                                 const ovl_result *res, int rank,
+                                 ovl_explain *out, ovl__xseg **segs,
+                                 size_t *nsegs, ovl_error *err);
+/* Give a result each primitive's own time: alone[rank * nprims + p],
+ * copied (NaN where not known). */
+ovl_status ovl__result_set_alone(ovl_result *res, const double *alone,
+                                 ovl_error *err);
 
 /* The refusal of graph mode (ovl_run_opts.graph) by a backend that has
  * no graphs: OVL_EINVAL. */

@@ -399,3 +399,13 @@ void ovl_world_info_get(const ovl_world *world, ovl_world_info *info) {
     world->be->world_info(world->bw, info);
 }
 
+
+int ovl_world_model_about(const ovl_world *world, const ovl_program *prog,
+                          char *buf, size_t size) {
+  const ovl__model *m =
+      world != NULL ? ovl__model_of(world->be, world->bw) : NULL;
+  if (m == NULL || prog == NULL || buf == NULL)
+    return -1;
+  ovl__model_about(m, prog, buf, size);
+  return 0;
+}
