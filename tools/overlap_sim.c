@@ -35,6 +35,7 @@
 #include "sim_fix.h"
 #include "sim_flags.h"
 #include "sim_memory.h"
+#include "sim_predict.h"
 #include "sim_replay.h"
 #include "sim_report.h"
 #include "sim_verdict.h"
@@ -601,7 +602,8 @@ static int write_run_outputs(const sim_options *o,
 /* Everything printed after the table, the output files, and the verdict.
  * Returns the exit status. */
 static int finish_run(const sim_options *o, const outfile outs[N_OUTPUTS],
-                      const ovl_report *report) {
+                      const ovl_report *report, ovl_world *model,
+                      unsigned modes) {
   ovl_report_summary sum;
   int status, rc;
 
@@ -612,6 +614,14 @@ static int finish_run(const sim_options *o, const outfile outs[N_OUTPUTS],
     sim_print_summary(report);
     sim_print_explain(report);
     sim_print_noise(report);
+  }
+  if (model != NULL) {
+    rc = sim_print_prediction(o, model, ovl_report_program(report), modes,
+                              report);
+    if (rc >= 0)
+      return rc;
+  }
+  if (!o->common.quiet) {
     sim_print_mismatches(report);
   }
   bool found = sum.races > 0 || sum.mismatches > 0 || sum.deadlocks > 0;
@@ -642,7 +652,7 @@ static int overlap_sim(int argc, char **argv) {
   ovl_schedule *sched = NULL;
   table_ctx table = {0};
   mem_plan mem;
-  ovl_world *world = NULL;
+  ovl_world *world = NULL, *model = NULL;
   ovl_program *prog = NULL;
   ovl_report *report = NULL;
   ovl_error err = {0};
@@ -696,6 +706,11 @@ static int overlap_sim(int argc, char **argv) {
   if ((rc = tool_agree(procs, parse_schedule(&o, path, &sched))) >= 0)
     goto out;
   if ((rc = common_make_world(&o.common, procs, o.chaos_seed, &world)) >= 0)
+    goto out;
+  /* --predict: its files are checked before anything runs. */
+  if (o.predict != NULL &&
+      (rc = tool_agree(procs, sim_predict_world(&o, ovl_world_nranks(world),
+                                                &model))) >= 0)
     goto out;
   sim_plan_memory(&mem, &o, count_modes(modes),
                   ovl_world_backend_name(world), ovl_world_nranks(world));
@@ -752,13 +767,14 @@ static int overlap_sim(int argc, char **argv) {
     rc = runtime_exit(st);
     goto out;
   }
-  rc = finish_run(&o, outs, report);
+  rc = finish_run(&o, outs, report, model, modes);
 
 out:
   ovl_schedule_free(sched);
   ovl_report_free(report);
   ovl_program_free(prog);
   ovl_world_free(world);
+  ovl_world_free(model);
   release_outputs(outs);
   return rc;
 }

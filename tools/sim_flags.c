@@ -31,7 +31,8 @@ enum {
   OPT_REPLAY_DELAY,
   OPT_TRIALS,
   OPT_CHECK_ROWS,
-  OPT_FIX
+  OPT_FIX,
+  OPT_PREDICT
 };
 
 /* overlap_sim's own flags; those overlap_sweep takes too are
@@ -48,6 +49,7 @@ static const struct option sim_longopts[] = {
     {"replay", optional_argument, NULL, OPT_REPLAY},
     {"replay-delay", required_argument, NULL, OPT_REPLAY_DELAY},
     {"fix", optional_argument, NULL, OPT_FIX},
+    {"predict", required_argument, NULL, OPT_PREDICT},
     {"json", optional_argument, NULL, OPT_JSON},
     {"trace", required_argument, NULL, OPT_TRACE},
     {"svg", required_argument, NULL, OPT_SVG},
@@ -205,7 +207,11 @@ void sim_usage(FILE *f) {
       "around\n"
       "                       each op; off by default: it perturbs what it "
       "measures)\n"
-      "                       and print a table per source line\n",
+      "                       and print a table per source line, and the "
+      "explain line:\n"
+      "                       where the traced iteration went (with "
+      "--mode=all, its\n"
+      "                       contention too)\n",
       f);
   common_flag_help(f, &sim_flag_set, CF_GRAPH,
                    "cuda: capture each rank's iteration once as CUDA graphs "
@@ -223,6 +229,14 @@ void sim_usage(FILE *f) {
       "(SEED >= 1;\n"
       "                       --replay is the deterministic way)\n",
       f);
+  common_flag_help(f, &sim_flag_set, CF_MACHINE, NULL);
+  common_flag_help(f, &sim_flag_set, CF_PROFILE, NULL);
+  fputs("      --predict=PROFILE  beside a real run, the model's prediction "
+        "with PROFILE\n"
+        "                       (and --machine): predicted against measured "
+        "for every\n"
+        "                       mode, and the error (docs/MODEL.md)\n",
+        f);
   common_flag_help(f, &sim_flag_set, CF_COMM_PRIORITY, NULL);
   common_flag_help(f, &sim_flag_set, CF_NCCL_MIN_CTAS, NULL);
   common_flag_help(f, &sim_flag_set, CF_TF32,
@@ -451,6 +465,11 @@ static int sim_take(void *opts, int c, const char *arg) {
     o->fix = 1;
     o->fix_file = arg;
     return -1;
+  case OPT_PREDICT:
+    if (arg[0] == '\0')
+      return usage_error("--predict: an empty path");
+    o->predict = arg;
+    return -1;
   case 'v':
     o->verbose = 1;
     return -1;
@@ -505,8 +524,30 @@ static int sim_check_flags(const sim_options *o) {
   if (c->graph && o->chaos_seed != 0)
     return usage_error("--graph needs the cuda backend and --chaos the cpu "
                        "backend: they cannot go together");
-  if ((rc = common_flags_check(c)) >= 0)
+  if (o->predict != NULL) {
+    /* --machine goes with the prediction (the model's machine). */
+    common_opts cc = *c;
+    if (strcmp(c->backend, "model") == 0)
+      return usage_error("--predict=%s sets the model's prediction beside "
+                         "a real run: with --backend=model, --profile=%s "
+                         "gives the model its profile",
+                         o->predict, o->predict);
+    if (o->races_only || o->fix || o->replay != 0)
+      return usage_error("--predict compares a prediction with a run: %s "
+                         "runs nothing timed",
+                         o->races_only ? "--races"
+                         : o->fix      ? "--fix"
+                                       : "--replay");
+    if (c->profile != NULL)
+      return usage_error("--predict=%s is the model's profile: --profile "
+                         "is for --backend=model",
+                         o->predict);
+    cc.machine = NULL;
+    if ((rc = common_flags_check(&cc)) >= 0)
+      return rc;
+  } else if ((rc = common_flags_check(c)) >= 0) {
     return rc;
+  }
   if (o->trials > 0 && (o->races_only || o->replay != 0 || o->fix))
     return usage_error("--trials repeats a run: %s runs nothing timed",
                        o->races_only ? "--races"

@@ -48,6 +48,9 @@ typedef struct {
    * (fix_file), or without FILE a diff on stdout. */
   int fix;
   const char *fix_file;
+  /* --predict=PROFILE: the model's prediction (with --machine's machine)
+   * beside the real run, and its error. */
+  const char *predict;
   const char *schedule;
   /* Set by the tool, not a flag: the seed's `steps` the default run chose
    * for its rank count (0: the seed's own, or a schedule was named). */

@@ -70,7 +70,8 @@ int sim_judge_noise(const sim_figures *f, char *buf, size_t len) {
 static void overlap_word(const sim_figures *f, char *buf, size_t len,
                          size_t *off) {
   double s = f->speedup;
-  if (!f->predicted && (spread_noise(f) || f->overlap_short_s < SIM_NOISE_ITER_S))
+  if (!f->predicted &&
+      (spread_noise(f) || f->overlap_short_s < SIM_NOISE_ITER_S))
     add(buf, len, off, "unclear (noise: see the warning above)");
   else if (f->trials > 1 && f->speedup_min < 1 - SIM_SAME_BAND &&
            f->speedup_max > 1 + SIM_SAME_BAND)
