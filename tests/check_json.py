@@ -149,10 +149,12 @@ MACHINE_KEYS = ("backend", "ranks", "devices", "device_summary", "hostname",
 OPTION_KEYS = ("mode", "iters", "warmup", "timed", "rtol", "atol",
                "timeout_s", "races", "op_times", "graph", "chaos_seed",
                "comm_priority", "nccl_min_ctas", "nccl_max_ctas", "tf32",
-               "check_rows", "trials", "trial_budget_s", "trace",
+               "machine", "profile", "check_rows", "trials", "trial_budget_s", "trace",
                "svg", "trace_iter", "defines")
-MODE_KEYS = ("total_s", "median_s", "min_s", "max_s", "iter_s", "check",
-             "races")
+MODE_KEYS = ("total_s", "median_s", "min_s", "max_s", "iter_s", "predicted",
+             "explain", "check", "races")
+EXPLAIN_KEYS = ("rank", "total_s", "compute_s", "exposed_comm_s",
+                "contention_s", "host_s", "waits_s")
 CHECK_KEYS = ("status", "checked", "unchecked", "mismatched", "nonfinite",
               "vars")
 VAR_KEYS = ("rank", "var", "dtype", "rtol", "atol", "checked", "mismatched",
@@ -183,6 +185,12 @@ def check_results(path, modes):
               "one time per timed iteration")
         check(m["min_s"] <= m["median_s"] <= m["max_s"], "min <= median <= max")
         check(abs(sum(m["iter_s"]) - m["total_s"]) < 1e-6, "total is the sum")
+        if m["explain"] is not None:
+            x = m["explain"]
+            has_keys(x, EXPLAIN_KEYS, "modes.%s.explain" % name)
+            parts = sum(x[k] for k in EXPLAIN_KEYS[2:] if x[k] is not None)
+            check(abs(parts - x["total_s"]) <= 1e-6 * max(1, x["total_s"]),
+                  "modes.%s.explain: its parts add up to the total" % name)
         has_keys(m["check"], CHECK_KEYS, "modes.%s.check" % name)
         for v in m["check"]["vars"]:
             has_keys(v, VAR_KEYS, "modes.%s.check.vars[]" % name)

@@ -225,6 +225,17 @@ static void json_options(ovl__sbuf *b, const ovl_report *r,
                  ro->op_times ? "true" : "false", ro->graph ? "true" : "false",
                  t->chaos_seed, t->comm_priority_high ? "high" : "default",
                  t->nccl_min_ctas, t->nccl_max_ctas, t->tf32 ? "on" : "off");
+  /* The model's files: null where not given. */
+  ovl__sb_puts(b, ", \"machine\": ");
+  if (t->machine[0] != '\0')
+    ovl__sb_json_str(b, t->machine);
+  else
+    ovl__sb_puts(b, "null");
+  ovl__sb_puts(b, ", \"profile\": ");
+  if (t->profile[0] != '\0')
+    ovl__sb_json_str(b, t->profile);
+  else
+    ovl__sb_puts(b, "null");
   /* The rows of a matmul's results checked: null for every row. */
   if (o->check_rows < 0)
     ovl__sb_puts(b, ", \"check_rows\": null");
@@ -358,6 +369,23 @@ static void json_op_times(ovl__sbuf *b, const ovl_report *r, size_t i) {
   free(g);
 }
 
+/* A mode's "explain" (ovl_result_explain), or null where it has none:
+ * seconds; "contention" null where not known. */
+static void json_explain(ovl__sbuf *b, const ovl_report_mode *m) {
+  ovl_explain x;
+  if (m->res == NULL || ovl_result_explain(m->prog, m->res, &x) != 0) {
+    ovl__sb_puts(b, "null");
+    return;
+  }
+  ovl__sb_printf(b,
+                 "{\"rank\": %d, \"total_s\": %.9g, \"compute_s\": %.9g, "
+                 "\"exposed_comm_s\": %.9g, \"contention_s\": ",
+                 x.rank, x.total, x.compute, x.exposed_comm);
+  sb_time(b, x.contention);
+  ovl__sb_printf(b, ", \"host_s\": %.9g, \"waits_s\": %.9g}", x.host,
+                 x.waits);
+}
+
 static void json_modes(ovl__sbuf *b, const ovl_report *r, int nranks,
                        int op_times) {
   const ovl_program *prog = ovl_report_program(r);
@@ -381,7 +409,11 @@ static void json_modes(ovl__sbuf *b, const ovl_report *r, int nranks,
     ovl__sb_puts(b, ", \"iter_s\": [");
     for (int k = 0; k < n; k++)
       ovl__sb_printf(b, "%s%.9g", k ? ", " : "", t[k]);
-    ovl__sb_puts(b, "],\n      ");
+    ovl__sb_printf(b, "], \"predicted\": %s,\n      \"explain\": ",
+                   m.res != NULL && ovl_result_predicted(m.res) ? "true"
+                                                                : "false");
+    json_explain(b, &m);
+    ovl__sb_puts(b, ",\n      ");
     json_check(b, prog, &m, nranks);
     ovl__sb_puts(b, ",\n      \"races\": ");
     if (m.races == NULL)
