@@ -100,4 +100,8 @@ ovl_status ovl__tl_finish(ovl__sbuf *b, char **text, size_t *len,
  * rank of one run (report/svg.c). */
 size_t ovl__timeline_bytes_per_op(bool trace_text);
 
+/* The earliest trace base of a run's ranks (host clock, seconds): the
+ * run's time 0, which every rank's spans are offset from. */
+double ovl__tl_run_origin(const ovl_result *res, int nranks);
+
 #endif /* OVL_REPORT_SLICES_H */

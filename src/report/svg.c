@@ -72,6 +72,12 @@ static const char *const cat_colour[CAT__COUNT] = {
 #define OVERLAP_COLOUR "#59a14f"
 #define PEER_WAIT_COLOUR "#76b7b2"
 #define RACE_COLOUR "#d62728"
+/* Where the time went (ovl_explain's classes, run/explain.c): compute,
+ * exposed communication, contention, host, waits. */
+static const char *const where_colour[5] = {"#5b9bd5", "#e15759", "#f1a340",
+                                            "#d9d9d9", "#f6e58d"};
+static const char *const where_label[5] = {
+    "compute", "exposed comm", "contention", "host / launch", "waits"};
 
 typedef struct {
   int64_t t0, t1;
@@ -310,7 +316,32 @@ static void draw_intervals(ovl__sbuf *b, const ivec *iv, double scale, double y,
 }
 
 static int rank_block_height(int nstreams) {
-  return (nstreams + 1) * (LANE_H + LANE_GAP) + OVERLAP_H + RANK_GAP;
+  return (nstreams + 1) * (LANE_H + LANE_GAP) + 2 * OVERLAP_H + 2 +
+         RANK_GAP;
+}
+
+/* The "where" lane of a rank: its traced iteration's instants by class
+ * (ovl__explain_segments), on the run's time axis; nothing where the run
+ * cannot say. */
+static void draw_where(ovl__sbuf *b, const ovl_program *prog,
+                       const ovl_result *res, int rank, double origin,
+                       double scale, double y) {
+  ovl_explain x;
+  ovl__xseg *sg = NULL;
+  size_t n = 0;
+  double off = ovl_result_trace_base(res, rank) - origin;
+  if (ovl__explain_segments(prog, res, rank, &x, &sg, &n, NULL) != OVL_OK)
+    return;
+  for (size_t i = 0; i < n; i++) {
+    double x0 = SVG_LEFT + (double)llround((off + sg[i].t0) * 1e9) * scale;
+    double x1 = SVG_LEFT + (double)llround((off + sg[i].t1) * 1e9) * scale;
+    if (x1 - x0 < 0.05)
+      continue;
+    ovl__sb_printf(b, "<rect class=\"w%d\" x=\"%.1f\" y=\"%.0f\" "
+                      "width=\"%.1f\" height=\"%d\"/>\n",
+                   sg[i].kind, x0, y, x1 - x0, OVERLAP_H);
+  }
+  free(sg);
 }
 
 static void svg_axis(ovl__sbuf *b, double y, double scale, double step_ms,
@@ -385,6 +416,8 @@ ovl_status ovl_timeline_svg_marked(const ovl_timeline_run *truns,
               "stroke-width:1}.gr{stroke:#e4e4e4;stroke-width:1}");
   for (int c = 0; c < CAT__COUNT; c++)
     ovl__sb_printf(&b, ".k%d{fill:%s}", c, cat_colour[c]);
+  for (int c = 0; c < 5; c++)
+    ovl__sb_printf(&b, ".w%d{fill:%s}", c, where_colour[c]);
   ovl__sb_puts(&b, ".ov{fill:" OVERLAP_COLOUR "}.bd{fill:" OVERLAP_COLOUR
               ";fill-opacity:0.16}.pw{fill:" PEER_WAIT_COLOUR "}"
               ".rc{fill:none;stroke:" RACE_COLOUR ";stroke-width:2}"
@@ -445,6 +478,17 @@ ovl_status ovl_timeline_svg_marked(const ovl_timeline_run *truns,
                   "height=\"10\"/><text x=\"28\" y=\"%d\">overlap: a "
                   "collective and compute at the same time</text>\n",
               46, 55);
+    x = 28 + 6.2 * 46 + 12;
+    ovl__sb_printf(&b, "<text x=\"%.0f\" y=\"55\">where (the time went):"
+                       "</text>\n", x);
+    x += 6.2 * 22 + 6;
+    for (int c = 0; c < 5; c++) {
+      ovl__sb_printf(&b, "<rect class=\"w%d\" x=\"%.0f\" y=\"46\" "
+                         "width=\"14\" height=\"10\"/><text x=\"%.0f\" "
+                         "y=\"55\">%s</text>\n",
+                     c, x, x + 18, where_label[c]);
+      x += 18 + 6.2 * (double)strlen(where_label[c]) + 12;
+    }
   }
 
   y = 70;
@@ -452,6 +496,7 @@ ovl_status ovl_timeline_svg_marked(const ovl_timeline_run *truns,
     const ovl_program *prog = runs[k].prog;
     const ovl_result *res = runs[k].res;
     int nstreams = prog->nstreams;
+    double origin = ovl__tl_run_origin(res, nranks);
     int panel_top = y, panel_bottom;
     int64_t coll_sum = 0, ov_sum = 0, ops_end = 0;
     lane_ctx lc = {.b = &b, .prog = prog, .seq = NULL, .scale = scale};
@@ -521,6 +566,11 @@ ovl_status ovl_timeline_svg_marked(const ovl_timeline_run *truns,
                     "font-size=\"9\">overlap</text>\n",
                 SVG_LEFT - 6, y + OVERLAP_H);
       draw_intervals(&b, &ov, scale, y, OVERLAP_H, "ov");
+      y += OVERLAP_H + 2;
+      ovl__sb_printf(&b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" "
+                         "font-size=\"9\">where</text>\n",
+                     SVG_LEFT - 6, y + OVERLAP_H);
+      draw_where(&b, prog, res, r, origin, scale, y);
       y += OVERLAP_H + RANK_GAP;
       free(seq);
       lc.seq = NULL;
