@@ -118,8 +118,11 @@ const flag_def common_flags[CF__COUNT] = {
                             "cuda,\n"
                             "model (predicted: docs/MODEL.md)"},
     [CF_RANKS] = {.name = "ranks", .short_name = 'r', .metavar = "N",
-                  .parse = flag_int, .offset = AT(ranks), .lo = 1, .hi = 64,
-                  .help = "ranks (default: cpu 2, cuda every GPU)"},
+                  .parse = flag_int, .offset = AT(ranks), .lo = 1,
+                  .hi = 65536,
+                  .help = "ranks (default: cpu 2, cuda every GPU, model "
+                          "8;\n"
+                          "at most 64, the model 65536)"},
     [CF_GPUS_PER_PROCESS] =
         {.name = "gpus-per-process", .metavar = "G", .parse = flag_gpus,
          .offset = AT(gpus_per_process), .lo = 1, .hi = 64,
@@ -302,6 +305,10 @@ int common_flags_scan(const flag_set *set, int argc, char **argv,
 }
 
 int common_flags_check(const common_opts *c) {
+  if (c->ranks > 64 && strcmp(c->backend, "model") != 0)
+    return usage_error("--ranks=%d: at most 64 (more only with "
+                       "--backend=model, which predicts up to 65536)",
+                       c->ranks);
   if ((c->machine != NULL || c->profile != NULL) &&
       strcmp(c->backend, "model") != 0)
     return usage_error("--%s: only with --backend=model (the model's %s; "

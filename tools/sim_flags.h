@@ -55,6 +55,9 @@ typedef struct {
   /* Set by the tool, not a flag: the seed's `steps` the default run chose
    * for its rank count (0: the seed's own, or a schedule was named). */
   int seed_steps;
+  /* Set by the tool: the rank count the checks ran at, where it is not
+   * the run's (past 64 ranks: 64); 0: the run's. */
+  int checks_at;
 } sim_options;
 
 /* The defaults: backend auto, mode both, 2 warmup + 8 timed iterations,

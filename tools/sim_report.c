@@ -74,6 +74,11 @@ void sim_print_header(const sim_options *o, const ovl_world *world,
     }
     printf("\n");
   }
+  if (o->checks_at > 0)
+    printf("  checks: at %d ranks, where their rank sets end (every rank "
+           "runs the same ops: what they find there holds at %d): no "
+           "races, mismatches or deadlocks\n",
+           o->checks_at, ovl_world_nranks(world));
   if (not_run == NULL) {
     char about[1024];
     if (ovl_world_model_about(world, prog, about, sizeof about) == 0)

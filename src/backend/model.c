@@ -50,7 +50,7 @@ bool ovl__mkernel_same(const ovl__mkernel *a, const ovl__mkernel *b) {
 /* The world                                                           */
 /* ------------------------------------------------------------------ */
 
-static int model_device_count(void) { return OVL_MAX_RANKS; }
+static int model_device_count(void) { return OVL_MAX_MODEL_RANKS; }
 static int model_default_ranks(void) { return 8; }
 
 static void set_devices(ovl__bworld *bw) {

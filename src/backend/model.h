@@ -53,7 +53,9 @@ typedef struct ovl__link {
   double bw, lat_s;
 } ovl__link;
 
-enum { OVL__ALGO_RING, OVL__ALGO_TREE };
+/* NCCL's algorithm: ring, tree (allreduce between nodes), or auto: the
+ * faster of the two, as NCCL's tuner picks. */
+enum { OVL__ALGO_RING, OVL__ALGO_TREE, OVL__ALGO_AUTO };
 
 /* A machine file (docs/MODEL.md, "Machine files"). */
 typedef struct ovl__machine {
@@ -61,7 +63,7 @@ typedef struct ovl__machine {
   char device[64];
   int gpus_per_node;
   ovl__link intra, inter; /* inside a node; between nodes */
-  int algo;               /* OVL__ALGO_RING, OVL__ALGO_TREE */
+  int algo;               /* OVL__ALGO_* */
   /* NCCL's two regimes: small messages (LL) start after coll_base_s and
    * reach ll_bw_frac of the bandwidth; large ones (Simple) start after
    * simple_base_s at the full bandwidth; the faster one is taken. */

@@ -38,7 +38,7 @@ void ovl__machine_default(ovl__machine *m) {
   m->gpus_per_node = 8;
   m->intra = (ovl__link){.bw = 450e9, .lat_s = 1.0e-6};
   m->inter = (ovl__link){.bw = 370e9, .lat_s = 6.0e-6};
-  m->algo = OVL__ALGO_RING;
+  m->algo = OVL__ALGO_AUTO;
   m->coll_base_s = 5.0e-6;
   m->simple_base_s = 32.0e-6;
   m->ll_bw_frac = 0.25;
@@ -137,10 +137,12 @@ static void read_coll(ovl__cfg *c, const ovl__json *top, ovl__machine *m) {
       m->algo = OVL__ALGO_RING;
     else if (strcmp(algo, "tree") == 0)
       m->algo = OVL__ALGO_TREE;
+    else if (strcmp(algo, "auto") == 0)
+      m->algo = OVL__ALGO_AUTO;
     else
       ovl__cfg_fail(c, ovl__json_get(o, "algorithm"),
-                    "'nccl.algorithm': expected \"ring\" or \"tree\", found "
-                    "\"%s\"",
+                    "'nccl.algorithm': expected \"ring\", \"tree\" or "
+                    "\"auto\", found \"%s\"",
                     algo);
   }
   ovl__cfg_num(c, o, "nccl", "base_us", 0, false, 1e-6, false,
@@ -245,36 +247,45 @@ static double bus_bytes(int kind, size_t count, size_t esize, int n,
   }
 }
 
+/* The faster of NCCL's two regimes (LL, Simple) after latency `lat`,
+ * moving `bytes` over a link of bandwidth bw. */
+static double regimes(const ovl__machine *m, double lat, double bytes,
+                      double bw) {
+  double t_ll = m->coll_base_s + lat + bytes / (bw * m->ll_bw_frac);
+  double t_simple = m->simple_base_s + lat + bytes / bw;
+  return t_ll < t_simple ? t_ll : t_simple;
+}
+
 double ovl__machine_comm_s(const ovl__machine *m, int kind, size_t count,
                            size_t esize, int nranks, bool cross) {
   int n = nranks < 1 ? 1 : nranks;
   int gpn = m->gpus_per_node < 1 ? 1 : m->gpus_per_node;
   int nodes = (n + gpn - 1) / gpn;
   const ovl__link *bot = nodes > 1 ? &m->inter : &m->intra;
-  double steps = 0, bytes, lat, t_ll, t_simple;
+  double steps = 0, bytes, ring, tree, cross_frac;
   if (kind == OVL__COMM_P2P) {
     const ovl__link *l = cross ? &m->inter : &m->intra;
-    bytes = (double)count * (double)esize;
-    t_ll = m->coll_base_s + l->lat_s + bytes / (l->bw * m->ll_bw_frac);
-    t_simple = m->simple_base_s + l->lat_s + bytes / l->bw;
-    return t_ll < t_simple ? t_ll : t_simple;
+    return regimes(m, l->lat_s, (double)count * (double)esize, l->bw);
   }
   if (n == 1) /* a copy on the device, or nothing */
     return m->coll_base_s + 2.0 * (double)count * (double)esize / m->mem_bw;
   bytes = bus_bytes(kind, count, esize, n, &steps);
-  if (nodes > 1 && m->algo == OVL__ALGO_TREE &&
-      (kind == OVL_COLL_ALLREDUCE || kind == OVL_COLL_BARRIER)) {
-    /* Double binary tree between nodes, a chain inside each: up and down
-     * (NCCL's tree latency grows with log2 of the nodes). */
-    lat = 2.0 * (ceil(log2((double)nodes)) * m->inter.lat_s +
-                 (gpn - 1) * m->intra.lat_s);
-  } else {
-    /* A ring: of its steps, one in gpn crosses between nodes. */
-    double cross_frac = nodes > 1 ? (double)nodes / n : 0;
-    lat = steps * ((1 - cross_frac) * m->intra.lat_s +
-                   cross_frac * m->inter.lat_s);
-  }
-  t_ll = m->coll_base_s + lat + bytes / (bot->bw * m->ll_bw_frac);
-  t_simple = m->simple_base_s + lat + bytes / bot->bw;
-  return t_ll < t_simple ? t_ll : t_simple;
+  /* A ring: of its steps, one in gpn crosses between nodes. */
+  cross_frac = nodes > 1 ? (double)nodes / n : 0;
+  ring = regimes(m,
+                 steps * ((1 - cross_frac) * m->intra.lat_s +
+                          cross_frac * m->inter.lat_s),
+                 bytes, bot->bw);
+  if (nodes == 1 || m->algo == OVL__ALGO_RING ||
+      (kind != OVL_COLL_ALLREDUCE && kind != OVL_COLL_BARRIER))
+    return ring;
+  /* A double binary tree between nodes, a chain inside each, up and down:
+   * its latency grows with log2 of the nodes; the same bus bytes. */
+  tree = regimes(m,
+                 2.0 * (ceil(log2((double)nodes)) * m->inter.lat_s +
+                        (gpn - 1) * m->intra.lat_s),
+                 bytes, bot->bw);
+  if (m->algo == OVL__ALGO_TREE)
+    return tree;
+  return tree < ring ? tree : ring;
 }

@@ -31,6 +31,12 @@
  * (at most 64). */
 #define OVL_MAX_STREAMS (1 + OVL_MAX_RINGS + 64)
 #define OVL_MAX_RANKS 64
+/* The model backend's most ranks. A program of more than OVL_MAX_RANKS
+ * ranks binds only where every rank runs the same ops (no ranks=[...],
+ * no rank-dependent attribute, no point-to-point: not rank_dependent):
+ * its ops' rank sets are then all ones, and ovl__op_on_rank holds for
+ * every rank. */
+#define OVL_MAX_MODEL_RANKS 65536
 #define OVL_MAX_OP_INPUTS 16
 /* Largest program after repeat expansion (ops). */
 #define OVL_MAX_OPS (1u << 24)
@@ -479,7 +485,7 @@ static inline uint64_t ovl__program_all_ranks(const ovl_program *prog) {
 }
 /* Whether `rank` runs op `op`. */
 static inline bool ovl__op_on_rank(const ovl__op *op, int rank) {
-  return (op->ranks >> rank) & 1;
+  return rank < 64 ? (op->ranks >> rank) & 1 : op->ranks == ~(uint64_t)0;
 }
 /* The peer and root of `op` on `rank` (a rank that runs it). */
 static inline int ovl__op_peer(const ovl_program *prog, const ovl__op *op,

@@ -345,7 +345,21 @@ static ovl_status assemble(binder *B, ovl_program **out) {
   const ovl_schedule *S = B->S;
   char buf[64];
   size_t total = (size_t)B->stack[0].nops, b = 0;
-  ovl_program *prog = calloc(1, sizeof *prog);
+  ovl_program *prog;
+  /* Past OVL_MAX_RANKS every rank must run the same ops (core/op.h). */
+  if (B->nranks > OVL_MAX_RANKS && rank_dependent(B))
+    for (size_t k = 0; k < B->nops; k++)
+      if (B->ops[k].rank_attr >= 0 || B->ops[k].def->p2p != OVL_P2P_NONE)
+        return perr(B, B->ops[k].line, B->ops[k].col,
+                    "%s: %s on %d ranks: past %d only schedules whose "
+                    "ranks all run the same ops bind (no point-to-point, "
+                    "no peer or root that depends on rank)",
+                    B->ops[k].def->name,
+                    B->ops[k].def->p2p != OVL_P2P_NONE
+                        ? "point-to-point"
+                        : "an attribute that depends on rank",
+                    B->nranks, OVL_MAX_RANKS);
+  prog = calloc(1, sizeof *prog);
   if (prog == NULL)
     return nomem(B);
   prog->nranks = B->nranks;

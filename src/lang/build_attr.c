@@ -246,6 +246,12 @@ static ovl_status ranks_attr(binder *B, const kwarg *kw, uint64_t *mask) {
   const int last = B->nranks - 1;
   ovl_status st;
   *mask = 0;
+  if (B->nranks > OVL_MAX_RANKS)
+    return perr(B, kw->val.v.line, kw->val.v.col,
+                "ranks=[...] needs at most %d ranks (bound for %d: past %d "
+                "only schedules whose ranks all run the same ops bind, for "
+                "the model backend)",
+                OVL_MAX_RANKS, B->nranks, OVL_MAX_RANKS);
   if (v->v.kind != V_LIST)
     return perr(B, v->v.line, v->v.col,
                 "ranks wants a list like [0, 2] or [1:nranks], got %s%s",

@@ -227,9 +227,11 @@ void ovl_schedule_param(const ovl_schedule *s, size_t i, const char **name,
 }
 
 static ovl_status check_nranks(int nranks, ovl_error *err) {
-  if (nranks < 1 || nranks > OVL_MAX_RANKS)
+  /* Past OVL_MAX_RANKS only a program whose ranks all run the same ops
+   * binds (the binder says so where one does not). */
+  if (nranks < 1 || nranks > OVL_MAX_MODEL_RANKS)
     return ovl__err(err, OVL_EINVAL, "nranks must be 1..%d, got %d",
-                    OVL_MAX_RANKS, nranks);
+                    OVL_MAX_MODEL_RANKS, nranks);
   return OVL_OK;
 }
 

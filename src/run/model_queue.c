@@ -156,7 +156,10 @@ static void price(sim *s, srank *r, item *it, const ovl__op *op) {
   } else if (p->kind == OVL_PRIM_DELAY) {
     it->alone = op->us * 1e-6;
   } else if (p->kind == OVL_PRIM_COLL) {
-    int n = __builtin_popcountll(op->ranks);
+    /* Past 64 ranks every op runs on all of them (core/op.h). */
+    int n = op->ranks == ovl__program_all_ranks(prog)
+                ? prog->nranks
+                : __builtin_popcountll(op->ranks);
     int gpn = s->m->mach.gpus_per_node;
     if (op->def->coll == OVL_COLL_BARRIER) {
       it->alone = ovl__model_comm_s(s->m, OVL_COLL_BARRIER, 1, 4, n, n > gpn);

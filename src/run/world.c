@@ -242,9 +242,14 @@ ovl_status ovl_world_create(const ovl_world_opts *opts, ovl_world **out,
                     be->name);
   if (o.nranks == 0)
     o.nranks = be->default_ranks();
-  if (o.nranks < 1 || o.nranks > OVL_MAX_RANKS)
-    return ovl__err(err, OVL_EINVAL, "ranks must be 1..%d, got %d",
-                    OVL_MAX_RANKS, o.nranks);
+  if (o.nranks < 1 ||
+      o.nranks > (be == &ovl__backend_model ? OVL_MAX_MODEL_RANKS
+                                            : OVL_MAX_RANKS))
+    return ovl__err(err, OVL_EINVAL, "ranks must be 1..%d%s, got %d",
+                    be == &ovl__backend_model ? OVL_MAX_MODEL_RANKS
+                                              : OVL_MAX_RANKS,
+                    be == &ovl__backend_model ? "" : " (the model: 65536)",
+                    o.nranks);
   if (o.nranks > ndev)
     return ovl__err(err, OVL_ENODEV,
                     "backend '%s': asked for %d ranks but %d device%s "
