@@ -404,12 +404,10 @@ static int check_only(sim_options *o, const char *path, unsigned modes,
   /* The fixes are re-checked against the schedule: kept to the end. */
   pl.schedule = sched;
   pl.bind = &bopts;
-  /* The model allocates nothing of the schedule's. */
-  if (strcmp(ovl_world_backend_name(world), "model") != 0)
-    rc = tool_agree(procs,
-                    sim_check_host_memory(
-                        prog, path, &mem,
-                        ovl_pipeline_needs_reference(prog, &pl)));
+  rc = tool_agree(procs,
+                  sim_check_host_memory(prog, path, &mem,
+                                        ovl_pipeline_needs_reference(prog,
+                                                                     &pl)));
   if (rc >= 0)
     goto out;
   st = ovl_pipeline_run(world, prog, &pl, &report, &err);
