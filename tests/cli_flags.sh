@@ -96,7 +96,7 @@ then ok "--op-times"; else ko "--op-times"; fi
 if run 0 tiny-tolerance -q -n 1 -w 0 --trials=1 --rtol=4.9e-324 --atol=1e-3 \
   "$src/schedules/good/seed_small.sched" && has out '^result: PASS$' &&
   run 2 rtol-limit --rtol=1e308 && has err "^overlap_sim: --rtol: '1e308' is not a number from 0 to 1e300$" &&
-  run 2 ranks-plus --ranks=+5 && has err "^overlap_sim: --ranks: '\+5' is not a number from 1 to 64$" &&
+  run 2 ranks-plus --ranks=+5 && has err "^overlap_sim: --ranks: '\+5' is not a number from 1 to 64 \(the model backend: up to 65536\)$" &&
   run 2 timeout-hex --timeout=0x10 && has err "--timeout: '0x10' is not a number of seconds"
 then ok "numbers: 4.9e-324 taken; 1e308, +5, 0x10 refused with the limits"; else ko "numbers: 4.9e-324 taken; 1e308, +5, 0x10 refused with the limits"; fi
 
@@ -110,7 +110,7 @@ if OMPI_COMM_WORLD_RANK=1 run 0 launcher-rank-1 -n 1 -w 0 --trials=1 "$seed_smal
   has err '^overlap_sim: .*OMPI_COMM_WORLD_RANK=1.*(runs alone|one process)' &&
   [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
   PMI_RANK=3 run 2 launcher-rank-3-usage --ranks=0 "$seed_small" &&
-  has err "^overlap_sim: --ranks: '0' is not a number from 1 to 64$" && has err 'PMI_RANK=3'
+  has err "^overlap_sim: --ranks: '0' is not a number from 1 to 64 \(the model backend: up to 65536\)$" && has err 'PMI_RANK=3'
 then ok "OMPI_COMM_WORLD_RANK=1, PMI_RANK=3 without a launcher: printed as one process, with a note"
 else ko "OMPI_COMM_WORLD_RANK=1, PMI_RANK=3 without a launcher: printed as one process, with a note"; fi
 

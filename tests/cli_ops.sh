@@ -54,7 +54,7 @@ if run 0 matmul-sampled -n 2 -w 1 --mode=both "$src/schedules/matmul.sched" &&
   has out '^async .* ok \(1536 elements in sampled rows; 16896 not checked\)'
 then ok "matmul.sched: sampled rows, --check-rows"; else ko "matmul.sched: sampled rows, --check-rows"; fi
 if run 0 matmul-json -n 2 -w 1 --mode=async --json="$tmp/mm.json" "$src/schedules/matmul.sched" &&
-  grep -q '"tf32": "off", "check_rows": 64' "$tmp/mm.json" &&
+  grep -q '"tf32": "off", "machine": null, "profile": null, "check_rows": 64' "$tmp/mm.json" &&
   grep -q '"status": "ok", "checked": 12288, "unchecked": 6144' "$tmp/mm.json" &&
   grep -q '"var": "out", "dtype": "bfloat16", .*"checked": 6144,' "$tmp/mm.json" &&
   run 0 matmul-json-all -n 2 -w 1 --mode=async --check-rows=all --json="$tmp/mm2.json" "$src/schedules/matmul.sched" &&

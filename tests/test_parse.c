@@ -1484,9 +1484,10 @@ END_TEST
 
 START_TEST(test_err_nranks) {
   ovl_parse_opts o = {.size = sizeof o, .nranks = 0};
-  EXPECT_STATUS("", 0, &o, OVL_EINVAL, "nranks must be 1..64", "got 0");
-  o.nranks = 65;
-  EXPECT_STATUS("", 0, &o, OVL_EINVAL, "nranks must be 1..64", "got 65");
+  EXPECT_STATUS("", 0, &o, OVL_EINVAL, "nranks must be 1..65536", "got 0");
+  o.nranks = 65537;
+  EXPECT_STATUS("", 0, &o, OVL_EINVAL, "nranks must be 1..65536",
+                "got 65537");
   ovl_program *p = NULL;
   ck_assert_int_eq(ovl_program_parse("", 0, NULL, NULL, NULL, &last_err),
                    OVL_EINVAL);
@@ -1824,9 +1825,9 @@ START_TEST(test_schedule_bind_errors) {
   ob.defines = null;
   ck_assert_int_eq(ovl_schedule_bind(s, &ob, &q, &last_err), OVL_EINVAL);
   ck_assert_str_eq(last_err.msg, "define 0 is NULL");
-  o4.nranks = 65;
+  o4.nranks = 65537;
   ck_assert_int_eq(ovl_schedule_bind(s, &o4, &q, &last_err), OVL_EINVAL);
-  ck_assert_str_eq(last_err.msg, "nranks must be 1..64, got 65");
+  ck_assert_str_eq(last_err.msg, "nranks must be 1..65536, got 65537");
   ck_assert_int_eq(ovl_schedule_bind(NULL, &o2, &q, &last_err), OVL_EINVAL);
   ck_assert_int_eq(ovl_schedule_bind(s, &o2, NULL, &last_err), OVL_EINVAL);
   ck_assert_ptr_eq(q, SENTINEL);

@@ -315,7 +315,7 @@ END_TEST
 START_TEST(scan_refuses) {
   common_opts c;
   static const char *const cases[][3] = {
-      {"--ranks=65", NULL}, {"--backend=tpu", NULL}, {"--tf32=yes", NULL},
+      {"--ranks=65537", NULL}, {"--backend=tpu", NULL}, {"--tf32=yes", NULL},
       {"--comm-priority=max", NULL}, {"--timeout=0", NULL},
       {"--rtol=nan", NULL}, {"--nccl-min-ctas=65", NULL},
       /* Not this tool's short name, nor its own. */
@@ -323,6 +323,13 @@ START_TEST(scan_refuses) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     ck_assert_msg(scan(&c, cases[i]) == TOOL_EXIT_USAGE, "%s accepted",
                   cases[i][0]);
+  /* Past 64 ranks only the model. */
+  static const char *const r65[] = {"--ranks=65", NULL};
+  static const char *const r65m[] = {"--ranks=65", "--backend=model", NULL};
+  ck_assert_int_eq(scan(&c, r65), -1);
+  ck_assert_int_eq(common_flags_check(&c), TOOL_EXIT_USAGE);
+  ck_assert_int_eq(scan(&c, r65m), -1);
+  ck_assert_int_eq(common_flags_check(&c), -1);
   static const char *const graph_cpu[] = {"--graph", "--backend=cpu", NULL};
   static const char *const ctas[] = {"--nccl-min-ctas=8",
                                      "--nccl-max-ctas=4", NULL};
@@ -382,11 +389,11 @@ START_TEST(help_lines) {
   /* A short name the tool takes; one it does not. */
   h = help_of(&wide, CF_RANKS, NULL);
   ck_assert_str_eq(h, "  -r, --ranks=N          ranks (default: cpu 2, "
-                      "cuda every GPU)\n");
+                      "cuda every GPU, model 8)\n");
   free(h);
   h = help_of(&test_set, CF_RANKS, NULL);
   ck_assert_str_eq(h, "      --ranks=N        ranks (default: cpu 2, cuda "
-                      "every GPU)\n");
+                      "every GPU, model 8)\n");
   free(h);
   /* Names too long for the column: the text under them. Two flags on one
    * line. The tool's own text. */

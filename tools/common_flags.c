@@ -25,6 +25,17 @@ static int flag_int(const flag_def *d, const char *arg, void *field) {
                      arg, (long)d->lo, (long)d->hi);
 }
 
+/* --ranks: an int in [lo, hi], where hi is the model's most; the message
+ * says the real backends' most (common_flags_check refuses more than
+ * that without the model). */
+static int flag_ranks(const flag_def *d, const char *arg, void *field) {
+  if (parse_int(arg, (long)d->lo, (long)d->hi, field))
+    return -1;
+  return usage_error("--%s: '%s' is not a number from 1 to 64 (the model "
+                     "backend: up to %ld)",
+                     d->name, arg, (long)d->hi);
+}
+
 /* A number in [lo, hi] (finite). */
 static int flag_real(const flag_def *d, const char *arg, void *field) {
   if (parse_double(arg, d->lo, d->hi, field))
@@ -118,11 +129,10 @@ const flag_def common_flags[CF__COUNT] = {
                             "cuda,\n"
                             "model (predicted: docs/MODEL.md)"},
     [CF_RANKS] = {.name = "ranks", .short_name = 'r', .metavar = "N",
-                  .parse = flag_int, .offset = AT(ranks), .lo = 1,
+                  .parse = flag_ranks, .offset = AT(ranks), .lo = 1,
                   .hi = 65536,
                   .help = "ranks (default: cpu 2, cuda every GPU, model "
-                          "8;\n"
-                          "at most 64, the model 65536)"},
+                          "8)"},
     [CF_GPUS_PER_PROCESS] =
         {.name = "gpus-per-process", .metavar = "G", .parse = flag_gpus,
          .offset = AT(gpus_per_process), .lo = 1, .hi = 64,
@@ -306,8 +316,8 @@ int common_flags_scan(const flag_set *set, int argc, char **argv,
 
 int common_flags_check(const common_opts *c) {
   if (c->ranks > 64 && strcmp(c->backend, "model") != 0)
-    return usage_error("--ranks=%d: at most 64 (more only with "
-                       "--backend=model, which predicts up to 65536)",
+    return usage_error("--ranks: '%d' is not a number from 1 to 64 (the "
+                       "model backend: up to 65536)",
                        c->ranks);
   if ((c->machine != NULL || c->profile != NULL) &&
       strcmp(c->backend, "model") != 0)

@@ -192,7 +192,8 @@ typedef struct ovl_explain_s {
  * run). A real run knows contention only where the pipeline gave it each
  * op's own time (from the comp-only and comm-only forms, run with op
  * times): else `contention` is NaN and that time counts as compute or
- * exposed communication. -1: no trace, or a program that does not match. */
+ * exposed communication. -1: no trace, a program that does not match, or
+ * out of memory. */
 OVL_API int ovl_result_explain(const ovl_program *prog, const ovl_result *res,
                                ovl_explain *out);
 

@@ -334,23 +334,24 @@ static ovl_status run_trials(ovl_report *r, ovl_world *world,
 }
 
 /* Per op of the program as bound (its src), its index in mode m's form,
- * or -1 (a map of r->prog->nops entries, malloc'd); NULL where m did not
- * run with op times, or out of memory. */
-static int32_t *src_map(const ovl_report *r, int m) {
+ * or -1 (*map: r->prog->nops entries, malloc'd); *map NULL where m did
+ * not run with op times. False: out of memory. */
+static bool src_map(const ovl_report *r, int m, int32_t **map) {
   const report_mode *rm;
-  int32_t *map;
+  *map = NULL;
   if (m < 0)
-    return NULL;
+    return true;
   rm = &r->modes[m];
   if (rm->res == NULL || rm->res->op_times == NULL || rm->res->predicted)
-    return NULL;
-  map = malloc((r->prog->nops + 1) * sizeof *map);
-  for (size_t i = 0; map != NULL && i < r->prog->nops; i++)
-    map[i] = -1;
-  for (size_t i = 0; map != NULL && i < rm->prog->nops; i++)
+    return true;
+  if ((*map = malloc((r->prog->nops + 1) * sizeof **map)) == NULL)
+    return false;
+  for (size_t i = 0; i < r->prog->nops; i++)
+    (*map)[i] = -1;
+  for (size_t i = 0; i < rm->prog->nops; i++)
     if (rm->prog->ops[i].src < r->prog->nops)
-      map[rm->prog->ops[i].src] = (int32_t)i;
-  return map;
+      (*map)[rm->prog->ops[i].src] = (int32_t)i;
+  return true;
 }
 
 /* A real run's own time of each work primitive (run/explain.c: the
@@ -358,9 +359,12 @@ static int32_t *src_map(const ovl_report *r, int m) {
  * (kernels, delays) and the comm-only form's (communication), where they
  * ran with op times; given to every traced result of the last trial. */
 static ovl_status attach_alone(ovl_report *r, ovl_error *e) {
-  int ic = ovl_report_find(r, OVL_MODE_COMP), im = ovl_report_find(r, OVL_MODE_COMM);
-  int32_t *cmap = src_map(r, ic), *mmap = src_map(r, im);
+  int ic = ovl_report_find(r, OVL_MODE_COMP);
+  int im = ovl_report_find(r, OVL_MODE_COMM);
+  int32_t *cmap = NULL, *mmap = NULL;
   ovl_status st = OVL_OK;
+  if (!src_map(r, ic, &cmap) || !src_map(r, im, &mmap))
+    st = ovl__err(e, OVL_ENOMEM, "out of memory");
   for (size_t i = 0; st == OVL_OK && (cmap || mmap) && i < r->nmodes; i++) {
     report_mode *m = &r->modes[i];
     const ovl_program *prog = m->prog;
@@ -369,8 +373,10 @@ static ovl_status attach_alone(ovl_report *r, ovl_error *e) {
     if (m->res == NULL || m->res->spans == NULL || m->res->predicted)
       continue;
     n = (size_t)m->res->nranks * prog->nprims;
-    if ((alone = malloc((n ? n : 1) * sizeof *alone)) == NULL)
+    if ((alone = malloc((n ? n : 1) * sizeof *alone)) == NULL) {
+      st = ovl__err(e, OVL_ENOMEM, "out of memory");
       break;
+    }
     for (size_t k = 0; k < n; k++)
       alone[k] = NAN;
     for (int rank = 0; rank < m->res->nranks; rank++)

@@ -373,7 +373,11 @@ static void json_op_times(ovl__sbuf *b, const ovl_report *r, size_t i) {
  * seconds; "contention" null where not known. */
 static void json_explain(ovl__sbuf *b, const ovl_report_mode *m) {
   ovl_explain x;
-  if (m->res == NULL || ovl_result_explain(m->prog, m->res, &x) != 0) {
+  bool have = false;
+  if (m->res != NULL &&
+      ovl__result_explain(m->prog, m->res, &x, &have, NULL) != OVL_OK)
+    b->fail = true; /* out of memory: the writer says so */
+  if (!have || b->fail) {
     ovl__sb_puts(b, "null");
     return;
   }

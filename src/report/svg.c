@@ -330,8 +330,12 @@ static void draw_where(ovl__sbuf *b, const ovl_program *prog,
   ovl__xseg *sg = NULL;
   size_t n = 0;
   double off = ovl_result_trace_base(res, rank) - origin;
-  if (ovl__explain_segments(prog, res, rank, &x, &sg, &n, NULL) != OVL_OK)
+  if (res->spans == NULL || res->trace_iter < 0)
     return;
+  if (ovl__explain_segments(prog, res, rank, &x, &sg, &n, NULL) != OVL_OK) {
+    b->fail = true; /* out of memory: the writer says so */
+    return;
+  }
   for (size_t i = 0; i < n; i++) {
     double x0 = SVG_LEFT + (double)llround((off + sg[i].t0) * 1e9) * scale;
     double x1 = SVG_LEFT + (double)llround((off + sg[i].t1) * 1e9) * scale;

@@ -214,19 +214,28 @@ static int slowest_rank(const ovl_program *prog, const ovl_result *res) {
   return best;
 }
 
-int ovl_result_explain(const ovl_program *prog, const ovl_result *res,
-                       ovl_explain *out) {
-  if (res == NULL || out == NULL)
-    return -1;
+ovl_status ovl__result_explain(const ovl_program *prog,
+                               const ovl_result *res, ovl_explain *out,
+                               bool *have, ovl_error *err) {
+  *have = false;
   if (res->have_explain) {
     *out = res->explain;
-    return 0;
+    *have = true;
+    return OVL_OK;
   }
   if (prog == NULL || res->spans == NULL || res->trace_iter < 0 ||
       prog->nprims != res->nprims || prog->nranks != res->nranks)
-    return -1;
+    return OVL_OK;
+  *have = true;
   return ovl__explain_segments(prog, res, slowest_rank(prog, res), out, NULL,
-                               NULL, NULL) == OVL_OK
-             ? 0
-             : -1;
+                               NULL, err);
+}
+
+int ovl_result_explain(const ovl_program *prog, const ovl_result *res,
+                       ovl_explain *out) {
+  bool have;
+  if (res == NULL || out == NULL ||
+      ovl__result_explain(prog, res, out, &have, NULL) != OVL_OK)
+    return -1;
+  return have ? 0 : -1;
 }

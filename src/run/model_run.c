@@ -27,8 +27,8 @@
 
 /* The simulated iteration into the result: every iteration's time, the
  * op times, the trace, where the time went. */
-static void fill_result(const sim *s, const ovl_run_opts *o,
-                        ovl_result *res) {
+static ovl_status fill_result(const sim *s, const ovl_run_opts *o,
+                              ovl_result *res, ovl_error *err) {
   const ovl_program *prog = s->prog;
   double T = 0;
   int slowest = 0;
@@ -43,7 +43,9 @@ static void fill_result(const sim *s, const ovl_run_opts *o,
     /* Each work primitive's own time: the picture's contention. */
     size_t n = (size_t)s->nranks * prog->nprims;
     res->alone = malloc((n ? n : 1) * sizeof *res->alone);
-    for (size_t k = 0; res->alone != NULL && k < n; k++)
+    if (res->alone == NULL)
+      return ovl__err(err, OVL_ENOMEM, "model: out of memory");
+    for (size_t k = 0; k < n; k++)
       res->alone[k] = NAN;
   }
   for (int rank = 0; rank < s->nranks; rank++) {
@@ -96,6 +98,7 @@ static void fill_result(const sim *s, const ovl_run_opts *o,
   }
   res->predicted = true;
   (void)o;
+  return OVL_OK;
 }
 
 ovl_status ovl__model_run(ovl_world *world, const ovl__model *m,
@@ -132,7 +135,7 @@ ovl_status ovl__model_run(ovl_world *world, const ovl__model *m,
   if (st == OVL_OK) {
     st = ovl__sim_simulate(&s);
     if (st == OVL_OK)
-      fill_result(&s, o, res);
+      st = fill_result(&s, o, res, err);
   }
   ovl__sim_free(&s);
   if (st != OVL_OK) {

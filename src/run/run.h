@@ -147,6 +147,11 @@ ovl_status ovl__explain_segments(const ovl_program *prog,
                                  const ovl_result *res, int rank,
                                  ovl_explain *out, ovl__xseg **segs,
                                  size_t *nsegs, ovl_error *err);
+/* ovl_result_explain, with out of memory told apart (OVL_ENOMEM) from a
+ * result that cannot say (OVL_OK, *have false). */
+ovl_status ovl__result_explain(const ovl_program *prog,
+                               const ovl_result *res, ovl_explain *out,
+                               bool *have, ovl_error *err);
 /* Give a result each primitive's own time: alone[rank * nprims + p],
  * copied (NaN where not known). */
 ovl_status ovl__result_set_alone(ovl_result *res, const double *alone,
