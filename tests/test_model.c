@@ -410,6 +410,33 @@ START_TEST(two_kernels_slow_host) {
 }
 END_TEST
 
+/* The gap follows every work item of a stream (kernel, collective,
+ * delay), counted from the last one's end: a record between two does not
+ * restart it. gap_us 5, nothing paid by the host: scale 0..100, the
+ * allreduce on calc 105..305, the record at 305, the delay 310..410. */
+START_TEST(gap_after_every_work_item) {
+  hostc h = H0;
+  h.gap = 5;
+  char *p = profile_text(h, NO_SLOW);
+  ovl_world *w = world_with(2, p, NULL);
+  run_t r = run(w, "a = data(shape=[1000], dtype=float32)\n"
+                   "b = scale(a, scale=2.0)\n"
+                   "c_allreduce_sum(b, ring_id=0, use_calc_stream=true)\n"
+                   "event_record(b, event=e, stream=calc)\n"
+                   "delay(us=100, stream=calc)\n");
+  check_time(&r, 410);
+  check_span(&r, 0, 0, 0, 100);
+  check_span(&r, 0, 1, 105, 305);
+  check_span(&r, 0, 2, 305, 305);
+  check_span(&r, 0, 3, 310, 410);
+  check_explain(&r, 410, 200, 200, 0, 10, 0, 0);
+  run_free(&r);
+  ovl_world_free(w);
+  free(p);
+  cleanup();
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* (c) A collective beside a kernel                                    */
 /* ------------------------------------------------------------------ */
@@ -549,6 +576,130 @@ START_TEST(kernels_share_the_device) {
   check_span(&r, 0, 1, 2, 42);
   check_explain(&r, 121, 120, 0, 0, 1, 0, 0);
   run_free(&r);
+  ovl_world_free(w);
+  free(p);
+  cleanup();
+}
+END_TEST
+
+/* Kernels are matched by op, dtype and numel, matmuls by m, n, k and
+ * their transposes: matmul [64, 32] x [32, 16] (m 64, n 16, k 32) 70;
+ * the same with x given transposed ([32, 64], trans_x) 90, not 70 nor
+ * the entry of another k (11); scale of bfloat16 [1000] 33, not
+ * float32's 100. In a row on calc, nothing paid by the host: 0..70,
+ * 70..160, 160..193. */
+static const char MATMUL_KERNELS[] =
+    "[{\"op\": \"matmul\", \"dtype\": \"float32\", \"m\": 64, \"n\": 16, "
+    "\"k\": 32, \"trans_x\": false, \"trans_y\": false, \"us\": 70}, "
+    "{\"op\": \"matmul\", \"dtype\": \"float32\", \"m\": 64, \"n\": 16, "
+    "\"k\": 32, \"trans_x\": true, \"trans_y\": false, \"us\": 90}, "
+    "{\"op\": \"matmul\", \"dtype\": \"float32\", \"m\": 64, \"n\": 16, "
+    "\"k\": 8, \"us\": 11}, "
+    "{\"op\": \"scale\", \"dtype\": \"float32\", \"numel\": 1000, \"us\": 100}, "
+    "{\"op\": \"scale\", \"dtype\": \"bfloat16\", \"numel\": 1000, \"us\": 33}]";
+
+START_TEST(kernels_matched) {
+  char *p = profile_text_full(2, "{\"name\": \"t.sched\"}", H0,
+                              MATMUL_KERNELS, COMM, NO_SLOW);
+  ovl_world *w = world_with(2, p, NULL);
+  run_t r = run(w, "x = data(shape=[64, 32])\n"
+                   "xt = data(shape=[32, 64])\n"
+                   "v = data(shape=[32, 16])\n"
+                   "h = data(shape=[1000], dtype=bfloat16)\n"
+                   "o1 = matmul_v2(x, v)\n"
+                   "o2 = matmul_v2(xt, v, trans_x=true)\n"
+                   "b = scale(h, scale=2.0)\n");
+  check_time(&r, 193);
+  check_op_times(&r, 0, (const double[]){70, 90, 33}, 3);
+  run_free(&r);
+  ovl_world_free(w);
+  free(p);
+  cleanup();
+}
+END_TEST
+
+/* A matmul beside an allreduce: its class's factors (kernel_slow 3,
+ * comm_slow 1.25), not the memory-bound ones (2, 1.5). The allreduce
+ * (no wait before it) is enqueued at 1 on comm[0], the matmul at 2:
+ * 1..2 the allreduce alone (1 of 200); from 2 the matmul at 1/3 (70 of
+ * work: 2..212) and the allreduce at 0.8 (168 more), 31 left alone:
+ * 212..243. Split: host 1, exposed 1 + 31, compute 70, contention 140. */
+START_TEST(matmul_contention) {
+  char *p = profile_text_full(
+      2, "{\"name\": \"t.sched\"}", host1(), MATMUL_KERNELS, COMM,
+      "{\"allreduce\": {\"kernel_slow\": {\"mem\": 2, \"matmul\": 3}, "
+      "\"comm_slow\": {\"mem\": 1.5, \"matmul\": 1.25}}}");
+  ovl_world *w = world_with(2, p, NULL);
+  run_t r = run(w, "x = data(shape=[64, 32])\n"
+                   "v = data(shape=[32, 16])\n"
+                   "c = data(shape=[1000])\n"
+                   "c_allreduce_sum(c, ring_id=0, use_calc_stream=false)\n"
+                   "o = matmul_v2(x, v)\n");
+  check_time(&r, 243);
+  check_span(&r, 0, 0, 1, 243);
+  check_span(&r, 0, 1, 2, 212);
+  check_explain(&r, 243, 70, 32, 140, 1, 0, 0);
+  run_free(&r);
+  ovl_world_free(w);
+  free(p);
+  cleanup();
+}
+END_TEST
+
+/* Each collective priced by its kind's fit, bytes = NCCL's count x the
+ * element size: allgather's count is each rank's part (1000: 4000 B,
+ * 10 + 4), reducescatter's what each rank receives (1000 of the 2000:
+ * 20 + 4), alltoall's all it sends (1000: 5 + 4), barrier's 1 element
+ * (7). On calc, coll_us 1: 1..15, 15..39, 39..48, 48..55; the barrier's
+ * host sync returns at 55 (sync_us 0). */
+START_TEST(collective_kinds_priced) {
+  char *p = profile_text_full(
+      2, "{\"name\": \"t.sched\"}", host1(), KERNELS,
+      "{\"allgather\": {\"lat_us\": 10, \"GBps\": 1, \"points\": 2}, "
+      "\"reducescatter\": {\"lat_us\": 20, \"GBps\": 1, \"points\": 2}, "
+      "\"alltoall\": {\"lat_us\": 5, \"GBps\": 1, \"points\": 2}, "
+      "\"barrier\": {\"lat_us\": 7, \"GBps\": 1e9, \"points\": 1}}",
+      "{}");
+  ovl_world *w = world_with(2, p, NULL);
+  run_t r = run(w, "x = data(shape=[1000])\n"
+                   "y = c_allgather(x, ring_id=0, use_calc_stream=true)\n"
+                   "z = c_reducescatter(y, ring_id=0, use_calc_stream=true)\n"
+                   "a = alltoall(x, ring_id=0, use_calc_stream=true)\n"
+                   "barrier(z, ring_id=0)\n");
+  check_time(&r, 55);
+  check_span(&r, 1, 0, 1, 15);
+  check_span(&r, 1, 1, 15, 39);
+  check_span(&r, 1, 2, 39, 48);
+  check_span(&r, 1, 3, 48, 55);
+  check_explain(&r, 55, 0, 54, 0, 1, 0, 0);
+  run_free(&r);
+  ovl_world_free(w);
+  free(p);
+  cleanup();
+}
+END_TEST
+
+/* A program that cannot finish (both ranks send first, lone sends: the
+ * deadlock the check finds), run without the checks: refused, not a
+ * hang. */
+START_TEST(deadlock_refused) {
+  char *p = profile_text(host1(), NO_SLOW);
+  ovl_world *w = world_with(2, p, NULL);
+  ovl_program *prog =
+      tu_parse("x = data(shape=[1000])\n"
+               "send_v2(x, peer=1 - rank, use_calc_stream=true)\n"
+               "y = recv_v2(peer=1 - rank, out_shape=[1000], "
+               "use_calc_stream=true)\n",
+               "t.sched", 2);
+  ovl_run_opts ro = {.size = sizeof ro, .iters = 1};
+  ovl_result *res = NULL;
+  ovl_error err = {0};
+  ck_assert_int_eq(ovl_world_run(w, prog, &ro, &res, &err), OVL_EINVAL);
+  ck_assert_ptr_null(res);
+  ck_assert_msg(strncmp(err.msg, "model: rank 0 cannot go on at ", 30) == 0,
+                "%s", err.msg);
+  ck_assert_ptr_nonnull(strstr(err.msg, "t.sched:2:1 (send_v2)"));
+  ovl_program_free(prog);
   ovl_world_free(w);
   free(p);
   cleanup();
@@ -837,6 +988,9 @@ START_TEST(ranks_differ_collective_waits) {
   check_span(&r, 0, 2, 301, 351);
   check_op_times(&r, 0, (const double[]){0, 300, 50}, 3);
   check_op_times(&r, 1, (const double[]){100, 200, 0}, 3);
+  /* No span where an op does not run. */
+  ck_assert_int_eq(ovl_result_span(r.res, 0, 0, NULL, NULL), -1);
+  ck_assert_int_eq(ovl_result_span(r.res, 1, 2, NULL, NULL), -1);
   check_explain(&r, 351, 50, 200, 0, 1, 100, 0);
   run_free(&r);
   ovl_world_free(w);
@@ -1296,11 +1450,16 @@ static Suite *model_suite(void) {
   tcase_add_test(tc, one_kernel_no_sync_cost);
   tcase_add_test(tc, two_kernels_gap);
   tcase_add_test(tc, two_kernels_slow_host);
+  tcase_add_test(tc, gap_after_every_work_item);
   tcase_add_test(tc, coll_beside_kernel_contention);
   tcase_add_test(tc, coll_sync_form);
   tcase_add_test(tc, coll_beside_kernel_no_contention);
   tcase_add_test(tc, coll_shorter_than_kernel);
   tcase_add_test(tc, kernels_share_the_device);
+  tcase_add_test(tc, kernels_matched);
+  tcase_add_test(tc, matmul_contention);
+  tcase_add_test(tc, collective_kinds_priced);
+  tcase_add_test(tc, deadlock_refused);
   tcase_add_test(tc, event_orders_user_stream);
   tcase_add_test(tc, event_never_recorded);
   tcase_add_test(tc, event_record_replaced_before_wait);
