@@ -254,4 +254,24 @@ if mrun 0 -r 2 --profile="$tmp/nosig.json" "$seed" && has out '^result: PASS$' &
   has out ' 2 ranks \(2 x NVIDIA H200 \(model of h200-8x400g\)\)'
 then ok "--profile without a sig: used"; else ko "--profile without a sig: used"; fi
 
+# The built-in machine is machines/h200-8x400g.json (src/backend/
+# model_machine.c keeps them equal): the same times with the file as
+# without it, where the file is in the tree.
+mfile=$src/machines/h200-8x400g.json
+if [ -f "$mfile" ]; then
+  for f in seed good/pipeline_1f1b; do
+    mrun 0 -r 16 "$src/schedules/$f.sched" && grep -E '^(sync|async) ' "$tmp/out" >"$tmp/builtin"
+    if mrun 0 -r 16 --machine="$mfile" "$src/schedules/$f.sched" &&
+      grep -E '^(sync|async) ' "$tmp/out" >"$tmp/file" && [ -s "$tmp/file" ] &&
+      cmp -s "$tmp/builtin" "$tmp/file"
+    then ok "$f: the built-in machine is $mfile"
+    else
+      diff "$tmp/builtin" "$tmp/file" >>"$tmp/why"
+      ko "$f: the built-in machine is $mfile"
+    fi
+  done
+else
+  echo "# $mfile is not in the tree: the built-in machine not compared with it"
+fi
+
 finish
