@@ -252,7 +252,7 @@ static void check_explain(const run_t *r, double total, double compute,
                           double exposed, double contention, double host,
                           double waits, int rank) {
   ovl_explain e;
-  ck_assert_int_eq(ovl_result_explain(r->res, &e), 0);
+  ck_assert_int_eq(ovl_result_explain(r->prog, r->res, &e), 0);
   ck_assert_msg(fabs(e.compute + e.exposed_comm + e.contention + e.host +
                      e.waits - e.total) <= TOL,
                 "explain does not add up: compute %.6f + exposed %.6f + "
@@ -1339,7 +1339,7 @@ START_TEST(machine_refusals) {
                   "'d2h' is missing");
   /* An algorithm NCCL does not have; ll_bw_frac above 1. */
   machine_refused("\"ring\"", "\"star\"", 5, "\"star\"",
-                  "'nccl.algorithm': expected \"ring\" or \"tree\", found "
+                  "'nccl.algorithm': expected \"ring\", \"tree\" or \"auto\", found "
                   "\"star\"");
   machine_refused("\"ll_bw_frac\": 0.25", "\"ll_bw_frac\": 1.5", 5, "1.5",
                   "'nccl.ll_bw_frac': expected a number in (0, 1]");

@@ -97,6 +97,17 @@ static void print_nonfinite(const ovl_report *r, const ovl_report_summary *s) {
          s->races > 0 ? ", and races" : "");
 }
 
+/* Whether the report's runs were predicted (the model backend). */
+static bool predicted(const ovl_report *r) {
+  for (size_t i = 0; i < ovl_report_mode_count(r); i++) {
+    ovl_report_mode m;
+    ovl_report_mode_get(r, i, &m);
+    if (m.res != NULL && ovl_result_predicted(m.res))
+      return true;
+  }
+  return false;
+}
+
 /* The result line: whether the numbers are right. */
 static void print_result(const ovl_report *r) {
   ovl_report_summary s;
@@ -112,6 +123,8 @@ static void print_result(const ovl_report *r) {
     sim_print_check_summary(r, stdout);
     if (ovl_report_not_run(r) != NULL)
       printf(" (nothing ran: %s)\n", ovl_report_not_run(r));
+    else if (predicted(r))
+      printf(" (predicted: nothing was computed)\n");
     else
       printf(" (the numbers matched this time)\n");
   } else

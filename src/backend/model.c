@@ -104,8 +104,11 @@ static ovl_status model_world_set(ovl__bworld *bw, const char *key,
   ovl_status st;
   if (strcmp(key, "machine") == 0) {
     ovl__machine m;
+    /* A file that cannot be read is the caller's mistake. */
     if ((st = ovl__machine_load(value, &m, err)) != OVL_OK)
-      return st;
+      return st == OVL_EIO ? (err != NULL ? err->status = OVL_EINVAL
+                                          : OVL_EINVAL)
+                           : st;
     bw->m.mach = m;
     snprintf(bw->m.machine_path, sizeof bw->m.machine_path, "%s", value);
     set_devices(bw);
@@ -114,7 +117,9 @@ static ovl_status model_world_set(ovl__bworld *bw, const char *key,
   if (strcmp(key, "profile") == 0) {
     ovl__profile p;
     if ((st = ovl__profile_load(value, &p, err)) != OVL_OK)
-      return st;
+      return st == OVL_EIO ? (err != NULL ? err->status = OVL_EINVAL
+                                          : OVL_EINVAL)
+                           : st;
     ovl__profile_free(&bw->m.prof);
     bw->m.prof = p;
     bw->m.have_profile = true;

@@ -172,13 +172,15 @@ ovl_status ovl__machine_load(const char *path, ovl__machine *m,
   if (st != OVL_OK)
     return st;
   memset(m, 0, sizeof *m);
-  if (ovl__cfg_object(&c, j, "", known) &&
+  /* The format first: a profile given as a machine file says so. */
+  if (j->type == OVL__J_OBJ &&
       ovl__cfg_str(&c, j, "", "format", false, format, sizeof format) &&
       strcmp(format, "overlap-sim machine 1") != 0)
     ovl__cfg_fail(&c, ovl__json_get(j, "format"),
                   "'format': expected \"overlap-sim machine 1\", found "
                   "\"%s\" (is this a machine file?)",
                   format);
+  ovl__cfg_object(&c, j, "", known);
   ovl__cfg_str(&c, j, "", "name", false, m->name, sizeof m->name);
   ovl__cfg_str(&c, j, "", "device", false, m->device, sizeof m->device);
   if (ovl__cfg_int(&c, j, "", "gpus_per_node", 1, 4096, false, &gpn))

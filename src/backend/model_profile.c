@@ -220,13 +220,15 @@ ovl_status ovl__profile_load(const char *path, ovl__profile *p,
     return st;
   memset(p, 0, sizeof *p);
   snprintf(p->path, sizeof p->path, "%s", path);
-  if (ovl__cfg_object(&c, j, "", known) &&
+  /* The format first: a machine file given as a profile says so. */
+  if (j->type == OVL__J_OBJ &&
       ovl__cfg_str(&c, j, "", "format", false, format, sizeof format) &&
       strcmp(format, "overlap-sim profile 1") != 0)
     ovl__cfg_fail(&c, ovl__json_get(j, "format"),
                   "'format': expected \"overlap-sim profile 1\", found \"%s\" "
                   "(is this a profile? --calibrate writes one)",
                   format);
+  ovl__cfg_object(&c, j, "", known);
   o = ovl__cfg_member(&c, j, "", "machine", false);
   if (o != NULL && ovl__cfg_object(&c, o, "machine", known_m)) {
     ovl__cfg_str(&c, o, "machine", "device", false, p->device,

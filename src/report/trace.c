@@ -209,13 +209,15 @@ static void trace_flow(ovl__sbuf *b, int pid, int nstreams, long id,
   ovl__sb_printf(b,
             ",\n{\"ph\":\"s\",\"id\":%ld,\"pid\":%d,\"tid\":%d,\"ts\":", id,
             pid, lane_tid(from->lane, nstreams));
-  sb_us(b, from->t0 + 1);
+  /* 1 ns inside each end's slice; at the slice itself where it is
+   * shorter than that (a predicted record or wait can take no time). */
+  sb_us(b, from->t1 - from->t0 >= 2 ? from->t0 + 1 : from->t0);
   ovl__sb_puts(b, ",\"name\":\"event\",\"cat\":\"event\"}");
   ovl__sb_printf(b,
             ",\n{\"ph\":\"f\",\"bp\":\"e\",\"id\":%ld,\"pid\":%d,\"tid\":%d,"
             "\"ts\":",
             id, pid, lane_tid(to->lane, nstreams));
-  sb_us(b, to->t1 - 1);
+  sb_us(b, to->t1 - to->t0 >= 2 ? to->t1 - 1 : to->t1);
   ovl__sb_puts(b, ",\"name\":\"event\",\"cat\":\"event\"}");
 }
 

@@ -264,8 +264,11 @@ bool ovl__sim_host_run(sim *s, srank *r) {
     r->seg_launch = -1;
     moved = true;
     if (r->draining) {
+      /* The host's last steps (the copies of a fetch, the syncs) after
+       * the device went quiet: host time. */
       r->done = true;
       r->t_done = r->h;
+      r->explain[3] += r->t_done - s->now;
       return true;
     }
     /* The host primitives after the sync: the fetch's copies. */
