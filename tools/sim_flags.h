@@ -48,6 +48,9 @@ typedef struct {
    * (fix_file), or without FILE a diff on stdout. */
   int fix;
   const char *fix_file;
+  /* --calibrate=FILE: measure the model's profile of the schedule into
+   * FILE, run no mode (NULL: not asked). */
+  const char *calibrate;
   const char *schedule;
   /* Set by the tool, not a flag: the seed's `steps` the default run chose
    * for its rank count (0: the seed's own, or a schedule was named). */
