@@ -92,14 +92,14 @@ static int cmp_double(const void *a, const void *b) {
 double ovl__cal_iter_s(const ovl__cal_meas *m) {
   int n = ovl_result_iters(m->res);
   const double *t = ovl_result_times(m->res);
-  double buf[64], med;
-  if (n <= 0 || t == NULL)
+  double *buf, med;
+  if (n <= 0 || t == NULL ||
+      (buf = malloc((size_t)n * sizeof *buf)) == NULL)
     return NAN;
-  if (n > 64) /* the first 64 */
-    n = 64;
   memcpy(buf, t, (size_t)n * sizeof *buf);
   qsort(buf, (size_t)n, sizeof *buf, cmp_double);
   med = n % 2 ? buf[n / 2] : (buf[n / 2 - 1] + buf[n / 2]) / 2;
+  free(buf);
   return med;
 }
 

@@ -72,7 +72,8 @@ void ovl__cal_meas_free(ovl__cal_meas *m);
 /* Seconds per call of the ops named `name` (on the ranks that run them),
  * mean over the timed iterations; NaN when none was timed. */
 double ovl__cal_op_s(const ovl__cal_meas *m, const char *name);
-/* The median of the timed iterations' seconds. */
+/* The median of the timed iterations' seconds; NaN when none was timed
+ * (or out of memory). */
 double ovl__cal_iter_s(const ovl__cal_meas *m);
 /* Repeats so that `est_s` each fill about `target_s` (lo..hi). */
 int ovl__cal_reps(double est_s, double target_s, int lo, int hi);
