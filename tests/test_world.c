@@ -1074,7 +1074,7 @@ START_TEST(cpu_backend_refuses_cuda_tuning) {
   ck_assert_int_eq(ovl_world_set(w, "chaos", "7", &err), OVL_EINVAL);
   ck_assert_str_eq(err.msg, "ovl_world_set: unknown key 'chaos' "
                             "(comm_priority, nccl_min_ctas, nccl_max_ctas, "
-                            "chaos_seed, tf32)");
+                            "chaos_seed, tf32, machine, profile)");
   /* tf32 is a key, and the cpu backend says it has no TF32. */
   ck_assert_int_eq(ovl_world_set(w, "tf32", "on", &err), OVL_EINVAL);
   ck_assert_ptr_nonnull(strstr(err.msg, "no TF32"));
