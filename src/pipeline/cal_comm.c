@@ -356,7 +356,10 @@ static ovl_status contention(ovl__cal *c, const kind_info *ki, int kind,
                              ovl__cal_kernel *mm, double *mm_alone) {
   const msg *m = &ki->big;
   const ovl__mfit *f = &c->prof->fit[kind];
-  int64_t cap = c->cpu ? (int64_t)1 << 24 : (int64_t)1 << 28, n0, n;
+  /* At most 64 Mi elements (256 MiB; 16 Mi on cpu): the host makes its
+   * input element by element for each run. A shorter kernel than the
+   * message is repeated more. */
+  int64_t cap = c->cpu ? (int64_t)1 << 24 : (int64_t)1 << 26, n0, n;
   double tc, tk, est = f->have ? f->lat_s + (isfinite(f->bw)
                                                   ? msg_bytes(m) / f->bw
                                                   : 0)
