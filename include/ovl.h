@@ -22,6 +22,7 @@
 #include "ovl/findings.h"
 #include "ovl/timeline.h"
 #include "ovl/pipeline.h"
+#include "ovl/calibrate.h"
 #include "ovl/report.h"
 
 #endif /* OVL_H */

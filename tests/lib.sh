@@ -34,14 +34,14 @@ ko() {
 run_trials=--trials=1
 
 # run EXPECTED_EXIT NAME ARGS...: runs the tool on the cpu backend, with
-# --trials=1 unless ARGS give --trials or make no timed run (--races and
-# --replay, which refuse --trials).
+# --trials=1 unless ARGS give --trials or make no timed run (--races,
+# --replay and --calibrate, which refuse --trials).
 run() {
   want=$1 name=$2
   shift 2
   run_t=$run_trials
   for run_arg in "$@"; do
-    case $run_arg in --trials | --trials=* | --races | --replay | --replay=*) run_t= ;; esac
+    case $run_arg in --trials | --trials=* | --races | --replay | --replay=* | --calibrate=*) run_t= ;; esac
   done
   "$tool" --backend=cpu ${run_t:+"$run_t"} "$@" >"$tmp/out" 2>"$tmp/err"
   got=$?

@@ -32,6 +32,7 @@
 #include "common_flags.h"
 #include "outfile.h"
 #include "ovl.h"
+#include "sim_calibrate.h"
 #include "sim_fix.h"
 #include "sim_flags.h"
 #include "sim_memory.h"
@@ -52,7 +53,7 @@
 
 /* The output files, checked before anything runs (outfile_prepare); an
  * entry whose path is NULL is not wanted (or is --json=-, stdout). */
-enum { OUT_JSON, OUT_TRACE, OUT_SVG, OUT_FIX, N_OUTPUTS };
+enum { OUT_JSON, OUT_TRACE, OUT_SVG, OUT_FIX, OUT_CAL, N_OUTPUTS };
 
 /* Whether this executable lies in the build tree (under OVL_BUILDDIR, as
  * libtool's tools/.libs/ does), rather than installed. */
@@ -204,8 +205,10 @@ static const char *stdout_name = "standard output";
 static int prepare_outputs(const sim_options *o, const char *schedule,
                            outfile outs[N_OUTPUTS]) {
   const char *const inputs[] = {schedule};
-  const char *flags[N_OUTPUTS] = {"--json", "--trace", "--svg", "--fix"};
-  const char *paths[N_OUTPUTS] = {o->json, o->trace, o->svg, o->fix_file};
+  const char *flags[N_OUTPUTS] = {"--json", "--trace", "--svg", "--fix",
+                                  "--calibrate"};
+  const char *paths[N_OUTPUTS] = {o->json, o->trace, o->svg, o->fix_file,
+                                  o->calibrate};
 
   /* Under mpirun, process 0 alone writes (every process has the same
    * report). */
@@ -768,6 +771,10 @@ static int overlap_sim(int argc, char **argv) {
   rc = tool_agree(procs, sim_bind_schedule(sched, &bopts, &mem, &prog));
   if (rc >= 0)
     goto out;
+  if (o.calibrate != NULL) { /* the profile, and no mode */
+    rc = sim_calibrate(&o, world, prog, path, &outs[OUT_CAL]);
+    goto out;
+  }
   if (o.no_races) {
     ovl_schedule_free(sched);
     sched = NULL;

@@ -32,7 +32,8 @@ enum {
   OPT_TRIALS,
   OPT_CHECK_ROWS,
   OPT_FIX,
-  OPT_PREDICT
+  OPT_PREDICT,
+  OPT_CALIBRATE
 };
 
 /* overlap_sim's own flags; those overlap_sweep takes too are
@@ -50,6 +51,7 @@ static const struct option sim_longopts[] = {
     {"replay-delay", required_argument, NULL, OPT_REPLAY_DELAY},
     {"fix", optional_argument, NULL, OPT_FIX},
     {"predict", required_argument, NULL, OPT_PREDICT},
+    {"calibrate", required_argument, NULL, OPT_CALIBRATE},
     {"json", optional_argument, NULL, OPT_JSON},
     {"trace", required_argument, NULL, OPT_TRACE},
     {"svg", required_argument, NULL, OPT_SVG},
@@ -177,6 +179,16 @@ void sim_usage(FILE *f) {
       "                       exit 0 when the fixed schedule has no "
       "findings, 4 if any\n"
       "                       are left\n"
+      "      --calibrate=FILE  measure what the model backend needs to "
+      "predict the\n"
+      "                       schedule (its kernels, the host's costs, its "
+      "collectives'\n"
+      "                       and sends' times by size and beside compute) "
+      "on a real\n"
+      "                       backend, write it to FILE (a profile: "
+      "--backend=model\n"
+      "                       --profile=FILE) and run no mode; -n and -w "
+      "per measurement\n"
       "      --json=FILE      the results of the run as JSON (docs/JSON.md;\n"
       "                       FILE '-' is stdout, the table then on "
       "stderr);\n"
@@ -470,6 +482,11 @@ static int sim_take(void *opts, int c, const char *arg) {
       return usage_error("--predict: an empty path");
     o->predict = arg;
     return -1;
+  case OPT_CALIBRATE:
+    if (arg[0] == '\0' || strcmp(arg, "-") == 0)
+      return usage_error("--calibrate=%s: not a file name", arg);
+    o->calibrate = arg;
+    return -1;
   case 'v':
     o->verbose = 1;
     return -1;
@@ -482,6 +499,19 @@ static int sim_take(void *opts, int c, const char *arg) {
 static int sim_check_flags(const sim_options *o) {
   const common_opts *c = &o->common;
   int rc;
+  if (o->calibrate != NULL && strcmp(c->backend, "model") == 0)
+    return usage_error("--calibrate measures on a real backend (cpu, "
+                       "cuda): the model backend predicts from the "
+                       "profile it writes");
+  if (o->calibrate != NULL &&
+      (o->races_only || o->no_races || o->replay != 0 || o->fix ||
+       o->json != NULL || o->trace != NULL || o->svg != NULL ||
+       o->trials > 0 || o->mode_given || o->op_times || o->show >= 0 ||
+       o->chaos_seed != 0 || c->graph || o->predict != NULL))
+    return usage_error("--calibrate measures and runs no mode: it goes "
+                       "with none of --races, --no-races, --replay, --fix, "
+                       "--json, --trace, --svg, --trials, --mode, "
+                       "--op-times, --show, --chaos, --graph, --predict");
   if (o->races_only && o->no_races)
     return usage_error("--races and --no-races exclude each other");
   if (o->replay != 0 && o->no_races)

@@ -51,6 +51,9 @@ typedef struct {
   /* --predict=PROFILE: the model's prediction (with --machine's machine)
    * beside the real run, and its error. */
   const char *predict;
+  /* --calibrate=FILE: measure the model's profile of the schedule into
+   * FILE, run no mode (NULL: not asked). */
+  const char *calibrate;
   const char *schedule;
   /* Set by the tool, not a flag: the seed's `steps` the default run chose
    * for its rank count (0: the seed's own, or a schedule was named). */
