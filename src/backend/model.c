@@ -262,7 +262,10 @@ double ovl__model_kernel_s(const ovl__model *m, const ovl__mkernel *k,
 
 double ovl__model_comm_s(const ovl__model *m, int kind, size_t count,
                          size_t esize, int nranks, bool cross) {
-  if (m->have_profile && m->prof.nranks == nranks && m->prof.fit[kind].have) {
+  /* A collective's fit holds at the rank count it was measured at; a
+   * send / receive pair's at any (a pair inside a node, as measured). */
+  if (m->have_profile && m->prof.fit[kind].have &&
+      (kind == OVL__COMM_P2P ? !cross : m->prof.nranks == nranks)) {
     const ovl__mfit *f = &m->prof.fit[kind];
     double bytes = (double)count * (double)esize;
     return f->lat_s + (isfinite(f->bw) ? bytes / f->bw : 0);
