@@ -36,9 +36,10 @@
 # Each doc runs in its own scratch directory, command after command in
 # file order, each in its own `sh` (files persist; `cd` and variables do
 # not), as from the top of a source tree built in place: tools/ is the
-# build tree's, schedules/, docs/ and tests/ are the source tree's. The cpu backend
-# runs (CUDA_VISIBLE_DEVICES is empty), OVL_SCHEDULE_PATH, OVL_SCHEDULE_DIR
-# and OVL_HOST_MEMORY are unset, ThreadSanitizer's reports are off, and a
+# build tree's, schedules/, machines/, docs/ and tests/ are the source
+# tree's. The cpu backend runs (CUDA_VISIBLE_DEVICES is empty),
+# OVL_SCHEDULE_PATH, OVL_SCHEDULE_DIR and OVL_HOST_MEMORY are unset,
+# ThreadSanitizer's reports are off, and a
 # command that runs for more than DOCS_TIMEOUT seconds (default 300: a
 # hang, not a slow sanitizer build) fails.
 #
@@ -144,6 +145,7 @@ run_doc() {
   ln -s "$src/schedules" "$w/schedules"
   ln -s "$src/docs" "$w/docs"
   ln -s "$src/tests" "$w/tests"
+  ln -s "$src/machines" "$w/machines"
   : >"$rep"
   : >"$tmp/skips.$id"
   run=0; failed=0; skipped=0; errors=0; prev_st=0

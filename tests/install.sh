@@ -11,6 +11,8 @@
 #     files (man/*.x); ovl-schedule(5), the schedule language, is installed;
 #   - the installed overlap_sim reads the installed schedules (never the
 #     source tree's), and looks relative names up in them.
+#   - the model backend's machine files are installed (pkgdatadir/machines),
+#     and the installed overlap_sim runs on one.
 # Exit 77 (skipped) with the reason where a tool it needs is missing.
 # Run by Makefile.am's installcheck-local, which passes the install
 # directories, CC, PKG_CONFIG and OVL_MAN (yes or no) in the environment.
@@ -117,6 +119,20 @@ if [ -z "$dest" ]; then
   else ko "the installed overlap_sim reads the installed schedules"; fi
 else
   echo "SKIP: the installed tool's schedules (DESTDIR install: the tool looks in $pkgdatadir)"
+fi
+
+# The machine files (docs/MODEL.md), and a run on one (the real install
+# only: the tool is built for its prefix).
+if [ -f "$dest$pkgdatadir/machines/h200x1.json" ] &&
+  [ -f "$dest$pkgdatadir/machines/h200x2.json" ] &&
+  [ -f "$dest$pkgdatadir/machines/h200-8x400g.json" ]
+then ok "machine files installed"; else ko "machine files installed"; fi
+if [ -z "$dest" ]; then
+  if "$bindir/overlap_sim" --backend=model --machine="$pkgdatadir/machines/h200x2.json" \
+    -r 2 -n 1 -w 0 >"$tmp/out" 2>&1 &&
+    grep -q "(model of h200x2)" "$tmp/out"
+  then ok "the installed overlap_sim runs on an installed machine file"
+  else ko "the installed overlap_sim runs on an installed machine file"; fi
 fi
 
 echo "install.sh: $pass passed, $fail failed"

@@ -30,24 +30,24 @@ const char *ovl__host_kind_name(int kind) {
 
 /* One node of 8 H200 joined by NVSwitch, 8 x 400 Gb/s InfiniBand to the
  * other nodes: machines/h200-8x400g.json, whose "sources" say where each
- * figure comes from. Kept equal to that file (tests/model.sh checks). */
+ * figure comes from. Kept equal to that file (tests/machines.sh checks). */
 void ovl__machine_default(ovl__machine *m) {
   memset(m, 0, sizeof *m);
   snprintf(m->name, sizeof m->name, "h200-8x400g");
   snprintf(m->device, sizeof m->device, "NVIDIA H200");
   m->gpus_per_node = 8;
-  m->intra = (ovl__link){.bw = 450e9, .lat_s = 1.0e-6};
+  m->intra = (ovl__link){.bw = 370e9, .lat_s = 1.0e-6};
   m->inter = (ovl__link){.bw = 370e9, .lat_s = 6.0e-6};
   m->algo = OVL__ALGO_AUTO;
   m->coll_base_s = 5.0e-6;
-  m->simple_base_s = 32.0e-6;
+  m->simple_base_s = 36.9e-6;
   m->ll_bw_frac = 0.25;
-  m->mem_bw = 4.3e12;
+  m->mem_bw = 3.95e12;
   m->flops[OVL_DTYPE_FLOAT32] = 60e12;
   m->flops[OVL_DTYPE_FLOAT64] = 60e12;
   m->flops[OVL_DTYPE_FLOAT16] = 830e12;
   m->flops[OVL_DTYPE_BFLOAT16] = 830e12;
-  m->kernel_min_s = 2.0e-6;
+  m->kernel_min_s = 1.15e-6;
   m->host_s[OVL__H_KERNEL] = 3.9e-6;
   m->host_s[OVL__H_COLL] = 5.5e-6;
   m->host_s[OVL__H_P2P] = 5.5e-6;
@@ -56,11 +56,11 @@ void ovl__machine_default(ovl__machine *m) {
   m->host_s[OVL__H_DELAY] = 3.9e-6;
   m->graph_launch_s = 10e-6;
   m->sync_s = 8e-6;
-  m->gap_s = 1.0e-6;
-  m->graph_gap_s = 0.6e-6;
+  m->gap_s = 2.3e-6;
+  m->graph_gap_s = 0.3e-6;
   m->d2h = (ovl__link){.bw = 50e9, .lat_s = 10e-6};
   m->kernel_slow[OVL__KC_MEM] = 1.17;
-  m->kernel_slow[OVL__KC_MATMUL] = 1.05;
+  m->kernel_slow[OVL__KC_MATMUL] = 1.2;
   m->comm_slow[OVL__KC_MEM] = 1.60;
   m->comm_slow[OVL__KC_MATMUL] = 1.20;
 }
