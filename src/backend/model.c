@@ -300,6 +300,9 @@ double ovl__model_gap_s(const ovl__model *m, bool graph) {
     return graph ? m->prof.graph_gap_s : m->prof.gap_s;
   return graph ? m->mach.graph_gap_s : m->mach.gap_s;
 }
+double ovl__model_iter_s(const ovl__model *m) {
+  return m->have_profile ? m->prof.iter_s : m->mach.iter_s;
+}
 double ovl__model_d2h_s(const ovl__model *m, size_t bytes) {
   return m->mach.d2h.lat_s + (double)bytes / m->mach.d2h.bw;
 }

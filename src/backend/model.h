@@ -78,6 +78,9 @@ typedef struct ovl__machine {
    * a graph); copies to the host (fetch). */
   double host_s[OVL__NHOST];
   double graph_launch_s, sync_s, gap_s, graph_gap_s;
+  /* An iteration's own cost beyond its ops: the barriers and the drain
+   * around it (the executor's; key host.iter_us, optional: 0). */
+  double iter_s;
   ovl__link d2h;
   /* Contention where nothing was measured: how much slower a kernel of
    * class c runs beside communication, and communication beside it. */
@@ -123,6 +126,7 @@ typedef struct ovl__profile {
   ovl__mkernel *kernels;
   double host_s[OVL__NHOST];
   double graph_launch_s, sync_s, gap_s, graph_gap_s;
+  double iter_s; /* host.iter_us, optional: 0 */
   ovl__mfit fit[OVL__NCOMM];
   /* Measured contention per communication kind and kernel class (0:
    * not measured). */
@@ -196,5 +200,7 @@ double ovl__model_graph_launch_s(const ovl__model *m);
 double ovl__model_sync_s(const ovl__model *m);
 double ovl__model_gap_s(const ovl__model *m, bool graph);
 double ovl__model_d2h_s(const ovl__model *m, size_t bytes);
+/* An iteration's own cost beyond its ops (the profile's where measured). */
+double ovl__model_iter_s(const ovl__model *m);
 
 #endif /* OVL_BACKEND_MODEL_H */

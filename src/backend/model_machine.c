@@ -100,6 +100,7 @@ static void read_host(ovl__cfg *c, const ovl__json *top, ovl__machine *m) {
   static const char *const known[] = {
       "kernel_us", "coll_us",         "p2p_us",  "record_us", "wait_us",
       "delay_us",  "graph_launch_us", "sync_us", "gap_us",    "graph_gap_us",
+      "iter_us",
       NULL};
   const ovl__json *o = ovl__cfg_member(c, top, "", "host", false);
   if (o == NULL || !ovl__cfg_object(c, o, "host", known))
@@ -113,6 +114,7 @@ static void read_host(ovl__cfg *c, const ovl__json *top, ovl__machine *m) {
   ovl__cfg_num(c, o, "host", "gap_us", 0, false, 1e-6, false, &m->gap_s);
   ovl__cfg_num(c, o, "host", "graph_gap_us", 0, false, 1e-6, false,
                &m->graph_gap_s);
+  ovl__cfg_num(c, o, "host", "iter_us", 0, false, 1e-6, true, &m->iter_s);
 }
 
 static void read_slow(ovl__cfg *c, const ovl__json *o, const char *path,

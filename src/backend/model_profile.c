@@ -209,6 +209,7 @@ ovl_status ovl__profile_load(const char *path, ovl__profile *p,
   static const char *const known_h[] = {
       "kernel_us", "coll_us",         "p2p_us",  "record_us", "wait_us",
       "delay_us",  "graph_launch_us", "sync_us", "gap_us",    "graph_gap_us",
+      "iter_us",
       NULL};
   ovl__json *j = NULL;
   ovl__cfg c = {.file = path, .err = err, .st = OVL_OK};
@@ -268,6 +269,8 @@ ovl_status ovl__profile_load(const char *path, ovl__profile *p,
     ovl__cfg_num(&c, o, "host", "gap_us", 0, false, 1e-6, false, &p->gap_s);
     ovl__cfg_num(&c, o, "host", "graph_gap_us", 0, false, 1e-6, false,
                  &p->graph_gap_s);
+    ovl__cfg_num(&c, o, "host", "iter_us", 0, false, 1e-6, true,
+                 &p->iter_s);
   }
   o = ovl__cfg_member(&c, j, "", "kernels", false);
   if (o != NULL && c.st == OVL_OK) {
@@ -318,9 +321,10 @@ char *ovl__profile_json(const ovl__profile *p) {
                    p->host_s[k] * 1e6);
   ovl__sb_printf(&b,
                  "\"graph_launch_us\": %.4g, \"sync_us\": %.4g, \"gap_us\": "
-                 "%.4g, \"graph_gap_us\": %.4g},\n  \"kernels\": [",
+                 "%.4g, \"graph_gap_us\": %.4g, \"iter_us\": %.4g},\n  "
+                 "\"kernels\": [",
                  p->graph_launch_s * 1e6, p->sync_s * 1e6, p->gap_s * 1e6,
-                 p->graph_gap_s * 1e6);
+                 p->graph_gap_s * 1e6, p->iter_s * 1e6);
   for (size_t i = 0; i < p->nkernels; i++) {
     const ovl__mkernel *k = &p->kernels[i];
     const char *dt = ovl_dtype_name((ovl_dtype)k->dtype);

@@ -30,6 +30,9 @@ typedef struct msg {
 
 typedef struct kind_info {
   bool used;
+  /* The program runs it in place (its output is its input): measured so,
+   * since on one rank NCCL has nothing to move then. */
+  bool inplace;
   msg big;          /* the largest message */
   const char *name; /* its op */
   msg own[MAX_OWN]; /* the distinct messages (the first MAX_OWN) */
@@ -83,6 +86,9 @@ static void collect(const ovl_program *prog, kind_info *ki) {
     if (!op_msg(prog, i, &kind, &m))
       continue;
     k = &ki[kind];
+    if (kind != OVL__COMM_P2P && kind != OVL_COLL_BARRIER &&
+        prog->ops[i].nin > 0 && prog->ops[i].out == prog->ops[i].in[0])
+      k->inplace = true;
     for (j = 0; j < k->nown; j++)
       if (k->own[j].count == m.count && k->own[j].dtype == m.dtype)
         break;
@@ -154,8 +160,9 @@ static void comm_decl(ovl__sbuf *b, int kind, const msg *m, int nranks) {
 
 /* One communication of `kind` (op `name`) of x; on calc, or on comm[0]. */
 static void comm_call(ovl__sbuf *b, int kind, const char *name,
-                      const msg *m, bool calc) {
+                      const msg *m, bool calc, bool inplace) {
   const char *cs = calc ? "true" : "false";
+  const char *z = inplace ? "" : "z = ";
   if (kind == OVL_COLL_BARRIER)
     ovl__sb_puts(b, "barrier(ring_id=0)\n");
   else if (kind == OVL__COMM_P2P)
@@ -167,10 +174,10 @@ static void comm_call(ovl__sbuf *b, int kind, const char *name,
                    cs, (long long)m->count,
                    ovl_dtype_name((ovl_dtype)m->dtype), cs);
   else if (ovl__coll_has_root((ovl__coll)kind))
-    ovl__sb_printf(b, "z = %s(x, root=0, ring_id=0, use_calc_stream=%s)\n",
+    ovl__sb_printf(b, "%s%s(x, root=0, ring_id=0, use_calc_stream=%s)\n", z,
                    name, cs);
   else
-    ovl__sb_printf(b, "z = %s(x, ring_id=0, use_calc_stream=%s)\n", name,
+    ovl__sb_printf(b, "%s%s(x, ring_id=0, use_calc_stream=%s)\n", z, name,
                    cs);
 }
 
@@ -188,13 +195,13 @@ static char *finish(ovl__sbuf *b) {
 }
 
 static char *alone_text(const ovl__cal *c, int kind, const char *name,
-                        const msg *m, bool calc, int reps) {
+                        const msg *m, bool calc, bool inplace, int reps) {
   ovl__sbuf b = {0};
   ovl__sb_printf(&b, "# calibrate: %s alone on the %s stream\n",
                  ovl__comm_kind_name(kind), calc ? "calc" : "comm");
   comm_decl(&b, kind, m, c->nranks);
   ovl__sb_printf(&b, "repeat %d {\n  ", reps);
-  comm_call(&b, kind, name, m, calc);
+  comm_call(&b, kind, name, m, calc, inplace);
   ovl__sb_puts(&b, "}\n");
   return finish(&b);
 }
@@ -202,8 +209,8 @@ static char *alone_text(const ovl__cal *c, int kind, const char *name,
 /* `rc` communications on comm[0] beside `rk` calls of kernel `k` on calc,
  * merged by position (a kernel first on a tie), as overlap_sweep does. */
 static char *beside_text(const ovl__cal *c, int kind, const char *name,
-                         const msg *m, const ovl__cal_kernel *k, int rc,
-                         int rk) {
+                         const msg *m, bool inplace,
+                         const ovl__cal_kernel *k, int rc, int rk) {
   ovl__sbuf b = {0};
   int i = 0, j = 0;
   ovl__sb_printf(&b, "# calibrate: %s on the comm stream beside %s\n",
@@ -215,7 +222,7 @@ static char *beside_text(const ovl__cal *c, int kind, const char *name,
       ovl__cal_kernel_call(&b, k, "w");
       j++;
     } else {
-      comm_call(&b, kind, name, m, false);
+      comm_call(&b, kind, name, m, false, inplace);
       i++;
     }
   }
@@ -232,13 +239,13 @@ static char *beside_text(const ovl__cal *c, int kind, const char *name,
  * est_s: what it is expected to take (<= 0: unknown, a short run
  * first). */
 static ovl_status comm_s(ovl__cal *c, int kind, const char *name,
-                         const msg *m, bool calc, double est_s,
+                         const msg *m, bool calc, bool inplace, double est_s,
                          double *out) {
   ovl__cal_meas r;
   ovl_status st;
   double t;
   if (!(est_s > 0)) {
-    st = ovl__cal_run(c, alone_text(c, kind, name, m, calc, 2), 1, 1, true,
+    st = ovl__cal_run(c, alone_text(c, kind, name, m, calc, inplace, 2), 1, 1, true,
                       false, &r);
     if (st != OVL_OK)
       return st;
@@ -246,7 +253,7 @@ static ovl_status comm_s(ovl__cal *c, int kind, const char *name,
     ovl__cal_meas_free(&r);
   }
   st = ovl__cal_run(c,
-                    alone_text(c, kind, name, m, calc,
+                    alone_text(c, kind, name, m, calc, inplace,
                                ovl__cal_reps(est_s, TARGET_S, 1, 50)),
                     c->o.warmup, c->o.iters, true, false, &r);
   if (st != OVL_OK)
@@ -279,7 +286,8 @@ static ovl_status fit_kind(ovl__cal *c, const kind_info *k, int kind) {
     msg_name(kind, &sizes[j], name, sizeof name);
     ovl__cal_begin(c, "%s on calc", name);
     /* The previous (larger) size's time: an upper bound. */
-    st = comm_s(c, kind, k->name, &sizes[j], true, est, &secs[done]);
+    st = comm_s(c, kind, k->name, &sizes[j], true, k->inplace, est,
+                &secs[done]);
     if (st != OVL_OK)
       return st;
     est = secs[done];
@@ -336,7 +344,7 @@ static ovl_status beside(ovl__cal *c, const kind_info *ki, int kind,
   rk = ovl__cal_reps(k_alone, span, 4, 200);
   ovl__cal_begin(c, "contention: %s beside %s (%d and %d an iteration)",
                  ovl__comm_kind_name(kind), k->name, rc, rk);
-  st = ovl__cal_run(c, beside_text(c, kind, ki->name, m, k, rc, rk),
+  st = ovl__cal_run(c, beside_text(c, kind, ki->name, m, ki->inplace, k, rc, rk),
                     c->o.warmup, c->o.iters, true, false, &r);
   if (st != OVL_OK)
     return st;
@@ -370,7 +378,7 @@ static ovl_status contention(ovl__cal *c, const kind_info *ki, int kind,
 
   msg_name(kind, m, name, sizeof name);
   ovl__cal_begin(c, "contention: %s alone on comm", name);
-  if ((st = comm_s(c, kind, ki->name, m, false, est, &tc)) != OVL_OK)
+  if ((st = comm_s(c, kind, ki->name, m, false, ki->inplace, est, &tc)) != OVL_OK)
     return st;
   /* A scale of about the message's bytes, then of the size that takes
    * as long as the message (a memory-bound kernel's time grows with its

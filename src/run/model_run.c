@@ -30,13 +30,15 @@
 static ovl_status fill_result(const sim *s, const ovl_run_opts *o,
                               ovl_result *res, ovl_error *err) {
   const ovl_program *prog = s->prog;
-  double T = 0;
+  double T = 0, done = 0, iter_s = ovl__model_iter_s(s->m);
   int slowest = 0;
   for (int i = 0; i < s->nsim; i++)
-    if (s->r[i].t_done > T) {
-      T = s->r[i].t_done;
+    if (s->r[i].t_done > done) {
+      done = s->r[i].t_done;
       slowest = i;
     }
+  /* The iteration's own cost (its barriers, its drain) comes on top. */
+  T = done + iter_s;
   for (int it = 0; it < res->iters; it++)
     res->times[it] = T;
   if (res->spans != NULL) {
@@ -92,8 +94,8 @@ static ovl_status fill_result(const sim *s, const ovl_run_opts *o,
     res->explain.compute = r->explain[0];
     res->explain.exposed_comm = r->explain[1];
     res->explain.contention = r->explain[2];
-    res->explain.host = r->explain[3];
-    res->explain.waits = r->explain[4] + (T - r->t_done);
+    res->explain.host = r->explain[3] + iter_s;
+    res->explain.waits = r->explain[4] + (done - r->t_done);
     res->explain.rank = r->rank;
   }
   res->predicted = true;
