@@ -1198,7 +1198,7 @@ START_TEST(profile_refusals) {
   snprintf(msg, sizeof msg,
            "4:%d: unknown key 'host.coll_usx' (known: kernel_us, coll_us, "
            "p2p_us, record_us, wait_us, delay_us, graph_launch_us, sync_us, "
-           "gap_us, graph_gap_us)",
+           "gap_us, graph_gap_us, iter_us)",
            c);
   refused("profile", t, msg);
   free(t);
