@@ -233,7 +233,11 @@ static ovl_status host_costs(ovl__cal *c) {
     return st;
   t = (many - few) / (N_GRAPH_MANY - N_GRAPH_FEW);
   p->graph_launch_s = few - N_GRAPH_FEW * t > 0 ? few - N_GRAPH_FEW * t : 0;
-  p->graph_gap_s = p->gap_s = t - tiny_s > 0 ? t - tiny_s : 0;
+  /* A kernel's time is its pace as a graph (ovl__cal_kernel_s): the
+   * graph's gap is in it; the eager gap is what eager kernels the device
+   * paced took beyond it. */
+  p->graph_gap_s = t - tiny_s > 0 ? t - tiny_s : 0;
+  p->gap_s = c->gap_n > 0 ? c->gap_sum / c->gap_n : p->graph_gap_s;
   return OVL_OK;
 }
 

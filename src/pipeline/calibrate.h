@@ -32,6 +32,11 @@ typedef struct ovl__cal {
   ovl_error *err;
   char what[192]; /* what is measured now, for messages */
   ovl__profile *prof;
+  /* Per kernel the device set the pace of (its eager calls no slower
+   * than its timed ones): its eager pace less its pace as a graph, the
+   * device's gap between eager kernels; summed, and counted. */
+  double gap_sum;
+  int gap_n;
 } ovl__cal;
 
 /* A kernel to run alone or beside communication: the op `name` on
