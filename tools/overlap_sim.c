@@ -45,7 +45,7 @@
 #define EXIT_MISMATCH 1
 #define EXIT_USAGE TOOL_EXIT_USAGE
 #define EXIT_RUNTIME TOOL_EXIT_RUNTIME
-#define EXIT_RACES 4
+#define EXIT_RACES SIM_EXIT_RACES
 
 /* OVL_SRCDIR, OVL_BUILDDIR, OVL_PKGDATADIR: made by make from configure's
  * directories (Makefile.am, "tools/paths.h"). */
@@ -135,55 +135,6 @@ static int parse_schedule(const sim_options *o, const char *path,
             "%s: (looked for %s here, in $OVL_SCHEDULE_PATH and in %s)\n",
             progname, name, tool_schedules());
   return rc;
-}
-
-/* The seed at any rank count (docs/OVERLAP_SIM.md, "The seed at any rank
- * count"): each of its allreduces multiplies c by the rank count N, so c
- * ends as 2a * N^steps, and float32 holds 2 * N^64 up to 3 ranks only.
- * The default run
- * (no schedule named) takes the largest steps, at most the seed's 64, with
- * N^steps <= 2^126, so that c < 2^127 stays finite: 64 up to 3 ranks
- * (Paddle's benchmark is 2), 63 at 4, 42 at 8, 21 at 64. Returns that, or
- * 0 where the seed's own 64 holds, -D steps= was given, or the default
- * schedule found (OVL_SCHEDULE_PATH) has no param `steps`. */
-static int seed_steps(const sim_options *o, const ovl_schedule *sched,
-                      int nranks) {
-  double p = 1.0;
-  int steps = 0;
-  bool has = false;
-  /* The model computes nothing: no value to overflow. */
-  if (o->schedule != NULL || strcmp(o->common.backend, "model") == 0)
-    return 0;
-  for (size_t i = 0; i < o->ndefines; i++)
-    if (strncmp(o->defines[i], "steps=", 6) == 0)
-      return 0;
-  for (size_t i = 0; i < ovl_schedule_param_count(sched); i++) {
-    const char *name;
-    ovl_schedule_param(sched, i, &name, NULL, NULL);
-    has = has || strcmp(name, "steps") == 0;
-  }
-  if (!has)
-    return 0;
-  while (steps < 64 && p * nranks <= 0x1p126) {
-    p *= nranks;
-    steps++;
-  }
-  return steps < 64 ? steps : 0;
-}
-
-/* The defines to bind with: the flags' -D, and the default run's steps.
- * `defs` has room for SIM_MAX_DEFINES + 1, `buf` for "steps=N". */
-static size_t bind_defines(sim_options *o, const ovl_schedule *sched,
-                           int nranks, const char **defs, char *buf,
-                           size_t len) {
-  size_t n = o->ndefines;
-  memcpy(defs, o->defines, n * sizeof *defs);
-  o->seed_steps = seed_steps(o, sched, nranks);
-  if (o->seed_steps > 0) {
-    snprintf(buf, len, "steps=%d", o->seed_steps);
-    defs[n++] = buf;
-  }
-  return n;
 }
 
 /* ------------------------------------------------------------------ */
@@ -397,7 +348,8 @@ static int check_only(sim_options *o, const char *path, unsigned modes,
     bopts.cpu_defaults = strcmp(ovl_world_backend_name(world), "cpu") == 0;
   }
   bopts.ndefines =
-      bind_defines(o, sched, bopts.nranks, defs, stepsdef, sizeof stepsdef);
+      sim_bind_defines(o, sched, bopts.nranks, defs, stepsdef,
+                       sizeof stepsdef);
   sim_plan_memory(&mem, o, count_modes(modes),
                   world != NULL ? ovl_world_backend_name(world) : NULL,
                   world != NULL ? ovl_world_nranks(world) : 0);
@@ -601,53 +553,6 @@ static int write_run_outputs(const sim_options *o,
   return -1;
 }
 
-/* Past 64 ranks (only the model goes there, with a schedule whose ranks
- * all run the same ops): the checks run on the schedule bound at 64
- * ranks, where the rank sets the checks keep end; every rank runs the
- * same ops, so what they find there they would find at any count. With
- * findings, they are printed as --races prints them, and the run stops
- * (exit 4). Returns -1 (then o->checks_at is 64), or the exit status. */
-static int check_at_64(sim_options *o, const ovl_schedule *sched,
-                       const ovl_bind_opts *bopts, const mem_plan *mem,
-                       const ovl_pipeline_opts *pl) {
-  ovl_bind_opts b = *bopts;
-  ovl_pipeline_opts pc = *pl;
-  ovl_program *p64 = NULL;
-  ovl_report *rep = NULL;
-  ovl_report_summary sum;
-  ovl_error err = {0};
-  int rc;
-  b.nranks = 64;
-  if ((rc = sim_bind_schedule(sched, &b, mem, &p64)) >= 0)
-    return rc;
-  pc.run = 0;
-  pc.bind = &b;
-  pc.progress = NULL;
-  if (ovl_pipeline_run(NULL, p64, &pc, &rep, &err) != OVL_OK) {
-    fprintf(stderr, "%s: %s\n", progname, err.msg);
-    ovl_program_free(p64);
-    return EXIT_RUNTIME;
-  }
-  ovl_report_summary_get(rep, &sum);
-  rc = -1;
-  o->checks_at = 64;
-  if (sum.races > 0 || sum.mismatches > 0 || sum.deadlocks > 0) {
-    printf("checks at 64 ranks (past 64 they run there: every rank runs "
-           "the same ops); nothing is predicted while they find "
-           "something\n");
-    if (sim_print_races(rep, false, stdout) < 0)
-      rc = EXIT_RUNTIME;
-    else
-      rc = EXIT_RACES;
-    printf("check: ");
-    sim_print_check_summary(rep, stdout);
-    printf(" in %s (64 ranks)\n", ovl_program_filename(p64));
-  }
-  ovl_report_free(rep);
-  ovl_program_free(p64);
-  return rc;
-}
-
 /* Everything printed after the table, the output files, and the verdict.
  * Returns the exit status. */
 static int finish_run(const sim_options *o, const outfile outs[N_OUTPUTS],
@@ -663,16 +568,11 @@ static int finish_run(const sim_options *o, const outfile outs[N_OUTPUTS],
     sim_print_summary(report);
     sim_print_explain(report);
     sim_print_noise(report);
-  }
-  if (model != NULL) {
-    rc = sim_print_prediction(o, model, ovl_report_program(report), modes,
-                              report);
-    if (rc >= 0)
-      return rc;
-  }
-  if (!o->common.quiet) {
     sim_print_mismatches(report);
   }
+  if (model != NULL &&
+      (rc = sim_print_prediction(o, model, report, modes)) >= 0)
+    return rc;
   bool found = sum.races > 0 || sum.mismatches > 0 || sum.deadlocks > 0;
   if (found && !o->common.quiet &&
       sim_print_races(report, true, stdout) < 0)
@@ -757,14 +657,13 @@ static int overlap_sim(int argc, char **argv) {
   if ((rc = common_make_world(&o.common, procs, o.chaos_seed, &world)) >= 0)
     goto out;
   /* --predict: its files are checked before anything runs. */
-  if (o.predict != NULL &&
-      (rc = tool_agree(procs, sim_predict_world(&o, ovl_world_nranks(world),
+  if ((rc = tool_agree(procs, sim_predict_world(&o, ovl_world_nranks(world),
                                                 &model))) >= 0)
     goto out;
   sim_plan_memory(&mem, &o, count_modes(modes),
                   ovl_world_backend_name(world), ovl_world_nranks(world));
   bopts.defines = defs;
-  bopts.ndefines = bind_defines(&o, sched, ovl_world_nranks(world), defs,
+  bopts.ndefines = sim_bind_defines(&o, sched, ovl_world_nranks(world), defs,
                                 stepsdef, sizeof stepsdef);
   bopts.nranks = ovl_world_nranks(world);
   bopts.cpu_defaults = strcmp(ovl_world_backend_name(world), "cpu") == 0;
@@ -806,16 +705,14 @@ static int overlap_sim(int argc, char **argv) {
   table.path = path;
   table.per_op = mem.per_op;
   if (pl.races && ovl_world_nranks(world) > 64) {
-    if ((rc = check_at_64(&o, sched, &bopts, &mem, &pl)) >= 0)
+    if ((rc = sim_check_at_64(&o, sched, &bopts, &mem, &pl)) >= 0)
       goto out;
     pl.races = 0;
   }
-  /* The model allocates nothing of the schedule's. */
-  if (strcmp(ovl_world_backend_name(world), "model") != 0)
-    rc = tool_agree(procs,
-                    sim_check_host_memory(
-                        prog, path, &mem,
-                        ovl_pipeline_needs_reference(prog, &pl)));
+  rc = tool_agree(procs,
+                  sim_check_host_memory(prog, path, &mem,
+                                        ovl_pipeline_needs_reference(prog,
+                                                                     &pl)));
   if (rc >= 0)
     goto out;
   st = ovl_pipeline_run(world, prog, &pl, &report, &err);

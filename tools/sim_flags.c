@@ -616,3 +616,50 @@ unsigned sim_modes(const sim_options *o) {
       return OVL_MODE_BIT((ovl_mode)m);
   return 0;
 }
+
+/* The seed at any rank count (docs/OVERLAP_SIM.md, "The seed at any rank
+ * count"): each of its allreduces multiplies c by the rank count N, so c
+ * ends as 2a * N^steps, and float32 holds 2 * N^64 up to 3 ranks only.
+ * The default run
+ * (no schedule named) takes the largest steps, at most the seed's 64, with
+ * N^steps <= 2^126, so that c < 2^127 stays finite: 64 up to 3 ranks
+ * (Paddle's benchmark is 2), 63 at 4, 42 at 8, 21 at 64. Returns that, or
+ * 0 where the seed's own 64 holds, -D steps= was given, or the default
+ * schedule found (OVL_SCHEDULE_PATH) has no param `steps`. */
+static int seed_steps(const sim_options *o, const ovl_schedule *sched,
+                      int nranks) {
+  double p = 1.0;
+  int steps = 0;
+  bool has = false;
+  /* The model computes nothing: no value to overflow. */
+  if (o->schedule != NULL || strcmp(o->common.backend, "model") == 0)
+    return 0;
+  for (size_t i = 0; i < o->ndefines; i++)
+    if (strncmp(o->defines[i], "steps=", 6) == 0)
+      return 0;
+  for (size_t i = 0; i < ovl_schedule_param_count(sched); i++) {
+    const char *name;
+    ovl_schedule_param(sched, i, &name, NULL, NULL);
+    has = has || strcmp(name, "steps") == 0;
+  }
+  if (!has)
+    return 0;
+  while (steps < 64 && p * nranks <= 0x1p126) {
+    p *= nranks;
+    steps++;
+  }
+  return steps < 64 ? steps : 0;
+}
+
+size_t sim_bind_defines(sim_options *o, const ovl_schedule *sched,
+                        int nranks, const char **defs, char *buf,
+                        size_t len) {
+  size_t n = o->ndefines;
+  memcpy(defs, o->defines, n * sizeof *defs);
+  o->seed_steps = seed_steps(o, sched, nranks);
+  if (o->seed_steps > 0) {
+    snprintf(buf, len, "steps=%d", o->seed_steps);
+    defs[n++] = buf;
+  }
+  return n;
+}

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "common_flags.h"
+#include "ovl.h"
 
 #define SIM_MAX_DEFINES 64
 /* The default of --trials: up to 5 trials, a trial after the first only
@@ -80,5 +81,12 @@ void sim_usage(FILE *f);
  * (both: sync and async; all: the four), or with --races and no --mode
  * the schedule as written (async). */
 unsigned sim_modes(const sim_options *o);
+
+/* The defines to bind with: the flags' -D, and the default run's steps
+ * (the seed at any rank count: o->seed_steps). `defs` has room for
+ * SIM_MAX_DEFINES + 1, `buf` for "steps=N". */
+size_t sim_bind_defines(sim_options *o, const ovl_schedule *sched,
+                        int nranks, const char **defs, char *buf,
+                        size_t len);
 
 #endif /* OVL_SIM_FLAGS_H */

@@ -1,20 +1,25 @@
 /*
- * overlap_sim --predict=PROFILE (docs/MODEL.md, "Honest"): beside a real
- * run, the model's prediction of the same program (the profile, and
+ * overlap_sim's model parts (docs/MODEL.md): --predict=PROFILE, beside a
+ * real run the model's prediction of the same program (the profile, and
  * --machine's machine), printed against what was measured, mode by mode,
- * with the error. Not part of libovl.
+ * with the error; and past 64 ranks (the model's), the checks run at 64.
+ * Not part of libovl.
  */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "sim_predict.h"
+#include "sim_report.h"
 #include "tool_util.h"
 
 int sim_predict_world(const sim_options *o, int nranks, ovl_world **out) {
   ovl_world_opts wo = OVL_OPTS_INIT(ovl_world_opts);
   ovl_error err = {0};
   ovl_status st;
+  *out = NULL;
+  if (o->predict == NULL)
+    return -1;
   wo.backend = "model";
   wo.nranks = nranks;
   st = ovl_world_create(&wo, out, &err);
@@ -40,8 +45,8 @@ static double median_of(const ovl_report *r, ovl_mode mode) {
 }
 
 int sim_print_prediction(const sim_options *o, ovl_world *model,
-                         const ovl_program *prog, unsigned modes,
-                         const ovl_report *measured) {
+                         const ovl_report *measured, unsigned modes) {
+  const ovl_program *prog = ovl_report_program(measured);
   ovl_pipeline_opts pl = OVL_OPTS_INIT(ovl_pipeline_opts);
   ovl_run_opts ro = OVL_OPTS_INIT(ovl_run_opts);
   ovl_report *pred = NULL;
@@ -101,4 +106,51 @@ int sim_print_prediction(const sim_options *o, ovl_world *model,
   }
   ovl_report_free(pred);
   return -1;
+}
+
+/* Past 64 ranks (only the model goes there, with a schedule whose ranks
+ * all run the same ops): the checks run on the schedule bound at 64
+ * ranks, where the rank sets the checks keep end; every rank runs the
+ * same ops, so what they find there they would find at any count. With
+ * findings, they are printed as --races prints them, and the run stops
+ * (exit 4). Returns -1 (then o->checks_at is 64), or the exit status. */
+int sim_check_at_64(sim_options *o, const ovl_schedule *sched,
+                       const ovl_bind_opts *bopts, const mem_plan *mem,
+                       const ovl_pipeline_opts *pl) {
+  ovl_bind_opts b = *bopts;
+  ovl_pipeline_opts pc = *pl;
+  ovl_program *p64 = NULL;
+  ovl_report *rep = NULL;
+  ovl_report_summary sum;
+  ovl_error err = {0};
+  int rc;
+  b.nranks = 64;
+  if ((rc = sim_bind_schedule(sched, &b, mem, &p64)) >= 0)
+    return rc;
+  pc.run = 0;
+  pc.bind = &b;
+  pc.progress = NULL;
+  if (ovl_pipeline_run(NULL, p64, &pc, &rep, &err) != OVL_OK) {
+    fprintf(stderr, "%s: %s\n", progname, err.msg);
+    ovl_program_free(p64);
+    return TOOL_EXIT_RUNTIME;
+  }
+  ovl_report_summary_get(rep, &sum);
+  rc = -1;
+  o->checks_at = 64;
+  if (sum.races > 0 || sum.mismatches > 0 || sum.deadlocks > 0) {
+    printf("checks at 64 ranks (past 64 they run there: every rank runs "
+           "the same ops); nothing is predicted while they find "
+           "something\n");
+    if (sim_print_races(rep, false, stdout) < 0)
+      rc = TOOL_EXIT_RUNTIME;
+    else
+      rc = SIM_EXIT_RACES;
+    printf("check: ");
+    sim_print_check_summary(rep, stdout);
+    printf(" in %s (64 ranks)\n", ovl_program_filename(p64));
+  }
+  ovl_report_free(rep);
+  ovl_program_free(p64);
+  return rc;
 }
