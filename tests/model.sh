@@ -274,4 +274,13 @@ else
   echo "# $mfile is not in the tree: the built-in machine not compared with it"
 fi
 
+# overlap_sweep on the model: predicted rows, nothing checked.
+sweep=${OVL_SWEEP:-${OVL_BUILDDIR:-.}/tools/overlap_sweep}
+if "$sweep" --backend=model --ranks=8 --sizes=1M,64M -n 1 -w 0 >"$tmp/sweep.out" 2>&1 &&
+  grep -q '^# model backend: the times are predicted' "$tmp/sweep.out" &&
+  [ "$(grep -c '^ *1048576 .* n/a .* n/a .* n/a .* n/a ' "$tmp/sweep.out")" -eq 1 ] &&
+  [ "$(grep -c '^ *67108864 ' "$tmp/sweep.out")" -eq 1 ]
+then ok "overlap_sweep --backend=model: predicted rows, #wrong n/a"
+else cp "$tmp/sweep.out" "$tmp/why"; ko "overlap_sweep --backend=model: predicted rows, #wrong n/a"; fi
+
 finish

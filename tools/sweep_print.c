@@ -141,11 +141,15 @@ void sweep_print_legend(const sweep_state *t) {
   printf("# slowdown: kernel = a kernel's time beside the collectives / "
          "alone (the same kernels, measured alone for each row); coll = "
          "the collective's time beside the kernels / alone on comm\n");
-  printf("# #wrong: elements of y off the float64 reference (or not "
-         "finite) after one more iteration (in place: of x after one "
-         "collective); n/a: not checked (reference > half of host "
-         "memory, %s)\n",
-         t->mem > 0 ? format_bytes(t->mem, b, sizeof b) : "unknown");
+  if (strcmp(ovl_world_backend_name(t->world), "model") == 0)
+    printf("# model backend: the times are predicted (docs/MODEL.md); "
+           "#wrong is n/a: nothing is computed\n");
+  else
+    printf("# #wrong: elements of y off the float64 reference (or not "
+           "finite) after one more iteration (in place: of x after one "
+           "collective); n/a: not checked (reference > half of host "
+           "memory, %s)\n",
+           t->mem > 0 ? format_bytes(t->mem, b, sizeof b) : "unknown");
   sweep_print_table_header();
 }
 
