@@ -65,4 +65,30 @@ if run 2 calibrate-over-schedule --calibrate="$tmp/cal.sched" "$tmp/cal.sched" &
   cmp -s "$tmp/cal.sched" "$tmp/keep.sched"
 then ok "--calibrate=SCHEDULE refused, the schedule kept"; else ko "--calibrate=SCHEDULE refused, the schedule kept"; fi
 
+# --predict=PROFILE beside a real run: every mode measured against
+# predicted, the largest error, the predicted explain line; a bad profile
+# refused before anything runs; not with the model, nor --calibrate.
+run 0 calibrate-again -q --calibrate="$prof" -n 1 -w 0 "$tmp/cal.sched"
+if run 0 predict --predict="$prof" --mode=all -n 2 -w 1 "$tmp/cal.sched" &&
+  has out '^predicted by the model \(machine h200-8x400g \(built in\), profile ' &&
+  [ "$(grep -cE '^(sync|async|comp|comm) +[0-9.]+ +[0-9.]+ +[-+][0-9.]+%$' "$tmp/out")" -eq 4 ] &&
+  has out '^overlap efficiency: measured -?[0-9.]+, predicted -?[0-9.]+' &&
+  has out '^prediction: largest error [0-9.]+% \(' &&
+  has out '^explain \(async, predicted, rank 0\): ' && has out '^result: PASS$'
+then ok "--predict=PROFILE: measured against predicted, every mode"; else ko "--predict=PROFILE: measured against predicted, every mode"; fi
+if run 2 predict-missing --predict="$tmp/none.json" "$tmp/cal.sched" &&
+  has err "^overlap_sim: --predict: .*none\.json: No such file" && ! has out '^(sync|async) '
+then ok "--predict of a missing file: exit 2 before anything runs"; else ko "--predict of a missing file: exit 2 before anything runs"; fi
+if "$tool" --backend=model --predict="$prof" "$tmp/cal.sched" >"$tmp/out" 2>"$tmp/err"; then got=0; else got=$?; fi
+if [ "$got" -eq 2 ] && has err 'with --backend=model, --profile=' &&
+  run 2 predict-calibrate --predict="$prof" --calibrate="$tmp/p2.json" "$tmp/cal.sched"
+then ok "--predict: not with the model, nor --calibrate"; else ko "--predict: not with the model, nor --calibrate"; fi
+# A real run with --op-times explains its traced iteration; with
+# --mode=all its contention is measured.
+if run 0 explain-real --mode=all --op-times -n 2 -w 1 "$tmp/cal.sched" &&
+  has out '^explain \(async, traced iteration, rank [01]\): [0-9.]+ ms = compute [0-9.]+ \+ exposed comm [0-9.]+ \+ contention [0-9.]+ \+ host' &&
+  run 0 explain-na --op-times -n 2 -w 1 "$tmp/cal.sched" &&
+  has out 'contention n/a \(--mode=all --op-times measures it\)'
+then ok "--op-times: the explain line of a real run"; else ko "--op-times: the explain line of a real run"; fi
+
 finish
