@@ -463,6 +463,8 @@ static Suite *json_suite(void) {
   tcase_add_test(tc, every_prefix_refused);
   suite_add_tcase(s, tc);
   tc = tcase_create("load");
+  /* It reads 64 MiB: seconds under ThreadSanitizer or valgrind. */
+  tcase_set_timeout(tc, 120);
   tcase_add_test(tc, load_files);
   suite_add_tcase(s, tc);
   return s;
