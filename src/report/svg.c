@@ -452,6 +452,8 @@ ovl_status ovl_timeline_svg_marked(const ovl_timeline_run *truns,
     }
     ovl__sb_puts(&b, " \xe2\x80\x94 backend ");
     sb_xml_str(&b, ovl_result_backend(r0));
+    if (ovl_result_predicted(r0))
+      ovl__sb_puts(&b, " (predicted)");
     ovl__sb_puts(&b, ", ");
     sb_xml_str(&b, ovl_result_devices(r0));
     ovl__sb_printf(&b, " \xe2\x80\x94 timed iteration %d (0-based) of %d</text>\n",
