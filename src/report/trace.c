@@ -330,8 +330,8 @@ ovl_status ovl_timeline_trace_marked(const ovl_timeline_run *truns,
             OVL_VERSION_STRING);
   ovl__sb_puts(&b, "\"backend\":");
   ovl__sb_json_str(&b, ovl_result_backend(res0));
-  ovl__sb_printf(&b, ",\"predicted\":%s,\"ranks\":%d,\"devices\":",
-                 ovl_result_predicted(res0) ? "true" : "false", nranks);
+  ovl__sb_printf(&b, ",\"ranks\":%d,\"predicted\":%s,\"devices\":", nranks,
+                 ovl_result_predicted(res0) ? "true" : "false");
   ovl__sb_json_str(&b, ovl_result_devices(res0));
   ovl__sb_puts(&b, ",\"schedule\":");
   ovl__sb_json_str(&b, runs[0].prog->filename);
