@@ -119,11 +119,11 @@ START_TEST(profile_of_a_schedule) {
   ck_assert_int_eq(p.kernels[0].numel, 256);
   ck_assert(p.kernels[0].s > 0);
   for (int k = 0; k < OVL__NHOST; k++)
-    ck_assert_msg(p.host_s[k] > 0, "host %s: %g", ovl__host_kind_name(k),
-                  p.host_s[k]);
-  ck_assert(p.sync_s >= 0);
+    ck_assert_msg(p.host.op_s[k] > 0, "host %s: %g", ovl__host_kind_name(k),
+                  p.host.op_s[k]);
+  ck_assert(p.host.sync_s >= 0);
   /* cpu: no graphs. */
-  ck_assert(p.graph_launch_s == 0 && p.graph_gap_s == 0 && p.gap_s == 0);
+  ck_assert(p.host.graph_launch_s == 0 && p.host.graph_gap_s == 0 && p.host.gap_s == 0);
   ck_assert(p.fit[OVL_COLL_ALLREDUCE].have);
   ck_assert_int_ge(p.fit[OVL_COLL_ALLREDUCE].points, 2);
   ck_assert(p.fit[OVL_COLL_ALLREDUCE].lat_s >= 0);

@@ -285,24 +285,21 @@ double ovl__model_comm_slow(const ovl__model *m, int kind, int kc) {
     s = m->mach.comm_slow[kc];
   return s < 1 ? 1 : s;
 }
+/* The host's costs: the profile's where there is one. */
+static const ovl__mhost *host_of(const ovl__model *m) {
+  return m->have_profile ? &m->prof.host : &m->mach.host;
+}
 double ovl__model_host_s(const ovl__model *m, int host_kind) {
-  return m->have_profile ? m->prof.host_s[host_kind]
-                         : m->mach.host_s[host_kind];
+  return host_of(m)->op_s[host_kind];
 }
 double ovl__model_graph_launch_s(const ovl__model *m) {
-  return m->have_profile ? m->prof.graph_launch_s : m->mach.graph_launch_s;
+  return host_of(m)->graph_launch_s;
 }
-double ovl__model_sync_s(const ovl__model *m) {
-  return m->have_profile ? m->prof.sync_s : m->mach.sync_s;
-}
+double ovl__model_sync_s(const ovl__model *m) { return host_of(m)->sync_s; }
 double ovl__model_gap_s(const ovl__model *m, bool graph) {
-  if (m->have_profile)
-    return graph ? m->prof.graph_gap_s : m->prof.gap_s;
-  return graph ? m->mach.graph_gap_s : m->mach.gap_s;
+  return graph ? host_of(m)->graph_gap_s : host_of(m)->gap_s;
 }
-double ovl__model_iter_s(const ovl__model *m) {
-  return m->have_profile ? m->prof.iter_s : m->mach.iter_s;
-}
+double ovl__model_iter_s(const ovl__model *m) { return host_of(m)->iter_s; }
 double ovl__model_d2h_s(const ovl__model *m, size_t bytes) {
   return m->mach.d2h.lat_s + (double)bytes / m->mach.d2h.bw;
 }

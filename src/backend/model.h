@@ -47,6 +47,17 @@ enum {
 };
 const char *ovl__host_kind_name(int kind);
 
+/* The host's costs and the device's gaps (the key `host` of machine files
+ * and profiles alike, in microseconds there): per enqueued primitive
+ * (eager), per graph launch, per host sync; the device's gap between two
+ * stream items (eager, in a graph); an iteration's own cost beyond its ops,
+ * the executor's barriers and drain (host.iter_us, optional: 0). */
+typedef struct ovl__mhost {
+  double op_s[OVL__NHOST];
+  double graph_launch_s, sync_s, gap_s, graph_gap_s;
+  double iter_s;
+} ovl__mhost;
+
 /* A link: bus bandwidth per GPU (bytes/s, as nccl-tests' busbw) and the
  * latency of one step (s). */
 typedef struct ovl__link {
@@ -73,15 +84,8 @@ typedef struct ovl__machine {
   double mem_bw;
   double flops[OVL_DTYPE_COUNT];
   double kernel_min_s;
-  /* The host: seconds per enqueued primitive (eager), per graph launch,
-   * per host sync; the device's gap between two stream items (eager, in
-   * a graph); copies to the host (fetch). */
-  double host_s[OVL__NHOST];
-  double graph_launch_s, sync_s, gap_s, graph_gap_s;
-  /* An iteration's own cost beyond its ops: the barriers and the drain
-   * around it (the executor's; key host.iter_us, optional: 0). */
-  double iter_s;
-  ovl__link d2h;
+  ovl__mhost host;
+  ovl__link d2h; /* copies to the host (fetch) */
   /* Contention where nothing was measured: how much slower a kernel of
    * class c runs beside communication, and communication beside it. */
   double kernel_slow[OVL__NKC], comm_slow[OVL__NKC];
@@ -124,9 +128,7 @@ typedef struct ovl__profile {
   uint64_t program_sig;
   size_t nkernels;
   ovl__mkernel *kernels;
-  double host_s[OVL__NHOST];
-  double graph_launch_s, sync_s, gap_s, graph_gap_s;
-  double iter_s; /* host.iter_us, optional: 0 */
+  ovl__mhost host; /* replaces the machine's */
   ovl__mfit fit[OVL__NCOMM];
   /* Measured contention per communication kind and kernel class (0:
    * not measured). */

@@ -8,6 +8,25 @@
 
 #include "backend/model_cfg.h"
 
+static const char *const comm_names[OVL__NCOMM] = {
+    "allreduce", "broadcast", "allgather", "reducescatter",
+    "reduce",    "alltoall",  "barrier",   "p2p"};
+static const char *const host_names[OVL__NHOST] = {
+    "kernel_us", "coll_us", "p2p_us", "record_us", "wait_us", "delay_us"};
+
+const char *ovl__comm_kind_name(int kind) {
+  return kind >= 0 && kind < OVL__NCOMM ? comm_names[kind] : "?";
+}
+int ovl__comm_kind_from_name(const char *name) {
+  for (int k = 0; k < OVL__NCOMM; k++)
+    if (strcmp(name, comm_names[k]) == 0)
+      return k;
+  return -1;
+}
+const char *ovl__host_kind_name(int kind) {
+  return kind >= 0 && kind < OVL__NHOST ? host_names[kind] : "?";
+}
+
 bool ovl__cfg_fail(ovl__cfg *c, const ovl__json *at, const char *fmt, ...) {
   char msg[OVL_ERROR_MSG_MAX];
   va_list ap;
@@ -153,4 +172,24 @@ bool ovl__cfg_bool(ovl__cfg *c, const ovl__json *obj, const char *path,
                          what(v));
   *out = v->b;
   return true;
+}
+
+void ovl__cfg_host(ovl__cfg *c, const ovl__json *top, ovl__mhost *h) {
+  static const char *const known[] = {
+      "kernel_us", "coll_us",         "p2p_us",  "record_us", "wait_us",
+      "delay_us",  "graph_launch_us", "sync_us", "gap_us",    "graph_gap_us",
+      "iter_us",   NULL};
+  const ovl__json *o = ovl__cfg_member(c, top, "", "host", false);
+  if (o == NULL || !ovl__cfg_object(c, o, "host", known))
+    return;
+  for (int k = 0; k < OVL__NHOST; k++)
+    ovl__cfg_num(c, o, "host", host_names[k], 0, false, 1e-6, false,
+                 &h->op_s[k]);
+  ovl__cfg_num(c, o, "host", "graph_launch_us", 0, false, 1e-6, false,
+               &h->graph_launch_s);
+  ovl__cfg_num(c, o, "host", "sync_us", 0, false, 1e-6, false, &h->sync_s);
+  ovl__cfg_num(c, o, "host", "gap_us", 0, false, 1e-6, false, &h->gap_s);
+  ovl__cfg_num(c, o, "host", "graph_gap_us", 0, false, 1e-6, false,
+               &h->graph_gap_s);
+  ovl__cfg_num(c, o, "host", "iter_us", 0, false, 1e-6, true, &h->iter_s);
 }

@@ -1,6 +1,8 @@
 /*
  * Reading the model's two files (machine files, profiles: docs/MODEL.md)
- * from their JSON, each key checked: model_cfg.c. Internal to the model
+ * from their JSON, each key checked, and the names of their keys that
+ * are kinds (model.h: ovl__comm_kind_name, ovl__host_kind_name):
+ * model_cfg.c. Internal to the model
  * (backend/model_*.c). A reader stops at the first problem: the
  * message says the file, the line and column, the key's path and what
  * was wanted ("m.json:4:17: 'intra.busbw_GBps': expected a number > 0,
@@ -39,6 +41,9 @@ bool ovl__cfg_int(ovl__cfg *c, const ovl__json *obj, const char *path,
                   const char *key, long lo, long hi, bool opt, long *out);
 bool ovl__cfg_bool(ovl__cfg *c, const ovl__json *obj, const char *path,
                    const char *key, bool opt, bool *out);
+/* The key `host` of `top` (a machine file's or a profile's: the same
+ * keys, in microseconds) into *h. */
+void ovl__cfg_host(ovl__cfg *c, const ovl__json *top, ovl__mhost *h);
 /* A problem at value `at` (NULL: the file): "FILE:LINE:COL: ..." */
 bool ovl__cfg_fail(ovl__cfg *c, const ovl__json *at, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -9,25 +9,6 @@
 
 #include "backend/model_cfg.h"
 
-static const char *const comm_names[OVL__NCOMM] = {
-    "allreduce", "broadcast", "allgather", "reducescatter",
-    "reduce",    "alltoall",  "barrier",   "p2p"};
-static const char *const host_names[OVL__NHOST] = {
-    "kernel_us", "coll_us", "p2p_us", "record_us", "wait_us", "delay_us"};
-
-const char *ovl__comm_kind_name(int kind) {
-  return kind >= 0 && kind < OVL__NCOMM ? comm_names[kind] : "?";
-}
-int ovl__comm_kind_from_name(const char *name) {
-  for (int k = 0; k < OVL__NCOMM; k++)
-    if (strcmp(name, comm_names[k]) == 0)
-      return k;
-  return -1;
-}
-const char *ovl__host_kind_name(int kind) {
-  return kind >= 0 && kind < OVL__NHOST ? host_names[kind] : "?";
-}
-
 /* One node of 8 H200 joined by NVSwitch, 8 x 400 Gb/s InfiniBand to the
  * other nodes: machines/h200-8x400g.json, whose "sources" say where each
  * figure comes from. Kept equal to that file (tests/machines.sh checks). */
@@ -48,16 +29,16 @@ void ovl__machine_default(ovl__machine *m) {
   m->flops[OVL_DTYPE_FLOAT16] = 830e12;
   m->flops[OVL_DTYPE_BFLOAT16] = 830e12;
   m->kernel_min_s = 1.15e-6;
-  m->host_s[OVL__H_KERNEL] = 3.9e-6;
-  m->host_s[OVL__H_COLL] = 5.5e-6;
-  m->host_s[OVL__H_P2P] = 5.5e-6;
-  m->host_s[OVL__H_RECORD] = 1.0e-6;
-  m->host_s[OVL__H_WAIT] = 1.0e-6;
-  m->host_s[OVL__H_DELAY] = 3.9e-6;
-  m->graph_launch_s = 10e-6;
-  m->sync_s = 8e-6;
-  m->gap_s = 2.3e-6;
-  m->graph_gap_s = 0.3e-6;
+  m->host.op_s[OVL__H_KERNEL] = 3.9e-6;
+  m->host.op_s[OVL__H_COLL] = 5.5e-6;
+  m->host.op_s[OVL__H_P2P] = 5.5e-6;
+  m->host.op_s[OVL__H_RECORD] = 1.0e-6;
+  m->host.op_s[OVL__H_WAIT] = 1.0e-6;
+  m->host.op_s[OVL__H_DELAY] = 3.9e-6;
+  m->host.graph_launch_s = 10e-6;
+  m->host.sync_s = 8e-6;
+  m->host.gap_s = 2.3e-6;
+  m->host.graph_gap_s = 0.3e-6;
   m->d2h = (ovl__link){.bw = 50e9, .lat_s = 10e-6};
   m->kernel_slow[OVL__KC_MEM] = 1.17;
   m->kernel_slow[OVL__KC_MATMUL] = 1.2;
@@ -94,27 +75,6 @@ static void read_device(ovl__cfg *c, const ovl__json *top, ovl__machine *m) {
   for (int d = 0; d < OVL_DTYPE_COUNT; d++)
     ovl__cfg_num(c, t, "device_perf.tflops", dts[d], 0, true, 1e12, false,
                  &m->flops[d]);
-}
-
-static void read_host(ovl__cfg *c, const ovl__json *top, ovl__machine *m) {
-  static const char *const known[] = {
-      "kernel_us", "coll_us",         "p2p_us",  "record_us", "wait_us",
-      "delay_us",  "graph_launch_us", "sync_us", "gap_us",    "graph_gap_us",
-      "iter_us",
-      NULL};
-  const ovl__json *o = ovl__cfg_member(c, top, "", "host", false);
-  if (o == NULL || !ovl__cfg_object(c, o, "host", known))
-    return;
-  for (int k = 0; k < OVL__NHOST; k++)
-    ovl__cfg_num(c, o, "host", host_names[k], 0, false, 1e-6, false,
-                 &m->host_s[k]);
-  ovl__cfg_num(c, o, "host", "graph_launch_us", 0, false, 1e-6, false,
-               &m->graph_launch_s);
-  ovl__cfg_num(c, o, "host", "sync_us", 0, false, 1e-6, false, &m->sync_s);
-  ovl__cfg_num(c, o, "host", "gap_us", 0, false, 1e-6, false, &m->gap_s);
-  ovl__cfg_num(c, o, "host", "graph_gap_us", 0, false, 1e-6, false,
-               &m->graph_gap_s);
-  ovl__cfg_num(c, o, "host", "iter_us", 0, false, 1e-6, true, &m->iter_s);
 }
 
 static void read_slow(ovl__cfg *c, const ovl__json *o, const char *path,
@@ -191,7 +151,7 @@ ovl_status ovl__machine_load(const char *path, ovl__machine *m,
   read_link(&c, j, "inter", &m->inter);
   read_coll(&c, j, m);
   read_device(&c, j, m);
-  read_host(&c, j, m);
+  ovl__cfg_host(&c, j, &m->host);
   {
     const ovl__json *o = ovl__cfg_member(&c, j, "", "d2h", false);
     if (o != NULL && ovl__cfg_object(&c, o, "d2h", known_d2h)) {

@@ -206,11 +206,6 @@ ovl_status ovl__profile_load(const char *path, ovl__profile *p,
   static const char *const known_m[] = {"device",   "devices", "ranks", "nccl",
                                         "cuda",     "hostname", "date", NULL};
   static const char *const known_s[] = {"name", "sig", NULL};
-  static const char *const known_h[] = {
-      "kernel_us", "coll_us",         "p2p_us",  "record_us", "wait_us",
-      "delay_us",  "graph_launch_us", "sync_us", "gap_us",    "graph_gap_us",
-      "iter_us",
-      NULL};
   ovl__json *j = NULL;
   ovl__cfg c = {.file = path, .err = err, .st = OVL_OK};
   const ovl__json *o;
@@ -257,21 +252,7 @@ ovl_status ovl__profile_load(const char *path, ovl__profile *p,
                       "'schedule.sig': expected 16 hex digits");
     }
   }
-  o = ovl__cfg_member(&c, j, "", "host", false);
-  if (o != NULL && ovl__cfg_object(&c, o, "host", known_h)) {
-    for (int k = 0; k < OVL__NHOST; k++)
-      ovl__cfg_num(&c, o, "host", ovl__host_kind_name(k), 0, false, 1e-6,
-                   false, &p->host_s[k]);
-    ovl__cfg_num(&c, o, "host", "graph_launch_us", 0, false, 1e-6, false,
-                 &p->graph_launch_s);
-    ovl__cfg_num(&c, o, "host", "sync_us", 0, false, 1e-6, false,
-                 &p->sync_s);
-    ovl__cfg_num(&c, o, "host", "gap_us", 0, false, 1e-6, false, &p->gap_s);
-    ovl__cfg_num(&c, o, "host", "graph_gap_us", 0, false, 1e-6, false,
-                 &p->graph_gap_s);
-    ovl__cfg_num(&c, o, "host", "iter_us", 0, false, 1e-6, true,
-                 &p->iter_s);
-  }
+  ovl__cfg_host(&c, j, &p->host);
   o = ovl__cfg_member(&c, j, "", "kernels", false);
   if (o != NULL && c.st == OVL_OK) {
     if (o->type != OVL__J_ARR) {
@@ -318,13 +299,13 @@ char *ovl__profile_json(const ovl__profile *p) {
                  (unsigned long long)p->program_sig);
   for (int k = 0; k < OVL__NHOST; k++)
     ovl__sb_printf(&b, "\"%s\": %.4g, ", ovl__host_kind_name(k),
-                   p->host_s[k] * 1e6);
+                   p->host.op_s[k] * 1e6);
   ovl__sb_printf(&b,
                  "\"graph_launch_us\": %.4g, \"sync_us\": %.4g, \"gap_us\": "
                  "%.4g, \"graph_gap_us\": %.4g, \"iter_us\": %.4g},\n  "
                  "\"kernels\": [",
-                 p->graph_launch_s * 1e6, p->sync_s * 1e6, p->gap_s * 1e6,
-                 p->graph_gap_s * 1e6, p->iter_s * 1e6);
+                 p->host.graph_launch_s * 1e6, p->host.sync_s * 1e6, p->host.gap_s * 1e6,
+                 p->host.graph_gap_s * 1e6, p->host.iter_s * 1e6);
   for (size_t i = 0; i < p->nkernels; i++) {
     const ovl__mkernel *k = &p->kernels[i];
     const char *dt = ovl_dtype_name((ovl_dtype)k->dtype);

@@ -158,7 +158,7 @@ static ovl_status host_costs(ovl__cal *c) {
   if ((st = per_call(c, repeat_text(tiny_decl, N_HOST, tiny_kernel), N_HOST,
                      false, &t)) != OVL_OK)
     return st;
-  p->host_s[OVL__H_KERNEL] = p->host_s[OVL__H_DELAY] = t;
+  p->host.op_s[OVL__H_KERNEL] = p->host.op_s[OVL__H_DELAY] = t;
 
   /* An iteration of one tiny kernel: what is left beyond its launch and
    * its time is the iteration's own (its barriers and drain). */
@@ -166,8 +166,8 @@ static ovl_status host_costs(ovl__cal *c) {
   if ((st = per_call(c, repeat_text(tiny_decl, 1, tiny_kernel), 1, false,
                      &few)) != OVL_OK)
     return st;
-  few -= p->host_s[OVL__H_KERNEL] + tiny_s;
-  p->iter_s = few > 0 ? few : 0;
+  few -= p->host.op_s[OVL__H_KERNEL] + tiny_s;
+  p->host.iter_s = few > 0 ? few : 0;
 
   ovl__cal_begin(c, "host: %d event records and waits", N_HOST);
   if ((st = per_call(c,
@@ -177,7 +177,7 @@ static ovl_status host_costs(ovl__cal *c) {
                                  "stream=side)\n"),
                      N_HOST, false, &t)) != OVL_OK)
     return st;
-  p->host_s[OVL__H_RECORD] = p->host_s[OVL__H_WAIT] = t / 2;
+  p->host.op_s[OVL__H_RECORD] = p->host.op_s[OVL__H_WAIT] = t / 2;
 
   ovl__cal_begin(c, "host: %d kernels, each followed by a host sync",
                  N_HOST);
@@ -185,12 +185,12 @@ static ovl_status host_costs(ovl__cal *c) {
   if ((st = per_call(c, repeat_text(tiny_decl, N_HOST, body), N_HOST, false,
                      &t)) != OVL_OK)
     return st;
-  t -= p->host_s[OVL__H_KERNEL] + tiny_s;
-  p->sync_s = t > 0 ? t : 0;
+  t -= p->host.op_s[OVL__H_KERNEL] + tiny_s;
+  p->host.sync_s = t > 0 ? t : 0;
 
   /* Collectives (the program has one): a tiny allreduce on comm[0].
    * Without one, a kernel's launch stands for it (the model never asks). */
-  p->host_s[OVL__H_COLL] = p->host_s[OVL__H_KERNEL];
+  p->host.op_s[OVL__H_COLL] = p->host.op_s[OVL__H_KERNEL];
   if (has_prim(c->prog, OVL_PRIM_COLL, OVL_PRIM_COLL)) {
     ovl__cal_begin(c, "host: %d collective launches", N_HOST_COMM);
     /* In place where the program's are (on one rank NCCL then moves
@@ -204,9 +204,9 @@ static ovl_status host_costs(ovl__cal *c) {
                                          "use_calc_stream=false)\n"),
                        N_HOST_COMM, false, &t)) != OVL_OK)
       return st;
-    p->host_s[OVL__H_COLL] = t;
+    p->host.op_s[OVL__H_COLL] = t;
   }
-  p->host_s[OVL__H_P2P] = p->host_s[OVL__H_COLL];
+  p->host.op_s[OVL__H_P2P] = p->host.op_s[OVL__H_COLL];
   if (c->nranks >= 2 && has_prim(c->prog, OVL_PRIM_SEND, OVL_PRIM_RECV)) {
     ovl__cal_begin(c, "host: %d send and receive launches", N_HOST_COMM);
     if ((st = per_call(c,
@@ -218,10 +218,10 @@ static ovl_status host_costs(ovl__cal *c) {
                                    "use_calc_stream=false, ranks=[1])\n"),
                        N_HOST_COMM, false, &t)) != OVL_OK)
       return st;
-    p->host_s[OVL__H_P2P] = t;
+    p->host.op_s[OVL__H_P2P] = t;
   }
 
-  p->graph_launch_s = p->graph_gap_s = p->gap_s = 0;
+  p->host.graph_launch_s = p->host.graph_gap_s = p->host.gap_s = 0;
   if (!ovl_world_has_graphs(c->world))
     return OVL_OK;
   ovl__cal_begin(c, "host: graphs of %d and of %d kernels", N_GRAPH_FEW,
@@ -232,12 +232,12 @@ static ovl_status host_costs(ovl__cal *c) {
                      true, &many)) != OVL_OK)
     return st;
   t = (many - few) / (N_GRAPH_MANY - N_GRAPH_FEW);
-  p->graph_launch_s = few - N_GRAPH_FEW * t > 0 ? few - N_GRAPH_FEW * t : 0;
+  p->host.graph_launch_s = few - N_GRAPH_FEW * t > 0 ? few - N_GRAPH_FEW * t : 0;
   /* A kernel's time is its pace as a graph (ovl__cal_kernel_s): the
    * graph's gap is in it; the eager gap is what eager kernels the device
    * paced took beyond it. */
-  p->graph_gap_s = t - tiny_s > 0 ? t - tiny_s : 0;
-  p->gap_s = c->gap_n > 0 ? c->gap_sum / c->gap_n : p->graph_gap_s;
+  p->host.graph_gap_s = t - tiny_s > 0 ? t - tiny_s : 0;
+  p->host.gap_s = c->gap_n > 0 ? c->gap_sum / c->gap_n : p->host.graph_gap_s;
   return OVL_OK;
 }
 
