@@ -92,18 +92,7 @@ int sim_print_prediction(const sim_options *o, ovl_world *model,
            ps.overlap_efficiency - ms.overlap_efficiency);
   printf("prediction: largest error %.1f%% (%s)\n", worst * 100,
          worst <= 0.05 ? "within 5%" : "more than 5%");
-  {
-    ovl_explain x;
-    int i = ovl_report_find(pred, OVL_MODE_ASYNC);
-    ovl_report_mode m;
-    if (i >= 0 && ovl_report_mode_get(pred, (size_t)i, &m) == 0 &&
-        ovl_result_explain(m.prog, m.res, &x) == 0)
-      printf("explain (async, predicted, rank %d): %.3f ms = compute %.3f + "
-             "exposed comm %.3f + contention %.3f + host %.3f + waits "
-             "%.3f\n",
-             x.rank, x.total * 1e3, x.compute * 1e3, x.exposed_comm * 1e3,
-             x.contention * 1e3, x.host * 1e3, x.waits * 1e3);
-  }
+  sim_print_explain(pred);
   ovl_report_free(pred);
   return -1;
 }
