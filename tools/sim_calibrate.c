@@ -34,16 +34,14 @@ static int profile_summary(const char *json, char *buf, size_t size) {
   const char *end = s != NULL ? strchr(s, ']') : NULL;
   int nk = 0;
   size_t len = 0;
-  for (const char *q = s; q != NULL && q < end;
-       q = strstr(q + 1, "{\"op\": "))
+  for (const char *q = s; q != NULL && q < end; q = strstr(q + 1, "{\"op\": "))
     nk += q != s;
   buf[0] = '\0';
   s = strstr(json, "\"comm\": {");
   end = s != NULL ? strstr(s, "\n  }") : NULL;
   /* Each kind: a line '    "KIND": {...'. */
-  for (const char *q = s; q != NULL && (q = strstr(q, "\n    \"")) != NULL &&
-                          q < end;
-       q++) {
+  for (const char *q = s;
+       q != NULL && (q = strstr(q, "\n    \"")) != NULL && q < end; q++) {
     const char *k = q + 6, *e = strchr(k, '"');
     if (e == NULL || len + (size_t)(e - k) + 3 >= size)
       break;
@@ -61,8 +59,7 @@ int sim_calibrate(const sim_options *o, ovl_world *world,
   ovl_calibrate_opts co = OVL_OPTS_INIT(ovl_calibrate_opts);
   ovl_error err = {0};
   char *json = NULL, kinds[256];
-  const char *base = strrchr(path, '/') != NULL ? strrchr(path, '/') + 1
-                                                : path;
+  const char *base = strrchr(path, '/') != NULL ? strrchr(path, '/') + 1 : path;
   double t0 = now_s();
   ovl_status st;
   int nk, rc;
@@ -81,8 +78,9 @@ int sim_calibrate(const sim_options *o, ovl_world *world,
   nk = profile_summary(json, kinds, sizeof kinds);
   if (rc == 0 && !o->common.quiet) {
     flush_output(stdout);
-    fprintf(stderr, "wrote %s (profile of %s on %s: %d kernel%s, comm %s; "
-                    "%.1f s)\n",
+    fprintf(stderr,
+            "wrote %s (profile of %s on %s: %d kernel%s, comm %s; "
+            "%.1f s)\n",
             o->calibrate, base, ovl_world_device_name(world, 0), nk,
             nk == 1 ? "" : "s", kinds, now_s() - t0);
   }

@@ -104,8 +104,8 @@ int sim_print_prediction(const sim_options *o, ovl_world *model,
  * findings, they are printed as --races prints them, and the run stops
  * (exit 4). Returns -1 (then o->checks_at is 64), or the exit status. */
 int sim_check_at_64(sim_options *o, const ovl_schedule *sched,
-                       const ovl_bind_opts *bopts, const mem_plan *mem,
-                       const ovl_pipeline_opts *pl) {
+                    const ovl_bind_opts *bopts, const mem_plan *mem,
+                    const ovl_pipeline_opts *pl) {
   ovl_bind_opts b = *bopts;
   ovl_pipeline_opts pc = *pl;
   ovl_program *p64 = NULL;

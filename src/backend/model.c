@@ -54,8 +54,8 @@ static int model_device_count(void) { return OVL_MAX_MODEL_RANKS; }
 static int model_default_ranks(void) { return 8; }
 
 static void set_devices(ovl__bworld *bw) {
-  snprintf(bw->devices, sizeof bw->devices, "%d x %s (model of %s)",
-           bw->nranks, bw->m.mach.device, bw->m.mach.name);
+  snprintf(bw->devices, sizeof bw->devices, "%d x %s (model of %s)", bw->nranks,
+           bw->m.mach.device, bw->m.mach.name);
 }
 
 static ovl_status model_world_init(const ovl__layout *lay, double timeout_s,
@@ -76,9 +76,7 @@ static ovl_status model_world_init(const ovl__layout *lay, double timeout_s,
   return OVL_OK;
 }
 
-static const char *model_world_devices(ovl__bworld *bw) {
-  return bw->devices;
-}
+static const char *model_world_devices(ovl__bworld *bw) { return bw->devices; }
 static const char *model_device_name(ovl__bworld *bw, int rank) {
   (void)rank;
   return bw->m.mach.device;
@@ -99,16 +97,23 @@ static void model_world_fini(ovl__bworld *bw) {
 }
 static void model_world_abort(ovl__bworld *bw) { (void)bw; }
 
+/* A file of the caller's that cannot be read is the caller's mistake
+ * (OVL_EINVAL, the message kept), not the machine's (OVL_EIO). */
+static ovl_status callers_file(ovl_status st, ovl_error *err) {
+  if (st != OVL_EIO)
+    return st;
+  if (err != NULL)
+    err->status = OVL_EINVAL;
+  return OVL_EINVAL;
+}
+
 static ovl_status model_world_set(ovl__bworld *bw, const char *key,
                                   const char *value, ovl_error *err) {
   ovl_status st;
   if (strcmp(key, "machine") == 0) {
     ovl__machine m;
-    /* A file that cannot be read is the caller's mistake. */
     if ((st = ovl__machine_load(value, &m, err)) != OVL_OK)
-      return st == OVL_EIO ? (err != NULL ? err->status = OVL_EINVAL
-                                          : OVL_EINVAL)
-                           : st;
+      return callers_file(st, err);
     bw->m.mach = m;
     snprintf(bw->m.machine_path, sizeof bw->m.machine_path, "%s", value);
     set_devices(bw);
@@ -117,9 +122,7 @@ static ovl_status model_world_set(ovl__bworld *bw, const char *key,
   if (strcmp(key, "profile") == 0) {
     ovl__profile p;
     if ((st = ovl__profile_load(value, &p, err)) != OVL_OK)
-      return st == OVL_EIO ? (err != NULL ? err->status = OVL_EINVAL
-                                          : OVL_EINVAL)
-                           : st;
+      return callers_file(st, err);
     ovl__profile_free(&bw->m.prof);
     bw->m.prof = p;
     bw->m.have_profile = true;
@@ -146,8 +149,7 @@ const ovl__backend_ops ovl__backend_model = {
     .world_set = model_world_set,
 };
 
-const ovl__model *ovl__model_of(const ovl__backend_ops *be,
-                                ovl__bworld *bw) {
+const ovl__model *ovl__model_of(const ovl__backend_ops *be, ovl__bworld *bw) {
   return be == &ovl__backend_model && bw != NULL ? &bw->m : NULL;
 }
 
@@ -178,16 +180,16 @@ ovl_status ovl__model_check(const ovl__model *m, const ovl_program *prog,
                   m->prof.path, m->prof.schedule, base);
 }
 
-void ovl__model_about(const ovl__model *m, const ovl_program *prog,
-                      char *buf, size_t size) {
+void ovl__model_about(const ovl__model *m, const ovl_program *prog, char *buf,
+                      size_t size) {
   size_t len = 0, nk = 0, nest = 0;
   ovl__mkernel seen[64];
   char names[512] = "";
   size_t nlen = 0;
-#define PUT(...)                                                              \
-  do {                                                                        \
-    if (len < size)                                                           \
-      len += (size_t)snprintf(buf + len, size - len, __VA_ARGS__);           \
+#define PUT(...)                                                               \
+  do {                                                                         \
+    if (len < size)                                                            \
+      len += (size_t)snprintf(buf + len, size - len, __VA_ARGS__);             \
   } while (0)
   if (size == 0)
     return;
@@ -246,9 +248,9 @@ double ovl__model_kernel_s(const ovl__model *m, const ovl__mkernel *k,
   *estimated = true;
   if (k->matmul) {
     double flop = 2.0 * (double)k->m * (double)k->n * (double)k->k;
-    double bytes = esize * ((double)k->m * (double)k->k +
-                            (double)k->k * (double)k->n +
-                            (double)k->m * (double)k->n);
+    double bytes =
+        esize * ((double)k->m * (double)k->k + (double)k->k * (double)k->n +
+                 (double)k->m * (double)k->n);
     t = flop / mc->flops[k->dtype];
     if (bytes / mc->mem_bw > t)
       t = bytes / mc->mem_bw;

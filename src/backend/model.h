@@ -147,8 +147,7 @@ typedef struct ovl__model {
 /* The built-in machine: one node of 8 H200 (docs/MODEL.md). */
 void ovl__machine_default(ovl__machine *m);
 /* Read a machine file; every key is checked, unknown keys refused. */
-ovl_status ovl__machine_load(const char *path, ovl__machine *m,
-                             ovl_error *err);
+ovl_status ovl__machine_load(const char *path, ovl__machine *m, ovl_error *err);
 /* Seconds one collective of `kind` of `count` elements of `esize` bytes
  * (NCCL's count) takes over `nranks` ranks on this machine, by NCCL's
  * formulas; p2p: a message of count * esize bytes, `cross` when its ranks
@@ -160,8 +159,7 @@ double ovl__machine_comm_s(const ovl__machine *m, int kind, size_t count,
 /* A fingerprint of a program's ops (names and order, not shapes), so that
  * a profile is not used for another schedule. */
 uint64_t ovl__program_sig(const ovl_program *prog);
-ovl_status ovl__profile_load(const char *path, ovl__profile *p,
-                             ovl_error *err);
+ovl_status ovl__profile_load(const char *path, ovl__profile *p, ovl_error *err);
 void ovl__profile_free(ovl__profile *p);
 /* The profile as JSON (a string to free). */
 char *ovl__profile_json(const ovl__profile *p);
@@ -172,8 +170,7 @@ void ovl__fit_comm(const double *bytes, const double *secs, int n,
 
 /* ---- model.c ---- */
 /* The model of a world of the model backend; NULL for another backend. */
-const ovl__model *ovl__model_of(const ovl__backend_ops *be,
-                                ovl__bworld *bw);
+const ovl__model *ovl__model_of(const ovl__backend_ops *be, ovl__bworld *bw);
 /* A profile may price `prog` (calibrated on the same schedule); else
  * OVL_EINVAL naming both. */
 ovl_status ovl__model_check(const ovl__model *m, const ovl_program *prog,
@@ -182,8 +179,8 @@ ovl_status ovl__model_check(const ovl__model *m, const ovl_program *prog,
  * (machines/h200x2.json), profile p.json (NVIDIA H200, 2026-12-01); 1 of
  * 3 kernels estimated from the machine (not in the profile): scale
  * float32 [1000]". */
-void ovl__model_about(const ovl__model *m, const ovl_program *prog,
-                      char *buf, size_t size);
+void ovl__model_about(const ovl__model *m, const ovl_program *prog, char *buf,
+                      size_t size);
 /* Seconds kernel `k` takes alone; *estimated when the profile does not
  * have it (from the machine's bandwidth and FLOP rate). */
 double ovl__model_kernel_s(const ovl__model *m, const ovl__mkernel *k,

@@ -96,8 +96,7 @@ bool ovl__cfg_object(ovl__cfg *c, const ovl__json *obj, const char *path,
 }
 
 const ovl__json *ovl__cfg_member(ovl__cfg *c, const ovl__json *obj,
-                                 const char *path, const char *key,
-                                 bool opt) {
+                                 const char *path, const char *key, bool opt) {
   const ovl__json *v;
   if (c->st != OVL_OK)
     return NULL;
@@ -154,8 +153,8 @@ bool ovl__cfg_int(ovl__cfg *c, const ovl__json *obj, const char *path,
   key_path(kp, sizeof kp, path, key);
   if (v->type != OVL__J_NUM || v->num != (double)(long)v->num ||
       v->num < (double)lo || v->num > (double)hi)
-    return ovl__cfg_fail(c, v, "'%s': expected a whole number %ld..%ld", kp,
-                         lo, hi);
+    return ovl__cfg_fail(c, v, "'%s': expected a whole number %ld..%ld", kp, lo,
+                         hi);
   *out = (long)v->num;
   return true;
 }
@@ -175,10 +174,10 @@ bool ovl__cfg_bool(ovl__cfg *c, const ovl__json *obj, const char *path,
 }
 
 void ovl__cfg_host(ovl__cfg *c, const ovl__json *top, ovl__mhost *h) {
-  static const char *const known[] = {
-      "kernel_us", "coll_us",         "p2p_us",  "record_us", "wait_us",
-      "delay_us",  "graph_launch_us", "sync_us", "gap_us",    "graph_gap_us",
-      "iter_us",   NULL};
+  static const char *const known[] = {"kernel_us",       "coll_us", "p2p_us",
+                                      "record_us",       "wait_us", "delay_us",
+                                      "graph_launch_us", "sync_us", "gap_us",
+                                      "graph_gap_us",    "iter_us", NULL};
   const ovl__json *o = ovl__cfg_member(c, top, "", "host", false);
   if (o == NULL || !ovl__cfg_object(c, o, "host", known))
     return;

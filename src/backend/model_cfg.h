@@ -27,8 +27,7 @@ bool ovl__cfg_object(ovl__cfg *c, const ovl__json *obj, const char *path,
 /* Member `key` of object `obj` (path `path`): required unless `opt`
  * (then NULL when absent, and nothing is wrong). */
 const ovl__json *ovl__cfg_member(ovl__cfg *c, const ovl__json *obj,
-                                 const char *path, const char *key,
-                                 bool opt);
+                                 const char *path, const char *key, bool opt);
 /* A number >= lo (> lo when `strict`) scaled by `unit`, into *out; a
  * string into buf (cut to size); an integer in [lo, hi]; a boolean. A
  * missing optional member leaves *out as it was and returns true. */

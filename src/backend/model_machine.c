@@ -59,8 +59,8 @@ static void read_link(ovl__cfg *c, const ovl__json *top, const char *key,
 static void read_device(ovl__cfg *c, const ovl__json *top, ovl__machine *m) {
   static const char *const known[] = {"mem_GBps", "tflops", "kernel_min_us",
                                       NULL};
-  static const char *const dts[] = {"float32", "float64", "float16",
-                                    "bfloat16", NULL};
+  static const char *const dts[] = {"float32", "float64", "float16", "bfloat16",
+                                    NULL};
   const ovl__json *o = ovl__cfg_member(c, top, "", "device_perf", false);
   const ovl__json *t;
   if (o == NULL || !ovl__cfg_object(c, o, "device_perf", known))
@@ -83,13 +83,12 @@ static void read_slow(ovl__cfg *c, const ovl__json *o, const char *path,
   if (o == NULL || !ovl__cfg_object(c, o, path, known))
     return;
   ovl__cfg_num(c, o, path, "mem", 1, false, 1, false, &slow[OVL__KC_MEM]);
-  ovl__cfg_num(c, o, path, "matmul", 1, false, 1, false,
-               &slow[OVL__KC_MATMUL]);
+  ovl__cfg_num(c, o, path, "matmul", 1, false, 1, false, &slow[OVL__KC_MATMUL]);
 }
 
 static void read_coll(ovl__cfg *c, const ovl__json *top, ovl__machine *m) {
-  static const char *const known[] = {"algorithm", "base_us",
-                                      "simple_base_us", "ll_bw_frac", NULL};
+  static const char *const known[] = {"algorithm", "base_us", "simple_base_us",
+                                      "ll_bw_frac", NULL};
   const ovl__json *o = ovl__cfg_member(c, top, "", "nccl", false);
   char algo[16] = "";
   if (o == NULL || !ovl__cfg_object(c, o, "nccl", known))
@@ -107,12 +106,10 @@ static void read_coll(ovl__cfg *c, const ovl__json *top, ovl__machine *m) {
                     "\"auto\", found \"%s\"",
                     algo);
   }
-  ovl__cfg_num(c, o, "nccl", "base_us", 0, false, 1e-6, false,
-               &m->coll_base_s);
+  ovl__cfg_num(c, o, "nccl", "base_us", 0, false, 1e-6, false, &m->coll_base_s);
   ovl__cfg_num(c, o, "nccl", "simple_base_us", 0, false, 1e-6, false,
                &m->simple_base_s);
-  ovl__cfg_num(c, o, "nccl", "ll_bw_frac", 0, true, 1, false,
-               &m->ll_bw_frac);
+  ovl__cfg_num(c, o, "nccl", "ll_bw_frac", 0, true, 1, false, &m->ll_bw_frac);
   if (c->st == OVL_OK && m->ll_bw_frac > 1)
     ovl__cfg_fail(c, ovl__json_get(o, "ll_bw_frac"),
                   "'nccl.ll_bw_frac': expected a number in (0, 1]");
@@ -121,9 +118,9 @@ static void read_coll(ovl__cfg *c, const ovl__json *top, ovl__machine *m) {
 ovl_status ovl__machine_load(const char *path, ovl__machine *m,
                              ovl_error *err) {
   static const char *const known[] = {
-      "format", "name",  "device",      "gpus_per_node", "intra", "inter",
-      "nccl",   "device_perf", "host",  "d2h",           "contention",
-      "sources", NULL};
+      "format",     "name",    "device",      "gpus_per_node", "intra",
+      "inter",      "nccl",    "device_perf", "host",          "d2h",
+      "contention", "sources", NULL};
   static const char *const known_cont[] = {"kernel_slow", "comm_slow", NULL};
   static const char *const known_d2h[] = {"GBps", "lat_us", NULL};
   ovl__json *j = NULL;
@@ -236,10 +233,10 @@ double ovl__machine_comm_s(const ovl__machine *m, int kind, size_t count,
   bytes = bus_bytes(kind, count, esize, n, &steps);
   /* A ring: of its steps, one in gpn crosses between nodes. */
   cross_frac = nodes > 1 ? (double)nodes / n : 0;
-  ring = regimes(m,
-                 steps * ((1 - cross_frac) * m->intra.lat_s +
-                          cross_frac * m->inter.lat_s),
-                 bytes, bot->bw);
+  ring = regimes(
+      m,
+      steps * ((1 - cross_frac) * m->intra.lat_s + cross_frac * m->inter.lat_s),
+      bytes, bot->bw);
   if (nodes == 1 || m->algo == OVL__ALGO_RING ||
       (kind != OVL_COLL_ALLREDUCE && kind != OVL_COLL_BARRIER))
     return ring;

@@ -39,8 +39,8 @@ void ovl__mkernel_name(const ovl__mkernel *k, char *buf, size_t size) {
     return;
   }
   ew_name(k->ew, ew, sizeof ew);
-  snprintf(buf, size, "%s %s [%lld]", ew,
-           ovl_dtype_name((ovl_dtype)k->dtype), (long long)k->numel);
+  snprintf(buf, size, "%s %s [%lld]", ew, ovl_dtype_name((ovl_dtype)k->dtype),
+           (long long)k->numel);
 }
 
 uint64_t ovl__program_sig(const ovl_program *prog) {
@@ -99,7 +99,7 @@ void ovl__profile_free(ovl__profile *p) {
 }
 
 static bool read_kernel(ovl__cfg *c, const ovl__json *o, ovl__mkernel *k) {
-  static const char *const known[] = {"op", "dtype", "numel", "m",  "n",
+  static const char *const known[] = {"op", "dtype",   "numel",   "m",  "n",
                                       "k",  "trans_x", "trans_y", "us", NULL};
   char op[32] = "", dt[16] = "";
   ovl_dtype d;
@@ -170,8 +170,7 @@ static void read_comm(ovl__cfg *c, const ovl__json *o, ovl__profile *p) {
   }
 }
 
-static void read_contention(ovl__cfg *c, const ovl__json *o,
-                            ovl__profile *p) {
+static void read_contention(ovl__cfg *c, const ovl__json *o, ovl__profile *p) {
   static const char *const known[] = {"kernel_slow", "comm_slow", NULL};
   static const char *const kc[] = {"mem", "matmul", NULL};
   for (size_t i = 0; o != NULL && c->st == OVL_OK && i < o->n; i++) {
@@ -192,19 +191,19 @@ static void read_contention(ovl__cfg *c, const ovl__json *o,
     for (int k = 0; k < OVL__NKC; k++) {
       ovl__cfg_num(c, ks, "contention.KIND.kernel_slow", kc[k], 1, false, 1,
                    true, &p->kernel_slow[kind][k]);
-      ovl__cfg_num(c, cs, "contention.KIND.comm_slow", kc[k], 1, false, 1,
-                   true, &p->comm_slow[kind][k]);
+      ovl__cfg_num(c, cs, "contention.KIND.comm_slow", kc[k], 1, false, 1, true,
+                   &p->comm_slow[kind][k]);
     }
   }
 }
 
 ovl_status ovl__profile_load(const char *path, ovl__profile *p,
                              ovl_error *err) {
-  static const char *const known[] = {"format", "machine", "schedule",
-                                      "host",   "kernels", "comm",
+  static const char *const known[] = {"format",     "machine", "schedule",
+                                      "host",       "kernels", "comm",
                                       "contention", NULL};
-  static const char *const known_m[] = {"device",   "devices", "ranks", "nccl",
-                                        "cuda",     "hostname", "date", NULL};
+  static const char *const known_m[] = {"device", "devices",  "ranks", "nccl",
+                                        "cuda",   "hostname", "date",  NULL};
   static const char *const known_s[] = {"name", "sig", NULL};
   ovl__json *j = NULL;
   ovl__cfg c = {.file = path, .err = err, .st = OVL_OK};
@@ -286,8 +285,9 @@ char *ovl__profile_json(const ovl__profile *p) {
   ovl__sb_puts(&b, "{\n  \"format\": \"overlap-sim profile 1\",\n");
   ovl__sb_puts(&b, "  \"machine\": {\"device\": ");
   ovl__sb_json_str(&b, p->device);
-  ovl__sb_printf(&b, ", \"devices\": %d, \"ranks\": %d, \"nccl\": ",
-                 p->ndevices, p->nranks);
+  ovl__sb_printf(&b,
+                 ", \"devices\": %d, \"ranks\": %d, \"nccl\": ", p->ndevices,
+                 p->nranks);
   ovl__sb_json_str(&b, p->nccl);
   ovl__sb_puts(&b, ", \"cuda\": ");
   ovl__sb_json_str(&b, p->cuda);
@@ -304,8 +304,9 @@ char *ovl__profile_json(const ovl__profile *p) {
                  "\"graph_launch_us\": %.4g, \"sync_us\": %.4g, \"gap_us\": "
                  "%.4g, \"graph_gap_us\": %.4g, \"iter_us\": %.4g},\n  "
                  "\"kernels\": [",
-                 p->host.graph_launch_s * 1e6, p->host.sync_s * 1e6, p->host.gap_s * 1e6,
-                 p->host.graph_gap_s * 1e6, p->host.iter_s * 1e6);
+                 p->host.graph_launch_s * 1e6, p->host.sync_s * 1e6,
+                 p->host.gap_s * 1e6, p->host.graph_gap_s * 1e6,
+                 p->host.iter_s * 1e6);
   for (size_t i = 0; i < p->nkernels; i++) {
     const ovl__mkernel *k = &p->kernels[i];
     const char *dt = ovl_dtype_name((ovl_dtype)k->dtype);

@@ -51,9 +51,8 @@ static bool op_msg(const ovl_program *prog, size_t i, int *kind, msg *m) {
   const ovl__prim *p = ovl__op_prims(prog, i, &n);
   for (size_t k = 0; k < n; k++) {
     if (p[k].kind == OVL_PRIM_SEND || p[k].kind == OVL_PRIM_RECV) {
-      const ovl__var *v = &prog->vars[p[k].kind == OVL_PRIM_SEND
-                                           ? op->in[0]
-                                           : op->out];
+      const ovl__var *v =
+          &prog->vars[p[k].kind == OVL_PRIM_SEND ? op->in[0] : op->out];
       *kind = OVL__COMM_P2P;
       m->count = v->numel;
       m->dtype = (int)v->dtype;
@@ -67,8 +66,7 @@ static bool op_msg(const ovl_program *prog, size_t i, int *kind, msg *m) {
       } else {
         const ovl__var *x = &prog->vars[op->in[0]];
         const ovl__var *o = &prog->vars[op->out];
-        m->count = (int64_t)ovl__coll_count(op->def->coll, x->numel,
-                                            o->numel);
+        m->count = (int64_t)ovl__coll_count(op->def->coll, x->numel, o->numel);
         m->dtype = (int)x->dtype;
       }
       return true;
@@ -133,9 +131,9 @@ static int sizes_of(const kind_info *k, int kind, int nranks,
       own[nrest++] = k->own[j];
   qsort(own, (size_t)nrest, sizeof *own, cmp_bytes_desc);
   for (int j = 0; j < N_OWN && j < nrest; j++)
-    out[n++] = own[nrest <= N_OWN ? j
-                                  : (int)lround((double)j * (nrest - 1) /
-                                                (N_OWN - 1))];
+    out[n++] = own[nrest <= N_OWN
+                       ? j
+                       : (int)lround((double)j * (nrest - 1) / (N_OWN - 1))];
   qsort(out, (size_t)n, sizeof *out, cmp_bytes_desc);
   /* The same bytes once. */
   for (int j = 0; j < n; j++)
@@ -159,8 +157,8 @@ static void comm_decl(ovl__sbuf *b, int kind, const msg *m, int nranks) {
 }
 
 /* One communication of `kind` (op `name`) of x; on calc, or on comm[0]. */
-static void comm_call(ovl__sbuf *b, int kind, const char *name,
-                      const msg *m, bool calc, bool inplace) {
+static void comm_call(ovl__sbuf *b, int kind, const char *name, const msg *m,
+                      bool calc, bool inplace) {
   const char *cs = calc ? "true" : "false";
   const char *z = inplace ? "" : "z = ";
   if (kind == OVL_COLL_BARRIER)
@@ -171,14 +169,13 @@ static void comm_call(ovl__sbuf *b, int kind, const char *name,
                    "ranks=[0])\n"
                    "  z = recv_v2(peer=0, out_shape=[%lld], dtype=%s, "
                    "ring_id=0, use_calc_stream=%s, ranks=[1])\n",
-                   cs, (long long)m->count,
-                   ovl_dtype_name((ovl_dtype)m->dtype), cs);
+                   cs, (long long)m->count, ovl_dtype_name((ovl_dtype)m->dtype),
+                   cs);
   else if (ovl__coll_has_root((ovl__coll)kind))
     ovl__sb_printf(b, "%s%s(x, root=0, ring_id=0, use_calc_stream=%s)\n", z,
                    name, cs);
   else
-    ovl__sb_printf(b, "%s%s(x, ring_id=0, use_calc_stream=%s)\n", z, name,
-                   cs);
+    ovl__sb_printf(b, "%s%s(x, ring_id=0, use_calc_stream=%s)\n", z, name, cs);
 }
 
 /* The op whose time is the communication's: the receive of a p2p. */
@@ -209,8 +206,8 @@ static char *alone_text(const ovl__cal *c, int kind, const char *name,
 /* `rc` communications on comm[0] beside `rk` calls of kernel `k` on calc,
  * merged by position (a kernel first on a tie), as overlap_sweep does. */
 static char *beside_text(const ovl__cal *c, int kind, const char *name,
-                         const msg *m, bool inplace,
-                         const ovl__cal_kernel *k, int rc, int rk) {
+                         const msg *m, bool inplace, const ovl__cal_kernel *k,
+                         int rc, int rk) {
   ovl__sbuf b = {0};
   int i = 0, j = 0;
   ovl__sb_printf(&b, "# calibrate: %s on the comm stream beside %s\n",
@@ -238,15 +235,14 @@ static char *beside_text(const ovl__cal *c, int kind, const char *name,
 /* Seconds one communication of `m` takes alone (on calc or comm[0]);
  * est_s: what it is expected to take (<= 0: unknown, a short run
  * first). */
-static ovl_status comm_s(ovl__cal *c, int kind, const char *name,
-                         const msg *m, bool calc, bool inplace, double est_s,
-                         double *out) {
+static ovl_status comm_s(ovl__cal *c, int kind, const char *name, const msg *m,
+                         bool calc, bool inplace, double est_s, double *out) {
   ovl__cal_meas r;
   ovl_status st;
   double t;
   if (!(est_s > 0)) {
-    st = ovl__cal_run(c, alone_text(c, kind, name, m, calc, inplace, 2), 1, 1, true,
-                      false, &r);
+    st = ovl__cal_run(c, alone_text(c, kind, name, m, calc, inplace, 2), 1, 1,
+                      true, false, &r);
     if (st != OVL_OK)
       return st;
     est_s = ovl__cal_op_s(&r, timed_op(kind, name));
@@ -286,8 +282,8 @@ static ovl_status fit_kind(ovl__cal *c, const kind_info *k, int kind) {
     msg_name(kind, &sizes[j], name, sizeof name);
     ovl__cal_begin(c, "%s on calc", name);
     /* The previous (larger) size's time: an upper bound. */
-    st = comm_s(c, kind, k->name, &sizes[j], true, k->inplace, est,
-                &secs[done]);
+    st =
+        comm_s(c, kind, k->name, &sizes[j], true, k->inplace, est, &secs[done]);
     if (st != OVL_OK)
       return st;
     est = secs[done];
@@ -299,8 +295,7 @@ static ovl_status fit_kind(ovl__cal *c, const kind_info *k, int kind) {
 
 /* The matmul of the contention: the program's largest (its time alone
  * measured already), or one of the backend's size. */
-static ovl_status pick_matmul(ovl__cal *c, ovl__cal_kernel *k,
-                              double *alone) {
+static ovl_status pick_matmul(ovl__cal *c, ovl__cal_kernel *k, double *alone) {
   const ovl__mkernel *best = NULL;
   char name[128];
   for (size_t i = 0; i < c->prof->nkernels; i++) {
@@ -318,8 +313,8 @@ static ovl_status pick_matmul(ovl__cal *c, ovl__cal_kernel *k,
   if (c->cpu)
     ovl__cal_kernel_matmul(OVL_DTYPE_FLOAT32, 96, 96, 96, false, false, k);
   else
-    ovl__cal_kernel_matmul(OVL_DTYPE_BFLOAT16, 2048, 2048, 2048, false,
-                           false, k);
+    ovl__cal_kernel_matmul(OVL_DTYPE_BFLOAT16, 2048, 2048, 2048, false, false,
+                           k);
   snprintf(name, sizeof name, "matmul %s %lldx%lldx%lld",
            ovl_dtype_name((ovl_dtype)k->dtype), (long long)k->dims[0][0],
            (long long)k->dims[1][1], (long long)k->dims[0][1]);
@@ -344,8 +339,9 @@ static ovl_status beside(ovl__cal *c, const kind_info *ki, int kind,
   rk = ovl__cal_reps(k_alone, span, 4, 200);
   ovl__cal_begin(c, "contention: %s beside %s (%d and %d an iteration)",
                  ovl__comm_kind_name(kind), k->name, rc, rk);
-  st = ovl__cal_run(c, beside_text(c, kind, ki->name, m, ki->inplace, k, rc, rk),
-                    c->o.warmup, c->o.iters, true, false, &r);
+  st =
+      ovl__cal_run(c, beside_text(c, kind, ki->name, m, ki->inplace, k, rc, rk),
+                   c->o.warmup, c->o.iters, true, false, &r);
   if (st != OVL_OK)
     return st;
   tk = ovl__cal_op_s(&r, k->name);
@@ -368,17 +364,17 @@ static ovl_status contention(ovl__cal *c, const kind_info *ki, int kind,
    * input element by element for each run. A shorter kernel than the
    * message is repeated more. */
   int64_t cap = c->cpu ? (int64_t)1 << 24 : (int64_t)1 << 26, n0, n;
-  double tc, tk, est = f->have ? f->lat_s + (isfinite(f->bw)
-                                                  ? msg_bytes(m) / f->bw
-                                                  : 0)
-                               : 0;
+  double tc, tk,
+      est =
+          f->have ? f->lat_s + (isfinite(f->bw) ? msg_bytes(m) / f->bw : 0) : 0;
   ovl__cal_kernel k;
   char name[128];
   ovl_status st;
 
   msg_name(kind, m, name, sizeof name);
   ovl__cal_begin(c, "contention: %s alone on comm", name);
-  if ((st = comm_s(c, kind, ki->name, m, false, ki->inplace, est, &tc)) != OVL_OK)
+  if ((st = comm_s(c, kind, ki->name, m, false, ki->inplace, est, &tc)) !=
+      OVL_OK)
     return st;
   /* A scale of about the message's bytes, then of the size that takes
    * as long as the message (a memory-bound kernel's time grows with its

@@ -93,8 +93,7 @@ double ovl__cal_iter_s(const ovl__cal_meas *m) {
   int n = ovl_result_iters(m->res);
   const double *t = ovl_result_times(m->res);
   double *buf, med;
-  if (n <= 0 || t == NULL ||
-      (buf = malloc((size_t)n * sizeof *buf)) == NULL)
+  if (n <= 0 || t == NULL || (buf = malloc((size_t)n * sizeof *buf)) == NULL)
     return NAN;
   memcpy(buf, t, (size_t)n * sizeof *buf);
   qsort(buf, (size_t)n, sizeof *buf, cmp_double);
@@ -115,8 +114,7 @@ int ovl__cal_reps(double est_s, double target_s, int lo, int hi) {
 /* Kernels                                                             */
 /* ------------------------------------------------------------------ */
 
-void ovl__cal_kernel_of(const ovl_program *prog, size_t i,
-                        ovl__cal_kernel *k) {
+void ovl__cal_kernel_of(const ovl_program *prog, size_t i, ovl__cal_kernel *k) {
   const ovl__op *op = &prog->ops[i];
   memset(k, 0, sizeof *k);
   k->name = op->def->name;
@@ -242,8 +240,8 @@ ovl_status ovl__cal_kernel_s(ovl__cal *c, const ovl__cal_kernel *k,
    * host.gap_us). */
   if (ovl_world_has_graphs(c->world)) {
     double g;
-    st = ovl__cal_run(c, kernel_text(k, reps), c->o.warmup, c->o.iters,
-                      false, true, &m);
+    st = ovl__cal_run(c, kernel_text(k, reps), c->o.warmup, c->o.iters, false,
+                      true, &m);
     if (st != OVL_OK)
       return st;
     g = ovl__cal_iter_s(&m) / reps;

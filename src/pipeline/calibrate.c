@@ -179,8 +179,7 @@ static ovl_status host_costs(ovl__cal *c) {
     return st;
   p->host.op_s[OVL__H_RECORD] = p->host.op_s[OVL__H_WAIT] = t / 2;
 
-  ovl__cal_begin(c, "host: %d kernels, each followed by a host sync",
-                 N_HOST);
+  ovl__cal_begin(c, "host: %d kernels, each followed by a host sync", N_HOST);
   snprintf(body, sizeof body, "%s  c_sync_calc_stream()\n", tiny_kernel);
   if ((st = per_call(c, repeat_text(tiny_decl, N_HOST, body), N_HOST, false,
                      &t)) != OVL_OK)
@@ -232,7 +231,8 @@ static ovl_status host_costs(ovl__cal *c) {
                      true, &many)) != OVL_OK)
     return st;
   t = (many - few) / (N_GRAPH_MANY - N_GRAPH_FEW);
-  p->host.graph_launch_s = few - N_GRAPH_FEW * t > 0 ? few - N_GRAPH_FEW * t : 0;
+  p->host.graph_launch_s =
+      few - N_GRAPH_FEW * t > 0 ? few - N_GRAPH_FEW * t : 0;
   /* A kernel's time is its pace as a graph (ovl__cal_kernel_s): the
    * graph's gap is in it; the eager gap is what eager kernels the device
    * paced took beyond it. */

@@ -27,7 +27,7 @@ typedef struct ovl__cal {
   const ovl_program *prog;
   ovl_calibrate_opts o; /* defaults applied */
   int nranks;
-  bool cpu; /* the cpu backend: smaller buffers */
+  bool cpu;  /* the cpu backend: smaller buffers */
   double t0; /* ovl__now() at the start, for the budget */
   ovl_error *err;
   char what[192]; /* what is measured now, for messages */
@@ -83,8 +83,7 @@ double ovl__cal_iter_s(const ovl__cal_meas *m);
 /* Repeats so that `est_s` each fill about `target_s` (lo..hi). */
 int ovl__cal_reps(double est_s, double target_s, int lo, int hi);
 /* The kernel of op i of `prog`, as run alone. */
-void ovl__cal_kernel_of(const ovl_program *prog, size_t i,
-                        ovl__cal_kernel *k);
+void ovl__cal_kernel_of(const ovl_program *prog, size_t i, ovl__cal_kernel *k);
 /* A scale of a float32 [numel]; a matmul_v2 of dtype [m, k] x [k, n]. */
 void ovl__cal_kernel_scale(int64_t numel, ovl__cal_kernel *k);
 void ovl__cal_kernel_matmul(int dtype, int64_t m, int64_t n, int64_t kk,

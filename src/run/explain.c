@@ -28,7 +28,7 @@ typedef struct span {
 
 typedef struct edge {
   double t;
-  int k;     /* span */
+  int k; /* span */
   bool open;
 } edge;
 
@@ -80,9 +80,8 @@ static double transfer_start(const ovl_program *prog, const ovl_result *res,
   return latest - res->trace_base[rank];
 }
 
-ovl_status ovl__explain_segments(const ovl_program *prog,
-                                 const ovl_result *res, int rank,
-                                 ovl_explain *out, ovl__xseg **segs,
+ovl_status ovl__explain_segments(const ovl_program *prog, const ovl_result *res,
+                                 int rank, ovl_explain *out, ovl__xseg **segs,
                                  size_t *nsegs, ovl_error *err) {
   span *sp = malloc((prog->nprims + 1) * sizeof *sp);
   edge *ev = malloc((2 * prog->nprims + 1) * sizeof *ev);
@@ -116,8 +115,8 @@ ovl_status ovl__explain_segments(const ovl_program *prog,
       continue;
     x->t0 = s[0];
     x->t1 = s[1] > s[0] ? s[1] : s[0];
-    x->ws = pr->kind == OVL_PRIM_COLL ? transfer_start(prog, res, rank, p)
-                                      : x->t0;
+    x->ws =
+        pr->kind == OVL_PRIM_COLL ? transfer_start(prog, res, rank, p) : x->t0;
     if (x->ws < x->t0)
       x->ws = x->t0;
     if (x->ws > x->t1)
@@ -214,9 +213,8 @@ static int slowest_rank(const ovl_program *prog, const ovl_result *res) {
   return best;
 }
 
-ovl_status ovl__result_explain(const ovl_program *prog,
-                               const ovl_result *res, ovl_explain *out,
-                               bool *have, ovl_error *err) {
+ovl_status ovl__result_explain(const ovl_program *prog, const ovl_result *res,
+                               ovl_explain *out, bool *have, ovl_error *err) {
   *have = false;
   if (res->have_explain) {
     *out = res->explain;

@@ -45,7 +45,8 @@ int ovl__sim_add_part(sim *s, int slot, int item, int next) {
     c = c0;
     if (!ovl__sim_grow((void **)&s->part_item, &c, s->nparts + 1, sizeof(int)))
       return ovl__sim_oom(s), -1;
-    if (!ovl__sim_grow((void **)&s->part_next, &s->pcap, s->nparts + 1, sizeof(int)))
+    if (!ovl__sim_grow((void **)&s->part_next, &s->pcap, s->nparts + 1,
+                       sizeof(int)))
       return ovl__sim_oom(s), -1;
   }
   s->part_slot[s->nparts] = slot;
@@ -97,7 +98,8 @@ inst *ovl__sim_instance(sim *s, uint64_t key, int expected) {
 static item *push_item(sim *s, srank *r, int stream) {
   item *it;
   int k = (int)r->nitems;
-  if (!ovl__sim_grow((void **)&r->items, &r->cap, r->nitems + 1, sizeof *r->items))
+  if (!ovl__sim_grow((void **)&r->items, &r->cap, r->nitems + 1,
+                     sizeof *r->items))
     return ovl__sim_oom(s), NULL;
   it = &r->items[r->nitems++];
   memset(it, 0, sizeof *it);
@@ -165,10 +167,10 @@ static void price(sim *s, srank *r, item *it, const ovl__op *op) {
       it->alone = ovl__model_comm_s(s->m, OVL_COLL_BARRIER, 1, 4, n, n > gpn);
     } else {
       const ovl__var *x = &prog->vars[op->in[0]], *o = &prog->vars[op->out];
-      it->alone = ovl__model_comm_s(
-          s->m, (int)op->def->coll,
-          ovl__coll_count(op->def->coll, x->numel, o->numel),
-          ovl_dtype_size(x->dtype), n, n > gpn);
+      it->alone =
+          ovl__model_comm_s(s->m, (int)op->def->coll,
+                            ovl__coll_count(op->def->coll, x->numel, o->numel),
+                            ovl_dtype_size(x->dtype), n, n > gpn);
     }
   }
   (void)r;
@@ -315,4 +317,3 @@ bool ovl__sim_host_run(sim *s, srank *r) {
   }
   return moved;
 }
-

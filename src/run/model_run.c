@@ -105,8 +105,7 @@ static ovl_status fill_result(const sim *s, const ovl_run_opts *o,
 
 ovl_status ovl__model_run(ovl_world *world, const ovl__model *m,
                           const ovl_program *prog, const ovl_run_opts *o,
-                          ovl__compare *cmp, ovl_result **out,
-                          ovl_error *err) {
+                          ovl__compare *cmp, ovl_result **out, ovl_error *err) {
   sim s = {0};
   ovl_result *res = NULL;
   int traced = -1;
@@ -128,8 +127,8 @@ ovl_status ovl__model_run(ovl_world *world, const ovl__model *m,
                       o->trace_iter, o->iters, o->iters - 1, o->iters);
   }
   world->ran = true;
-  st = ovl__result_new(prog, world->nranks, o->iters, o->op_times != 0,
-                       traced, &res, err);
+  st = ovl__result_new(prog, world->nranks, o->iters, o->op_times != 0, traced,
+                       &res, err);
   if (st == OVL_OK)
     st = ovl__result_set_machine(res, world, err);
   if (st == OVL_OK)
@@ -151,4 +150,3 @@ ovl_status ovl__model_run(ovl_world *world, const ovl__model *m,
   *out = res;
   return OVL_OK;
 }
-

@@ -47,6 +47,18 @@ static bool start_work(sim *s, int kind, int kc, int comm, double alone,
   return true;
 }
 
+/* Rank r's item k joins instance `in` (one more part, one more transfer
+ * it waits for); false: out of memory. */
+static bool join(sim *s, inst *in, int slot, int k) {
+  int part = ovl__sim_add_part(s, slot, k, in->first_part);
+  if (part < 0)
+    return false;
+  in->first_part = part;
+  s->r[slot].items[k].pending++;
+  in->arrived++;
+  return true;
+}
+
 /* Rank r's item k (a collective) reaches its stream's head. */
 static bool arrive_coll(sim *s, int slot, int k) {
   srank *r = &s->r[slot];
@@ -54,20 +66,14 @@ static bool arrive_coll(sim *s, int slot, int k) {
   const ovl__op *op = &s->prog->ops[it->op];
   uint32_t kth = r->ncoll[op->ring_id]++;
   int expected = s->nsim == 1 ? 1 : __builtin_popcountll(op->ranks);
-  inst *in = ovl__sim_instance(s, 1ull << 62 | (uint64_t)op->ring_id << 40 | kth,
-                      expected);
-  int part;
-  if (in == NULL)
+  inst *in = ovl__sim_instance(
+      s, 1ull << 62 | (uint64_t)op->ring_id << 40 | kth, expected);
+  if (in == NULL || !join(s, in, slot, k))
     return false;
-  part = ovl__sim_add_part(s, slot, k, in->first_part);
-  if (part < 0)
-    return false;
-  in->first_part = part;
-  it->pending = 1;
-  if (++in->arrived < in->expected)
+  if (in->arrived < in->expected)
     return true;
-  return start_work(s, W_COMM, 0, (int)op->def->coll, it->alone,
-                    in->first_part, in->arrived);
+  return start_work(s, W_COMM, 0, (int)op->def->coll, it->alone, in->first_part,
+                    in->arrived);
 }
 
 /* Rank r's item k (sends and receives, one call) reaches its stream's
@@ -81,7 +87,7 @@ static bool arrive_p2p(sim *s, int slot, int k) {
     const ovl__prim *pr = &prog->prims[p];
     size_t i = it->op;
     const ovl__op *op;
-    int peer, src, dst, v, part;
+    int peer, src, dst, v;
     uint32_t kth;
     inst *in;
     while (i + 1 < prog->nops && prog->prim_first[i + 1] <= p)
@@ -103,17 +109,12 @@ static bool arrive_p2p(sim *s, int slot, int k) {
       v = op->out;
     }
     in = ovl__sim_instance(s,
-                  2ull << 62 | (uint64_t)op->ring_id << 52 |
-                      (uint64_t)src << 46 | (uint64_t)dst << 40 | kth,
-                  2);
-    if (in == NULL)
+                           2ull << 62 | (uint64_t)op->ring_id << 52 |
+                               (uint64_t)src << 46 | (uint64_t)dst << 40 | kth,
+                           2);
+    if (in == NULL || !join(s, in, slot, k))
       return false;
-    part = ovl__sim_add_part(s, slot, k, in->first_part);
-    if (part < 0)
-      return false;
-    in->first_part = part;
-    it->pending++;
-    if (++in->arrived == 2) {
+    if (in->arrived == 2) {
       double alone = ovl__model_comm_s(
           s->m, OVL__COMM_P2P, (size_t)prog->vars[v].numel,
           ovl_dtype_size(prog->vars[v].dtype), 2, src / gpn != dst / gpn);
@@ -127,8 +128,7 @@ static bool arrive_p2p(sim *s, int slot, int k) {
 }
 
 /* When the head item of a stream may start (enqueued; after the gap). */
-static double head_ready(const sim *s, const srank *r, int q,
-                         const item *it) {
+static double head_ready(const sim *s, const srank *r, int q, const item *it) {
   double t = it->ready;
   if (it->kind == OVL_PRIM_KERNEL || it->kind == OVL_PRIM_COLL ||
       it->kind == OVL_PRIM_DELAY || it->kind == OVL_PRIM_SEND ||
@@ -355,12 +355,14 @@ static ovl_status stuck(sim *s) {
                         "model: rank %d cannot go on at %.6f s: its %s stream "
                         "waits at %s:%d:%d (%s) for something no rank will "
                         "do (the deadlock check did not stop this program)",
-                        r->rank, s->now, prog->stream_names[q],
-                        prog->filename, op->line, op->col, op->def->name);
+                        r->rank, s->now, prog->stream_names[q], prog->filename,
+                        op->line, op->col, op->def->name);
       }
   }
-  return ovl__err(s->err, OVL_EINVAL, "model: the program cannot go on at "
-                                      "%.6f s", s->now);
+  return ovl__err(s->err, OVL_EINVAL,
+                  "model: the program cannot go on at "
+                  "%.6f s",
+                  s->now);
 }
 
 ovl_status ovl__sim_simulate(sim *s) {
@@ -421,9 +423,8 @@ void ovl__sim_free(sim *s) {
   free(s->tab);
 }
 
-ovl_status ovl__sim_init(sim *s, const ovl__model *m,
-                           const ovl_program *prog, bool graph,
-                           ovl_error *err) {
+ovl_status ovl__sim_init(sim *s, const ovl__model *m, const ovl_program *prog,
+                         bool graph, ovl_error *err) {
   int ns = prog->nstreams, nev = ovl__program_nevents(prog);
   int nrings = prog->nrings > 0 ? prog->nrings : 1;
   memset(s, 0, sizeof *s);
@@ -451,13 +452,10 @@ ovl_status ovl__sim_init(sim *s, const ovl__model *m,
     r->last_work_end = malloc((size_t)ns * sizeof *r->last_work_end);
     r->hspan = malloc((prog->nprims * 2 + 1) * sizeof *r->hspan);
     r->ncoll = calloc((size_t)nrings, sizeof *r->ncoll);
-    r->nsend = calloc((size_t)nrings * (size_t)prog->nranks,
-                      sizeof *r->nsend);
-    r->nrecv = calloc((size_t)nrings * (size_t)prog->nranks,
-                      sizeof *r->nrecv);
+    r->nsend = calloc((size_t)nrings * (size_t)prog->nranks, sizeof *r->nsend);
+    r->nrecv = calloc((size_t)nrings * (size_t)prog->nranks, sizeof *r->nrecv);
     if (!r->qhead || !r->qtail || !r->qlen || !r->last_rec ||
-        !r->last_work_end || !r->hspan || !r->ncoll || !r->nsend ||
-        !r->nrecv)
+        !r->last_work_end || !r->hspan || !r->ncoll || !r->nsend || !r->nrecv)
       return ovl__err(err, OVL_ENOMEM, "model: out of memory");
     for (int q = 0; q < ns; q++) {
       r->qhead[q] = r->qtail[q] = -1;

@@ -18,12 +18,12 @@ typedef struct item {
   uint8_t kind;        /* ovl__prim_kind */
   uint8_t state;
   int16_t stream;
-  int next;       /* the next item of its stream; -1 */
-  int wait_rec;   /* WAIT: the record item it waits for; -1: none */
-  int pending;    /* COLL / SEND / RECV: transfers not done */
-  double ready;   /* enqueued by the host */
+  int next;     /* the next item of its stream; -1 */
+  int wait_rec; /* WAIT: the record item it waits for; -1: none */
+  int pending;  /* COLL / SEND / RECV: transfers not done */
+  double ready; /* enqueued by the host */
   double start, work_start, end;
-  double alone;   /* seconds of work alone (kernels, delays, comm) */
+  double alone; /* seconds of work alone (kernels, delays, comm) */
 } item;
 
 /* Work in progress: a kernel or delay on one rank, or a transfer (a
@@ -31,8 +31,8 @@ typedef struct item {
 typedef struct work {
   int kind, kc, comm;
   double left, rate;
-  int n;         /* items */
-  int first;     /* in the run's part list: (rank slot, item) pairs */
+  int n;     /* items */
+  int first; /* in the run's part list: (rank slot, item) pairs */
 } work;
 
 typedef struct srank {
@@ -41,16 +41,16 @@ typedef struct srank {
   size_t nitems, cap;
   /* Per stream: its items not done, in order (a list through next). */
   int *qhead, *qtail, *qlen;
-  int *last_rec; /* per event: its last record item; -1 */
+  int *last_rec;         /* per event: its last record item; -1 */
   double *last_work_end; /* per stream */
   /* The host */
-  size_t op;    /* the next op */
+  size_t op; /* the next op */
   double h;
-  int block;    /* -1: not blocked; a stream; nstreams: every stream */
+  int block; /* -1: not blocked; a stream; nstreams: every stream */
   size_t block_prim;
   bool draining, done;
   double seg_launch; /* graph mode: the current segment's launch; -1 */
-  double *hspan; /* per primitive: the host primitives' spans */
+  double *hspan;     /* per primitive: the host primitives' spans */
   /* Where its time went (ovl_explain's order), its end; per step: the
    * kernels running, the classes and comm kinds running, items blocked */
   double explain[5];

@@ -18,23 +18,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK_CUDA(call)                                                      \
-  do {                                                                        \
-    cudaError_t e_ = (call);                                                  \
-    if (e_ != cudaSuccess) {                                                  \
-      fprintf(stderr, "nccl_estimate: %s: %s\n", #call,                       \
-              cudaGetErrorString(e_));                                        \
-      return 1;                                                               \
-    }                                                                         \
+#define CHECK_CUDA(call)                                                       \
+  do {                                                                         \
+    cudaError_t e_ = (call);                                                   \
+    if (e_ != cudaSuccess) {                                                   \
+      fprintf(stderr, "nccl_estimate: %s: %s\n", #call,                        \
+              cudaGetErrorString(e_));                                         \
+      return 1;                                                                \
+    }                                                                          \
   } while (0)
-#define CHECK_NCCL(call)                                                      \
-  do {                                                                        \
-    ncclResult_t r_ = (call);                                                 \
-    if (r_ != ncclSuccess) {                                                  \
-      fprintf(stderr, "nccl_estimate: %s: %s\n", #call,                       \
-              ncclGetErrorString(r_));                                        \
-      return 1;                                                               \
-    }                                                                         \
+#define CHECK_NCCL(call)                                                       \
+  do {                                                                         \
+    ncclResult_t r_ = (call);                                                  \
+    if (r_ != ncclSuccess) {                                                   \
+      fprintf(stderr, "nccl_estimate: %s: %s\n", #call,                        \
+              ncclGetErrorString(r_));                                         \
+      return 1;                                                                \
+    }                                                                          \
   } while (0)
 
 int main(int argc, char **argv) {
@@ -42,9 +42,9 @@ int main(int argc, char **argv) {
   size_t most = 0;
   ncclComm_t *comms;
   void **bufs;
-  if (argc < 3 || (strcmp(argv[1], "allreduce") != 0 &&
-                   strcmp(argv[1], "allgather") != 0 &&
-                   strcmp(argv[1], "reducescatter") != 0)) {
+  if (argc < 3 ||
+      (strcmp(argv[1], "allreduce") != 0 && strcmp(argv[1], "allgather") != 0 &&
+       strcmp(argv[1], "reducescatter") != 0)) {
     fprintf(stderr, "usage: nccl_estimate allreduce|allgather|reducescatter "
                     "BYTES...\n");
     return 2;
@@ -70,8 +70,8 @@ int main(int argc, char **argv) {
     for (int d = 0; d < n; d++) {
       char *buf = bufs[d];
       if (strcmp(argv[1], "allreduce") == 0)
-        CHECK_NCCL(ncclAllReduce(buf, buf, count, ncclFloat32, ncclSum,
-                                 comms[d], 0));
+        CHECK_NCCL(
+            ncclAllReduce(buf, buf, count, ncclFloat32, ncclSum, comms[d], 0));
       else if (strcmp(argv[1], "allgather") == 0)
         CHECK_NCCL(ncclAllGather(buf, buf, count, ncclFloat32, comms[d], 0));
       else
@@ -79,8 +79,8 @@ int main(int argc, char **argv) {
                                      comms[d], 0));
     }
     CHECK_NCCL(ncclGroupSimulateEnd(&sim));
-    printf("%s %zu B on %d GPU%s: NCCL estimates %.1f us\n", argv[1], bytes,
-           n, n == 1 ? "" : "s", sim.estimatedTime);
+    printf("%s %zu B on %d GPU%s: NCCL estimates %.1f us\n", argv[1], bytes, n,
+           n == 1 ? "" : "s", sim.estimatedTime);
   }
   for (int d = 0; d < n; d++) {
     cudaSetDevice(d);
