@@ -43,41 +43,38 @@ static const double *span_at(const ovl_result *res, int rank, size_t p) {
   return res->spans + ((size_t)rank * res->nprims + p) * 2;
 }
 
-/* When the transfer of collective primitive p on `rank` starts: the last
- * rank's start of the same collective (the k-th of its ring on each
- * rank), on this rank's clock. */
-static double transfer_start(const ovl_program *prog, const ovl_result *res,
-                             int rank, size_t p) {
-  const ovl__op *op = NULL;
-  size_t k = 0, i;
-  double latest;
-  for (i = 0; i < prog->nops; i++)
-    if (prog->prim_first[i] <= p && p < prog->prim_first[i + 1])
-      break;
-  op = &prog->ops[i];
-  for (size_t j = 0; j < i; j++)
-    if (prog->ops[j].ring_id == op->ring_id &&
-        ovl__op_on_rank(&prog->ops[j], rank))
-      for (size_t q = prog->prim_first[j]; q < prog->prim_first[j + 1]; q++)
-        k += prog->prims[q].kind == OVL_PRIM_COLL;
-  latest = res->trace_base[rank] + span_at(res, rank, p)[0];
+/* The latest start over the ranks (host clock) of each ring's k-th
+ * collective, late[ring * ncoll + k] (-INFINITY where no rank timed it):
+ * a collective's transfer starts when its last rank has reached it.
+ * NULL: out of memory. */
+static double *latest_starts(const ovl_program *prog, const ovl_result *res,
+                             size_t *ncoll) {
+  size_t n = 0, rings = prog->nrings > 0 ? (size_t)prog->nrings : 1;
+  double *late;
+  for (size_t p = 0; p < prog->nprims; p++)
+    n += prog->prims[p].kind == OVL_PRIM_COLL;
+  *ncoll = n;
+  late = malloc((rings * n + 1) * sizeof *late);
+  if (late == NULL)
+    return NULL;
+  for (size_t k = 0; k < rings * n; k++)
+    late[k] = -INFINITY;
   for (int r = 0; r < res->nranks; r++) {
-    size_t n = 0;
-    if (r == rank)
-      continue;
+    size_t cnt[OVL_MAX_RINGS] = {0};
     for (size_t j = 0; j < prog->nops; j++) {
-      const ovl__op *o = &prog->ops[j];
-      if (o->ring_id != op->ring_id || !ovl__op_on_rank(o, r))
+      const ovl__op *op = &prog->ops[j];
+      if (!ovl__op_on_rank(op, r))
         continue;
       for (size_t q = prog->prim_first[j]; q < prog->prim_first[j + 1]; q++)
-        if (prog->prims[q].kind == OVL_PRIM_COLL && n++ == k) {
+        if (prog->prims[q].kind == OVL_PRIM_COLL) {
+          double *l = &late[(size_t)op->ring_id * n + cnt[op->ring_id]++];
           double t = res->trace_base[r] + span_at(res, r, q)[0];
-          if (!isnan(t) && t > latest)
-            latest = t;
+          if (!isnan(t) && t > *l)
+            *l = t;
         }
     }
   }
-  return latest - res->trace_base[rank];
+  return late;
 }
 
 ovl_status ovl__explain_segments(const ovl_program *prog, const ovl_result *res,
@@ -88,49 +85,64 @@ ovl_status ovl__explain_segments(const ovl_program *prog, const ovl_result *res,
   ovl__xseg *sg = NULL;
   size_t n = 0, ne = 0, ns = 0;
   double T = res->times[res->trace_iter], acc[5] = {0}, t = 0;
+  double *late = NULL;
+  size_t ncoll = 0, cnt[OVL_MAX_RINGS] = {0};
   bool *on = NULL;
   if (segs != NULL)
     sg = malloc((4 * prog->nprims + 2) * sizeof *sg);
   on = calloc(prog->nprims + 1, sizeof *on);
-  if (sp == NULL || ev == NULL || on == NULL || (segs != NULL && sg == NULL)) {
+  late = latest_starts(prog, res, &ncoll);
+  if (sp == NULL || ev == NULL || on == NULL || late == NULL ||
+      (segs != NULL && sg == NULL)) {
     free(sp);
     free(ev);
     free(sg);
     free(on);
+    free(late);
     return ovl__err(err, OVL_ENOMEM, "explain: out of memory");
   }
-  for (size_t p = 0; p < prog->nprims; p++) {
-    const ovl__prim *pr = &prog->prims[p];
-    const double *s = span_at(res, rank, p);
-    span *x = &sp[n];
-    if (ovl__prim_on_host(pr) || isnan(s[0]) || isnan(s[1]))
+  for (size_t j = 0; j < prog->nops; j++) {
+    const ovl__op *op = &prog->ops[j];
+    if (!ovl__op_on_rank(op, rank))
       continue;
-    if (pr->kind == OVL_PRIM_WAIT)
-      x->cls = 2;
-    else if (ovl__prim_is_comm(pr))
-      x->cls = 1;
-    else if (ovl__prim_works(pr))
-      x->cls = 0;
-    else
-      continue;
-    x->t0 = s[0];
-    x->t1 = s[1] > s[0] ? s[1] : s[0];
-    x->ws =
-        pr->kind == OVL_PRIM_COLL ? transfer_start(prog, res, rank, p) : x->t0;
-    if (x->ws < x->t0)
-      x->ws = x->t0;
-    if (x->ws > x->t1)
-      x->ws = x->t1;
-    x->eff = 1;
-    if (res->alone != NULL && x->cls != 2) {
-      double a = res->alone[(size_t)rank * res->nprims + p];
-      if (!isnan(a) && x->t1 > x->ws && a < x->t1 - x->ws)
-        x->eff = a / (x->t1 - x->ws);
+    for (size_t p = prog->prim_first[j]; p < prog->prim_first[j + 1]; p++) {
+      const ovl__prim *pr = &prog->prims[p];
+      const double *s = span_at(res, rank, p);
+      span *x = &sp[n];
+      /* This rank's k-th collective of its ring (counted whether timed). */
+      size_t k = pr->kind == OVL_PRIM_COLL ? cnt[op->ring_id]++ : 0;
+      if (ovl__prim_on_host(pr) || isnan(s[0]) || isnan(s[1]))
+        continue;
+      if (pr->kind == OVL_PRIM_WAIT)
+        x->cls = 2;
+      else if (ovl__prim_is_comm(pr))
+        x->cls = 1;
+      else if (ovl__prim_works(pr))
+        x->cls = 0;
+      else
+        continue;
+      x->t0 = s[0];
+      x->t1 = s[1] > s[0] ? s[1] : s[0];
+      x->ws =
+          pr->kind == OVL_PRIM_COLL
+              ? late[(size_t)op->ring_id * ncoll + k] - res->trace_base[rank]
+              : x->t0;
+      if (x->ws < x->t0)
+        x->ws = x->t0;
+      if (x->ws > x->t1)
+        x->ws = x->t1;
+      x->eff = 1;
+      if (res->alone != NULL && x->cls != 2) {
+        double a = res->alone[(size_t)rank * res->nprims + p];
+        if (!isnan(a) && x->t1 > x->ws && a < x->t1 - x->ws)
+          x->eff = a / (x->t1 - x->ws);
+      }
+      ev[ne++] = (edge){x->t0, (int)n, true};
+      ev[ne++] = (edge){x->t1, (int)n, false};
+      n++;
     }
-    ev[ne++] = (edge){x->t0, (int)n, true};
-    ev[ne++] = (edge){x->t1, (int)n, false};
-    n++;
   }
+  free(late);
   qsort(ev, ne, sizeof *ev, edge_cmp);
   for (size_t e = 0; e <= ne; e++) {
     double te = e < ne ? ev[e].t : T, dt;
