@@ -25,15 +25,9 @@ static void flight_free(ovl__flight *f) {
  * communicators made. */
 static ovl_status run_prepare(ovl_world *world, const ovl_program *prog,
                               const ovl_run_opts *opts, ovl_error *err) {
-  ovl_status st;
-  if (opts->iters < 1 || opts->warmup < 0)
-    return ovl__err(err, OVL_EINVAL,
-                    "iterations must be >= 1 and warmup >= 0 (got %d, %d)",
-                    opts->iters, opts->warmup);
-  if (prog->nranks != world->nranks)
-    return ovl__err(err, OVL_EINVAL,
-                    "%s was parsed for %d ranks but the world has %d",
-                    prog->filename, prog->nranks, world->nranks);
+  ovl_status st = ovl__run_check(world, prog, opts, err);
+  if (st != OVL_OK)
+    return st;
   if (opts->graph && world->be->graph_begin == NULL)
     return ovl__err_no_graphs(err, world->be->name);
   if (world->aborted)
@@ -67,18 +61,10 @@ static ovl_status run_init(run_t *run, ovl_world *world,
   run->world = world;
   run->prog = prog;
   run->opts = *opts;
-  run->traced = -1;
-  if (opts->trace) {
-    int k = opts->trace_iter < 0 ? opts->iters + opts->trace_iter
-                                 : opts->trace_iter;
-    if (k < 0 || k >= opts->iters)
-      return ovl__err(err, OVL_EINVAL,
-                      "trace iteration %d: there are %d timed iterations "
-                      "(0 to %d, or -1 to -%d from the end)",
-                      opts->trace_iter, opts->iters, opts->iters - 1,
-                      opts->iters);
-    run->traced = opts->warmup + k;
-  }
+  if ((st = ovl__run_traced(opts, &run->traced, err)) != OVL_OK)
+    return st;
+  if (run->traced >= 0)
+    run->traced += opts->warmup;
   st = ovl__result_new(prog, world->nranks, opts->iters, opts->op_times != 0,
                        run->traced >= 0 ? run->traced - opts->warmup : -1,
                        &run->res, err);

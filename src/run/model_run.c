@@ -108,24 +108,12 @@ ovl_status ovl__model_run(ovl_world *world, const ovl__model *m,
                           ovl__compare *cmp, ovl_result **out, ovl_error *err) {
   sim s = {0};
   ovl_result *res = NULL;
-  int traced = -1;
-  ovl_status st;
-  if (o->iters < 1 || o->warmup < 0)
-    return ovl__err(err, OVL_EINVAL,
-                    "iterations must be >= 1 and warmup >= 0 (got %d, %d)",
-                    o->iters, o->warmup);
-  if (prog->nranks != world->nranks)
-    return ovl__err(err, OVL_EINVAL,
-                    "%s was parsed for %d ranks but the world has %d",
-                    prog->filename, prog->nranks, world->nranks);
-  if (o->trace) {
-    traced = o->trace_iter < 0 ? o->iters + o->trace_iter : o->trace_iter;
-    if (traced < 0 || traced >= o->iters)
-      return ovl__err(err, OVL_EINVAL,
-                      "trace iteration %d: there are %d timed iterations "
-                      "(0 to %d, or -1 to -%d from the end)",
-                      o->trace_iter, o->iters, o->iters - 1, o->iters);
-  }
+  int traced;
+  ovl_status st = ovl__run_check(world, prog, o, err);
+  if (st == OVL_OK)
+    st = ovl__run_traced(o, &traced, err);
+  if (st != OVL_OK)
+    return st;
   world->ran = true;
   st = ovl__result_new(prog, world->nranks, o->iters, o->op_times != 0, traced,
                        &res, err);

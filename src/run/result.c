@@ -253,3 +253,33 @@ ovl_status ovl__result_set_alone(ovl_result *res, const double *alone,
   res->alone = a;
   return OVL_OK;
 }
+
+ovl_status ovl__run_check(const ovl_world *world, const ovl_program *prog,
+                          const ovl_run_opts *opts, ovl_error *err) {
+  if (opts->iters < 1 || opts->warmup < 0)
+    return ovl__err(err, OVL_EINVAL,
+                    "iterations must be >= 1 and warmup >= 0 (got %d, %d)",
+                    opts->iters, opts->warmup);
+  if (prog->nranks != world->nranks)
+    return ovl__err(err, OVL_EINVAL,
+                    "%s was parsed for %d ranks but the world has %d",
+                    prog->filename, prog->nranks, world->nranks);
+  return OVL_OK;
+}
+
+ovl_status ovl__run_traced(const ovl_run_opts *opts, int *traced,
+                           ovl_error *err) {
+  int k;
+  *traced = -1;
+  if (!opts->trace)
+    return OVL_OK;
+  k = opts->trace_iter < 0 ? opts->iters + opts->trace_iter : opts->trace_iter;
+  if (k < 0 || k >= opts->iters)
+    return ovl__err(err, OVL_EINVAL,
+                    "trace iteration %d: there are %d timed iterations "
+                    "(0 to %d, or -1 to -%d from the end)",
+                    opts->trace_iter, opts->iters, opts->iters - 1,
+                    opts->iters);
+  *traced = k;
+  return OVL_OK;
+}

@@ -161,6 +161,16 @@ ovl_status ovl__result_set_alone(ovl_result *res, const double *alone,
  * no graphs: OVL_EINVAL. */
 ovl_status ovl__err_no_graphs(ovl_error *err, const char *backend);
 
+/* A run's options against its world and program (iterations, warmup,
+ * the program's rank count): OVL_EINVAL with the message the executor
+ * and the model both give. */
+ovl_status ovl__run_check(const ovl_world *world, const ovl_program *prog,
+                          const ovl_run_opts *opts, ovl_error *err);
+/* The timed iteration traced (0-based), or -1 without a trace; a
+ * trace_iter out of range is OVL_EINVAL. */
+ovl_status ovl__run_traced(const ovl_run_opts *opts, int *traced,
+                           ovl_error *err);
+
 /* A result for `prog` on `nranks` ranks: iters timed iterations, op times
  * if asked for, spans if trace_iter >= 0 (the timed iteration traced). */
 ovl_status ovl__result_new(const ovl_program *prog, int nranks, int iters,
