@@ -37,6 +37,26 @@ void ovl__mkernel_of(const ovl_program *prog, const ovl__op *op,
   }
 }
 
+int ovl__comm_msg(const ovl_program *prog, const ovl__op *op, int pk,
+                  size_t *count, int *dtype) {
+  const ovl__var *v;
+  if (pk == OVL_PRIM_SEND || pk == OVL_PRIM_RECV) {
+    v = &prog->vars[pk == OVL_PRIM_SEND ? op->in[0] : op->out];
+    *count = (size_t)v->numel;
+    *dtype = (int)v->dtype;
+    return OVL__COMM_P2P;
+  }
+  if (op->def->coll == OVL_COLL_BARRIER) {
+    *count = 1;
+    *dtype = OVL_DTYPE_FLOAT32;
+    return OVL_COLL_BARRIER;
+  }
+  v = &prog->vars[op->in[0]];
+  *count = ovl__coll_count(op->def->coll, v->numel, prog->vars[op->out].numel);
+  *dtype = (int)v->dtype;
+  return (int)op->def->coll;
+}
+
 bool ovl__mkernel_same(const ovl__mkernel *a, const ovl__mkernel *b) {
   if (a->matmul != b->matmul || a->dtype != b->dtype)
     return false;

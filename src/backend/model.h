@@ -108,6 +108,13 @@ bool ovl__mkernel_same(const ovl__mkernel *a, const ovl__mkernel *b);
 /* "scale float32 [1000000]", "matmul bfloat16 4096x8192x16384 (x^T)". */
 void ovl__mkernel_name(const ovl__mkernel *k, char *buf, size_t size);
 
+/* The message of op's communication primitive of kind `pk` (COLL, SEND,
+ * RECV): its kind (an ovl__coll, or OVL__COMM_P2P), NCCL's count and the
+ * element's dtype, as the executor calls the backend with them (a
+ * barrier: one float32; a send its input, a receive its output). */
+int ovl__comm_msg(const ovl_program *prog, const ovl__op *op, int pk,
+                  size_t *count, int *dtype);
+
 /* A fit of one communication kind at one rank count: seconds = lat_s +
  * bytes / bw, bytes = count * element size (NCCL's count: the send
  * count, reducescatter's receive count; p2p: the message). */

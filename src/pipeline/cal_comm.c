@@ -46,32 +46,14 @@ static double msg_bytes(const msg *m) {
 /* The message of op i of `prog`, and its kind; false for an op that does
  * not communicate. */
 static bool op_msg(const ovl_program *prog, size_t i, int *kind, msg *m) {
-  const ovl__op *op = &prog->ops[i];
-  size_t n;
+  size_t n, count;
   const ovl__prim *p = ovl__op_prims(prog, i, &n);
-  for (size_t k = 0; k < n; k++) {
-    if (p[k].kind == OVL_PRIM_SEND || p[k].kind == OVL_PRIM_RECV) {
-      const ovl__var *v =
-          &prog->vars[p[k].kind == OVL_PRIM_SEND ? op->in[0] : op->out];
-      *kind = OVL__COMM_P2P;
-      m->count = v->numel;
-      m->dtype = (int)v->dtype;
+  for (size_t k = 0; k < n; k++)
+    if (ovl__prim_is_comm(&p[k])) {
+      *kind = ovl__comm_msg(prog, &prog->ops[i], p[k].kind, &count, &m->dtype);
+      m->count = (int64_t)count;
       return true;
     }
-    if (p[k].kind == OVL_PRIM_COLL) {
-      *kind = (int)op->def->coll;
-      if (op->def->coll == OVL_COLL_BARRIER) {
-        m->count = 1;
-        m->dtype = OVL_DTYPE_FLOAT32;
-      } else {
-        const ovl__var *x = &prog->vars[op->in[0]];
-        const ovl__var *o = &prog->vars[op->out];
-        m->count = (int64_t)ovl__coll_count(op->def->coll, x->numel, o->numel);
-        m->dtype = (int)x->dtype;
-      }
-      return true;
-    }
-  }
   return false;
 }
 

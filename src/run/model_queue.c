@@ -162,16 +162,11 @@ static void price(sim *s, srank *r, item *it, const ovl__op *op) {
     int n = op->ranks == ovl__program_all_ranks(prog)
                 ? prog->nranks
                 : __builtin_popcountll(op->ranks);
-    int gpn = s->m->mach.gpus_per_node;
-    if (op->def->coll == OVL_COLL_BARRIER) {
-      it->alone = ovl__model_comm_s(s->m, OVL_COLL_BARRIER, 1, 4, n, n > gpn);
-    } else {
-      const ovl__var *x = &prog->vars[op->in[0]], *o = &prog->vars[op->out];
-      it->alone =
-          ovl__model_comm_s(s->m, (int)op->def->coll,
-                            ovl__coll_count(op->def->coll, x->numel, o->numel),
-                            ovl_dtype_size(x->dtype), n, n > gpn);
-    }
+    size_t count;
+    int dtype, kind = ovl__comm_msg(prog, op, p->kind, &count, &dtype);
+    it->alone =
+        ovl__model_comm_s(s->m, kind, count, ovl_dtype_size((ovl_dtype)dtype),
+                          n, n > s->m->mach.gpus_per_node);
   }
   (void)r;
 }

@@ -87,7 +87,7 @@ static bool arrive_p2p(sim *s, int slot, int k) {
     const ovl__prim *pr = &prog->prims[p];
     size_t i = it->op;
     const ovl__op *op;
-    int peer, src, dst, v;
+    int peer, src, dst;
     uint32_t kth;
     inst *in;
     while (i + 1 < prog->nops && prog->prim_first[i + 1] <= p)
@@ -101,12 +101,10 @@ static bool arrive_p2p(sim *s, int slot, int k) {
       src = r->rank;
       dst = peer;
       kth = r->nsend[op->ring_id * s->nranks + peer]++;
-      v = op->in[0];
     } else {
       src = peer;
       dst = r->rank;
       kth = r->nrecv[op->ring_id * s->nranks + peer]++;
-      v = op->out;
     }
     in = ovl__sim_instance(s,
                            2ull << 62 | (uint64_t)op->ring_id << 52 |
@@ -115,9 +113,13 @@ static bool arrive_p2p(sim *s, int slot, int k) {
     if (in == NULL || !join(s, in, slot, k))
       return false;
     if (in->arrived == 2) {
-      double alone = ovl__model_comm_s(
-          s->m, OVL__COMM_P2P, (size_t)prog->vars[v].numel,
-          ovl_dtype_size(prog->vars[v].dtype), 2, src / gpn != dst / gpn);
+      size_t count;
+      int dtype;
+      double alone;
+      ovl__comm_msg(prog, op, pr->kind, &count, &dtype);
+      alone = ovl__model_comm_s(s->m, OVL__COMM_P2P, count,
+                                ovl_dtype_size((ovl_dtype)dtype), 2,
+                                src / gpn != dst / gpn);
       if (!start_work(s, W_COMM, 0, OVL__COMM_P2P, alone, in->first_part, 2))
         return false;
     }
